@@ -1,0 +1,146 @@
+// Package protocol is the contract between the Switchboard host and its
+// plugins: the go-plugin handshake, the protocol versions, the go-plugin
+// adapters on both sides, and the coded errors that survive the wire.
+//
+// Host and plugin both import this package (as go-plugin's examples share a
+// contract package). Plugin authors normally use the friendly layer in the
+// parent package sdk; this package is the low-level layer underneath it, for
+// plugins that want to implement [Handler] themselves.
+//
+// Lifecycle of a plugin as seen from here: the host starts the binary with
+// go-plugin, both sides agree on the highest protocol version they share,
+// the host calls Configure once and Describe once, and then every tool call
+// travels over one persistent CallTool stream opened by [Client].
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	plugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+)
+
+// Handshake is the go-plugin handshake every Switchboard plugin uses. The
+// cookie only tells a user who runs a plugin binary by hand that it is meant
+// to be started by the host; it is not a security measure.
+var Handshake = plugin.HandshakeConfig{
+	// ProtocolVersion is unused: Switchboard negotiates with VersionedPlugins.
+	ProtocolVersion:  0,
+	MagicCookieKey:   "SWITCHBOARD_PLUGIN",
+	MagicCookieValue: "d1b0f5a3-mcp-tool-server",
+}
+
+// PluginName is the key of the tool server in go-plugin's plugin sets.
+const PluginName = "toolserver"
+
+// Version1 is protocol version 1: Configure, Describe, CallTool (one
+// multiplexed stream), PermissionPattern.
+const Version1 = 1
+
+// SupportedVersions lists the protocol versions this build speaks, lowest
+// first.
+var SupportedVersions = []int{Version1}
+
+// MaxMessageSize bounds one gRPC message in either direction. gRPC's default
+// of 4 MB is far too small for files and command output.
+const MaxMessageSize = 256 << 20
+
+// GRPCServerOptions are the options the SDK's gRPC server is built with.
+func GRPCServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxMessageSize),
+		grpc.MaxSendMsgSize(MaxMessageSize),
+	}
+}
+
+// GRPCDialOptions are the options the host dials plugins with.
+func GRPCDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(MaxMessageSize),
+			grpc.MaxCallSendMsgSize(MaxMessageSize),
+		),
+	}
+}
+
+// Handler is what a plugin implements at the protocol level. The friendly
+// layer in package sdk implements it for typed Go handlers.
+//
+// Configure is called once, before Describe. CallTool and PermissionPattern
+// may be called concurrently from many goroutines; CallTool must return when
+// ctx is done (the host cancelled the call or is shutting down).
+type Handler interface {
+	Configure(ctx context.Context, req *pluginv1.ConfigureRequest) error
+	Describe(ctx context.Context) (*pluginv1.DescribeResponse, error)
+	// CallTool runs one call. Events sends progress and log events while it
+	// runs; it is safe for concurrent use and must not be used after
+	// CallTool returns. A tool failure is a Result with IsError set; an
+	// error return means the tool did not run or was cut short, and should
+	// be an *Error so its code survives the wire.
+	CallTool(ctx context.Context, call *pluginv1.Call, events EventSink) (*pluginv1.Result, error)
+	PermissionPattern(ctx context.Context, req *pluginv1.PermissionPatternRequest) ([]string, error)
+}
+
+// EventSink receives the progress and log events of one call.
+type EventSink interface {
+	Progress(p *pluginv1.Progress)
+	Log(l *pluginv1.Log)
+}
+
+// GRPCPlugin adapts a Handler (plugin side) and a Client (host side) to
+// go-plugin. Impl is only set on the plugin side.
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl Handler
+}
+
+// GRPCServer registers the tool server on the plugin's gRPC server.
+func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.Impl == nil {
+		return fmt.Errorf("protocol: GRPCPlugin has no Impl")
+	}
+	pluginv1.RegisterToolServerServer(s, newServer(p.Impl))
+	return nil
+}
+
+// GRPCClient returns a *Client for the host.
+func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
+	return NewClient(pluginv1.NewToolServerClient(cc)), nil
+}
+
+// PluginSets returns the VersionedPlugins map for the given versions, each
+// mapped to a GRPCPlugin with impl. The host passes a nil impl.
+func PluginSets(impl Handler, versions []int) map[int]plugin.PluginSet {
+	sets := make(map[int]plugin.PluginSet, len(versions))
+	for _, v := range versions {
+		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl}}
+	}
+	return sets
+}
+
+// FormatVersions renders a version list as "[1 2]".
+func FormatVersions(vs []int) string {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	return fmt.Sprint(s)
+}
+
+// Settings decodes a ConfigureRequest's settings into v. Empty settings
+// leave v unchanged. Unknown fields are an error so that a typo in a config
+// block is reported instead of ignored.
+func Settings(req *pluginv1.ConfigureRequest, v any) error {
+	if len(req.GetSettingsJson()) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytesReader(req.GetSettingsJson()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(CodeInvalidArguments, "settings: %v", err)
+	}
+	return nil
+}

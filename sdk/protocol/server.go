@@ -1,0 +1,193 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+)
+
+// server is the plugin side of the gRPC service: it runs each call on its
+// own goroutine and serialises the events they send back.
+type server struct {
+	pluginv1.UnimplementedToolServerServer
+	impl Handler
+
+	mu         sync.Mutex
+	configured bool
+}
+
+func newServer(impl Handler) *server { return &server{impl: impl} }
+
+func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.configured {
+		return nil, status.Error(codes.FailedPrecondition, "plugin is already configured")
+	}
+	if err := s.impl.Configure(ctx, req); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	s.configured = true
+	return &pluginv1.ConfigureResponse{}, nil
+}
+
+func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	resp, err := s.impl.Describe(ctx)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return resp, nil
+}
+
+func (s *server) PermissionPattern(ctx context.Context, req *pluginv1.PermissionPatternRequest) (*pluginv1.PermissionPatternResponse, error) {
+	pats, err := s.impl.PermissionPattern(ctx, req)
+	if err != nil {
+		w := toWire(err)
+		return nil, status.Error(codes.InvalidArgument, w.GetMessage())
+	}
+	return &pluginv1.PermissionPatternResponse{Patterns: pats}, nil
+}
+
+// CallTool serves one multiplexed stream until the host closes it. Every
+// call still running when the stream ends is cancelled and waited for.
+func (s *server) CallTool(stream pluginv1.ToolServer_CallToolServer) error {
+	ctx, cancelAll := context.WithCancel(stream.Context())
+	defer cancelAll()
+
+	var (
+		sendMu  sync.Mutex
+		callsMu sync.Mutex
+		calls   = map[uint64]context.CancelFunc{}
+		wg      sync.WaitGroup
+	)
+	defer wg.Wait()
+
+	send := func(ev *pluginv1.CallToolEvent) {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		// A failed send means the stream is gone; the receive loop sees
+		// that too and cancels everything.
+		_ = stream.Send(ev)
+	}
+
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return nil // host closed the stream or went away
+		}
+		id := req.GetCallId()
+		switch k := req.GetKind().(type) {
+		case *pluginv1.CallToolRequest_Cancel:
+			callsMu.Lock()
+			if cancel, ok := calls[id]; ok {
+				cancel()
+			}
+			callsMu.Unlock()
+		case *pluginv1.CallToolRequest_Call:
+			callCtx, cancel := context.WithCancel(ctx)
+			callsMu.Lock()
+			if _, dup := calls[id]; dup {
+				callsMu.Unlock()
+				cancel()
+				send(&pluginv1.CallToolEvent{CallId: id, Kind: &pluginv1.CallToolEvent_Error{
+					Error: &pluginv1.Error{Code: CodeInternal, Message: fmt.Sprintf("call id %d is already in flight", id)},
+				}})
+				continue
+			}
+			calls[id] = cancel
+			callsMu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					callsMu.Lock()
+					delete(calls, id)
+					callsMu.Unlock()
+					cancel()
+				}()
+				sink := &eventSink{id: id, send: send, wantProgress: k.Call.GetWantProgress()}
+				res, err := s.runCall(callCtx, k.Call, sink)
+				sink.close()
+				ev := &pluginv1.CallToolEvent{CallId: id}
+				switch {
+				case err != nil:
+					ev.Kind = &pluginv1.CallToolEvent_Error{Error: toWire(err)}
+				case callCtx.Err() != nil && res == nil:
+					ev.Kind = &pluginv1.CallToolEvent_Error{Error: toWire(callCtx.Err())}
+				default:
+					if res == nil {
+						res = &pluginv1.Result{}
+					}
+					ev.Kind = &pluginv1.CallToolEvent_Result{Result: res}
+				}
+				send(ev)
+			}()
+		default:
+			// An unknown message kind from a newer host: ignore it.
+		}
+	}
+}
+
+// runCall runs the handler, turning a panic into an internal error so that
+// one broken tool cannot take the plugin down.
+func (s *server) runCall(ctx context.Context, call *pluginv1.Call, sink *eventSink) (res *pluginv1.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = nil
+			err = Errorf(CodeInternal, "tool %q panicked: %v\n%s", call.GetTool(), r, debug.Stack())
+		}
+	}()
+	res, err = s.impl.CallTool(ctx, call, sink)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrCancelled) && !errors.Is(err, ErrDeadline) {
+		// The handler failed because it was cancelled; say so.
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, Errorf(CodeCancelled, "call cancelled: %v", err)
+		}
+	}
+	return res, err
+}
+
+// eventSink sends one call's events; it drops events after the call ended.
+type eventSink struct {
+	id           uint64
+	send         func(*pluginv1.CallToolEvent)
+	wantProgress bool
+
+	mu   sync.Mutex
+	done bool
+}
+
+func (e *eventSink) Progress(p *pluginv1.Progress) {
+	if !e.wantProgress {
+		return
+	}
+	e.emit(&pluginv1.CallToolEvent{CallId: e.id, Kind: &pluginv1.CallToolEvent_Progress{Progress: p}})
+}
+
+func (e *eventSink) Log(l *pluginv1.Log) {
+	e.emit(&pluginv1.CallToolEvent{CallId: e.id, Kind: &pluginv1.CallToolEvent_Log{Log: l}})
+}
+
+func (e *eventSink) emit(ev *pluginv1.CallToolEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done {
+		return
+	}
+	e.send(ev)
+}
+
+func (e *eventSink) close() {
+	e.mu.Lock()
+	e.done = true
+	e.mu.Unlock()
+}
+
+var _ pluginv1.ToolServerServer = (*server)(nil)

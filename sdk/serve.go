@@ -1,0 +1,165 @@
+package sdk
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	plugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+)
+
+// EnvLogLevel is the environment variable the host sets to the plugin's log
+// level (trace, debug, info, warn, error).
+const EnvLogLevel = "SWITCHBOARD_PLUGIN_LOG_LEVEL"
+
+var (
+	loggerOnce sync.Once
+	logger     hclog.Logger
+)
+
+// Logger returns the plugin process's logger. It writes hclog JSON lines to
+// stderr, which the host parses and re-logs under "plugin.<name>" at the
+// same level. Never log to stdout: it carries the handshake.
+func Logger() hclog.Logger {
+	loggerOnce.Do(func() {
+		level := hclog.LevelFromString(os.Getenv(EnvLogLevel))
+		if level == hclog.NoLevel {
+			level = hclog.Info
+		}
+		logger = hclog.New(&hclog.LoggerOptions{
+			Level:      level,
+			Output:     os.Stderr,
+			JSONFormat: true,
+		})
+	})
+	return logger
+}
+
+// ServeOption adjusts ServeHandler.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	versions []int
+	test     *plugin.ServeTestConfig
+}
+
+// WithProtocolVersions overrides the protocol versions the plugin offers.
+// Only useful to test a host's version negotiation.
+func WithProtocolVersions(versions ...int) ServeOption {
+	return func(c *serveConfig) { c.versions = versions }
+}
+
+// WithTestConfig serves in go-plugin's in-process test mode (see sdktest).
+func WithTestConfig(tc *plugin.ServeTestConfig) ServeOption {
+	return func(c *serveConfig) { c.test = tc }
+}
+
+// Serve serves s as a plugin and returns when the host stops it. Call it
+// from main and return afterwards. See ServeHandler for what it guards.
+func Serve(s *Server, opts ...ServeOption) {
+	ServeHandler(s, opts...)
+}
+
+// ServeHandler serves a protocol-level handler as a plugin. It:
+//   - moves anything written to file descriptor 1 to stderr, so that only
+//     the go-plugin handshake reaches the host on stdout;
+//   - logs hclog JSON to stderr (see Logger);
+//   - raises gRPC's message limits to protocol.MaxMessageSize;
+//   - exits when the host dies (the parent process changes) or sends
+//     SIGTERM, cancelling running calls and stopping its own process group.
+func ServeHandler(h protocol.Handler, opts ...ServeOption) {
+	cfg := serveConfig{versions: protocol.SupportedVersions}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	log := Logger()
+
+	sc := &plugin.ServeConfig{
+		HandshakeConfig:  protocol.Handshake,
+		VersionedPlugins: protocol.PluginSets(h, cfg.versions),
+		GRPCServer: func(o []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(o, protocol.GRPCServerOptions()...)...)
+		},
+		Logger: log,
+		Test:   cfg.test,
+	}
+	if cfg.test != nil {
+		plugin.Serve(sc)
+		return
+	}
+
+	guardStdout()
+	stop := watchHost(log)
+	defer stop()
+	plugin.Serve(sc)
+}
+
+// guardStdout points file descriptor 1 at stderr and keeps the original
+// stdout only for go-plugin's handshake line, so a stray fmt.Println (or a
+// C library writing to fd 1) cannot corrupt the handshake.
+func guardStdout() {
+	orig, err := syscall.Dup(1)
+	if err != nil {
+		return
+	}
+	if err := syscall.Dup2(2, 1); err != nil {
+		_ = syscall.Close(orig)
+		return
+	}
+	syscall.CloseOnExec(orig)
+	os.Stdout = os.NewFile(uintptr(orig), "/dev/stdout")
+}
+
+// watchHost ends the process when the host goes away or asks it to stop.
+// The host also sets a parent-death signal; this is the portable backstop.
+func watchHost(log hclog.Logger) (stop func()) {
+	ppid := os.Getppid()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case s := <-sig:
+				log.Debug("stopping on signal", "signal", s.String())
+				exitNow(0, false)
+			case <-t.C:
+				if os.Getppid() != ppid {
+					log.Warn("host process is gone; exiting")
+					exitNow(1, true)
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		cancel()
+	}
+}
+
+// exitNow stops the plugin's own process group (children such as shell
+// commands) when it leads one, then exits. Orphaned (the host is gone), it
+// also kills what ignored SIGTERM, since nobody else will.
+func exitNow(code int, orphaned bool) {
+	pid := os.Getpid()
+	if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+		signal.Ignore(syscall.SIGTERM)
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		time.Sleep(100 * time.Millisecond)
+		if orphaned {
+			_ = syscall.Kill(-pid, syscall.SIGKILL) // ends this process too
+		}
+	}
+	os.Exit(code)
+}

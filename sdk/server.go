@@ -1,0 +1,413 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/invopop/jsonschema"
+
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+)
+
+// Access is the level a caller needs to use a tool.
+type Access int
+
+// Access levels. The zero value means "derive from ReadOnly".
+const (
+	AccessDefault Access = iota
+	AccessRead
+	AccessWrite
+)
+
+// Tool describes one tool. Name and Description are required.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+
+	// ReadOnly says the tool changes nothing (MCP readOnlyHint). It also
+	// sets the access level when Access is AccessDefault: read-only tools
+	// are READ, all others WRITE.
+	ReadOnly bool
+	// Destructive, Idempotent and OpenWorld are the other MCP hints; nil
+	// leaves a hint unset (clients then assume the spec's defaults).
+	Destructive *bool
+	Idempotent  *bool
+	OpenWorld   *bool
+
+	Access Access
+
+	// OutputSchema, if set, is the JSON Schema of the tool's structured
+	// results.
+	OutputSchema json.RawMessage
+
+	// SkipDuplicateCheck exempts the tool from the host's detection of
+	// repeated identical calls (for tools meant to be polled).
+	SkipDuplicateCheck bool
+
+	// PermissionPattern, if set, returns the patterns a call is judged by
+	// ("<server>.<tool>:<pattern>" rules). Without it the tool name alone
+	// is the pattern.
+	PermissionPattern func(ctx context.Context, args json.RawMessage) ([]string, error)
+}
+
+// Bool returns a pointer to b, for the optional hints of a Tool.
+func Bool(b bool) *bool { return &b }
+
+// Config is what the host tells a plugin before it describes itself.
+type Config struct {
+	// ServerName is the name the host registered the plugin under.
+	ServerName string
+	// ProjectDir is the absolute project directory built-ins are confined to.
+	ProjectDir string
+	// DataDir is a directory for the plugin's saved state and outputs.
+	DataDir string
+	// HostVersion is the host's version.
+	HostVersion string
+	// Settings is the plugin's config block as a JSON object (may be empty).
+	Settings json.RawMessage
+}
+
+// Decode decodes Settings into v, refusing unknown fields so that a typo in
+// a config block is an error rather than silently ignored.
+func (c Config) Decode(v any) error {
+	if len(c.Settings) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.Settings))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	return nil
+}
+
+// Server is a plugin built from typed tools. Add tools before Serve, or in
+// an OnConfigure callback; a Server is safe for concurrent calls once served.
+type Server struct {
+	name, version, instructions string
+
+	mu          sync.RWMutex
+	tools       map[string]*toolEntry
+	order       []string
+	onConfigure func(ctx context.Context, cfg Config) error
+	config      Config
+}
+
+type toolEntry struct {
+	def    Tool
+	schema json.RawMessage
+	run    func(ctx context.Context, req *Request) (*Result, error)
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithInstructions sets the plugin's instructions for the model.
+func WithInstructions(text string) Option { return func(s *Server) { s.instructions = text } }
+
+// NewServer returns a Server that reports the given name and version.
+func NewServer(name, version string, opts ...Option) *Server {
+	s := &Server{name: name, version: version, tools: map[string]*toolEntry{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// OnConfigure sets a function the host's configuration is handed to before
+// the plugin describes itself. It may add tools. An error refuses the
+// configuration, and the host reports it and does not load the plugin.
+func (s *Server) OnConfigure(fn func(ctx context.Context, cfg Config) error) {
+	s.mu.Lock()
+	s.onConfigure = fn
+	s.mu.Unlock()
+}
+
+// Config returns the configuration the host sent (zero before Configure).
+func (s *Server) Config() Config {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.config
+}
+
+// AddTool adds a tool whose arguments decode into In. Its input schema is
+// derived from In, which must be a struct. AddTool panics on a bad
+// definition or a duplicate name: both are programming errors.
+func AddTool[In any](s *Server, t Tool, handler func(ctx context.Context, req *Request, in In) (*Result, error)) {
+	schema, err := SchemaFor[In]()
+	if err != nil {
+		panic(fmt.Sprintf("sdk: tool %q: %v", t.Name, err))
+	}
+	s.add(t, schema, func(ctx context.Context, req *Request) (*Result, error) {
+		var in In
+		if err := decodeArgs(req.Arguments, &in); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req, in)
+	})
+}
+
+// AddRawTool adds a tool with a hand-written input schema; the handler gets
+// the arguments as raw JSON.
+func AddRawTool(s *Server, t Tool, inputSchema json.RawMessage, handler func(ctx context.Context, req *Request) (*Result, error)) {
+	if !json.Valid(inputSchema) {
+		panic(fmt.Sprintf("sdk: tool %q: input schema is not valid JSON", t.Name))
+	}
+	s.add(t, inputSchema, handler)
+}
+
+func (s *Server) add(t Tool, schema json.RawMessage, run func(context.Context, *Request) (*Result, error)) {
+	if t.Name == "" || t.Description == "" {
+		panic("sdk: a tool needs a Name and a Description")
+	}
+	if len(t.OutputSchema) > 0 && !json.Valid(t.OutputSchema) {
+		panic(fmt.Sprintf("sdk: tool %q: output schema is not valid JSON", t.Name))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.tools[t.Name]; dup {
+		panic(fmt.Sprintf("sdk: tool %q added twice", t.Name))
+	}
+	s.tools[t.Name] = &toolEntry{def: t, schema: schema, run: run}
+	s.order = append(s.order, t.Name)
+}
+
+// SchemaFor derives a JSON Schema (draft 2020-12) for the arguments struct
+// T. Fields without `omitempty` are required; use `jsonschema:"description=…"`
+// tags to document them.
+func SchemaFor[T any]() (json.RawMessage, error) {
+	typ := reflect.TypeFor[T]()
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	if typ.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("input type %s is not a struct", typ)
+	}
+	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
+	sch := r.ReflectFromType(typ)
+	sch.ID = ""
+	if sch.Properties == nil || sch.Properties.Len() == 0 {
+		// An empty struct: say so explicitly, some clients need properties.
+		return json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{},"additionalProperties":false}`), nil
+	}
+	b, err := json.Marshal(sch)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// decodeArgs decodes arguments strictly: unknown fields and wrong types are
+// invalid-argument errors naming the field.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return protocol.Errorf(protocol.CodeInvalidArguments, "argument %q: expected %s, got %s", te.Field, te.Type, te.Value)
+		}
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		return protocol.Errorf(protocol.CodeInvalidArguments, "arguments: %s", msg)
+	}
+	return nil
+}
+
+// Request is one tool call as a handler sees it.
+type Request struct {
+	// Tool is the tool's name.
+	Tool string
+	// Arguments are the raw arguments as the client sent them.
+	Arguments json.RawMessage
+
+	events protocol.EventSink
+	logger hclog.Logger
+}
+
+// Progress reports progress to the caller (if it asked for progress).
+// total is 0 when unknown.
+func (r *Request) Progress(progress, total float64, message string) {
+	if r.events != nil {
+		r.events.Progress(&pluginv1.Progress{Progress: progress, Total: total, Message: message})
+	}
+}
+
+// Log sends a log line to the host, which logs it under the plugin's name
+// with this call's tool. Fields are key/value pairs.
+func (r *Request) Log(level hclog.Level, msg string, fields ...any) {
+	if r.events == nil {
+		return
+	}
+	kv := map[string]any{}
+	for i := 0; i+1 < len(fields); i += 2 {
+		kv[fmt.Sprint(fields[i])] = fields[i+1]
+	}
+	var fj []byte
+	if len(kv) > 0 {
+		fj, _ = json.Marshal(kv)
+	}
+	r.events.Log(&pluginv1.Log{Level: wireLevel(level), Message: msg, FieldsJson: fj})
+}
+
+// Logger returns the plugin process's logger (JSON on stderr, re-logged by
+// the host) with the tool's name attached.
+func (r *Request) Logger() hclog.Logger { return r.logger }
+
+func wireLevel(l hclog.Level) pluginv1.LogLevel {
+	switch l {
+	case hclog.Trace:
+		return pluginv1.LogLevel_LOG_LEVEL_TRACE
+	case hclog.Debug:
+		return pluginv1.LogLevel_LOG_LEVEL_DEBUG
+	case hclog.Warn:
+		return pluginv1.LogLevel_LOG_LEVEL_WARN
+	case hclog.Error:
+		return pluginv1.LogLevel_LOG_LEVEL_ERROR
+	default:
+		return pluginv1.LogLevel_LOG_LEVEL_INFO
+	}
+}
+
+// Configure implements protocol.Handler.
+func (s *Server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) error {
+	cfg := Config{
+		ServerName:  req.GetServerName(),
+		ProjectDir:  req.GetProjectDir(),
+		DataDir:     req.GetDataDir(),
+		HostVersion: req.GetHostVersion(),
+		Settings:    json.RawMessage(req.GetSettingsJson()),
+	}
+	s.mu.Lock()
+	s.config = cfg
+	fn := s.onConfigure
+	s.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, cfg)
+	}
+	if len(bytes.TrimSpace(cfg.Settings)) > 0 && string(cfg.Settings) != "{}" && string(cfg.Settings) != "null" {
+		return fmt.Errorf("plugin %s takes no settings, but its config block has some", s.name)
+	}
+	return nil
+}
+
+// Describe implements protocol.Handler.
+func (s *Server) Describe(context.Context) (*pluginv1.DescribeResponse, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	resp := &pluginv1.DescribeResponse{
+		Name:          s.name,
+		PluginVersion: s.version,
+		SdkVersion:    Version,
+		Instructions:  s.instructions,
+	}
+	for _, name := range s.order {
+		e := s.tools[name]
+		resp.Tools = append(resp.Tools, describeTool(e))
+	}
+	return resp, nil
+}
+
+func describeTool(e *toolEntry) *pluginv1.Tool {
+	t := e.def
+	access := pluginv1.Access_ACCESS_WRITE
+	switch {
+	case t.Access == AccessRead:
+		access = pluginv1.Access_ACCESS_READ
+	case t.Access == AccessDefault && t.ReadOnly:
+		access = pluginv1.Access_ACCESS_READ
+	}
+	ann := &pluginv1.Annotations{ReadOnlyHint: Bool(t.ReadOnly)}
+	if t.Title != "" {
+		ann.Title = &t.Title
+	}
+	if t.ReadOnly {
+		// A read-only tool destroys nothing; say so rather than leave the
+		// spec's default (destructive) in place.
+		ann.DestructiveHint = Bool(false)
+	}
+	if t.Destructive != nil {
+		ann.DestructiveHint = t.Destructive
+	}
+	ann.IdempotentHint = t.Idempotent
+	ann.OpenWorldHint = t.OpenWorld
+	return &pluginv1.Tool{
+		Name:                    t.Name,
+		Title:                   t.Title,
+		Description:             t.Description,
+		InputSchema:             e.schema,
+		OutputSchema:            t.OutputSchema,
+		Annotations:             ann,
+		Access:                  access,
+		SkipDuplicateCheck:      t.SkipDuplicateCheck,
+		CustomPermissionPattern: t.PermissionPattern != nil,
+	}
+}
+
+// CallTool implements protocol.Handler.
+func (s *Server) CallTool(ctx context.Context, call *pluginv1.Call, events protocol.EventSink) (*pluginv1.Result, error) {
+	s.mu.RLock()
+	e := s.tools[call.GetTool()]
+	s.mu.RUnlock()
+	if e == nil {
+		return nil, protocol.Errorf(protocol.CodeUnknownTool, "plugin %s has no tool %q (it has: %s)", s.name, call.GetTool(), strings.Join(s.toolNames(), ", "))
+	}
+	req := &Request{
+		Tool:      call.GetTool(),
+		Arguments: json.RawMessage(call.GetArguments()),
+		events:    events,
+		logger:    Logger().With("tool", call.GetTool()),
+	}
+	res, err := e.run(ctx, req)
+	if err != nil {
+		var perr *protocol.Error
+		switch {
+		case errors.As(err, &perr):
+			return nil, perr
+		case ctx.Err() != nil:
+			return nil, protocol.Errorf(protocol.CodeCancelled, "call cancelled: %v", err)
+		default:
+			// A tool failure is a result the model can read, not a
+			// protocol error.
+			return Errorf("%v", err).wire(), nil
+		}
+	}
+	if res == nil {
+		return &pluginv1.Result{}, nil
+	}
+	return res.wire(), nil
+}
+
+func (s *Server) toolNames() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.order)
+}
+
+// PermissionPattern implements protocol.Handler.
+func (s *Server) PermissionPattern(ctx context.Context, req *pluginv1.PermissionPatternRequest) ([]string, error) {
+	s.mu.RLock()
+	e := s.tools[req.GetTool()]
+	s.mu.RUnlock()
+	if e == nil {
+		return nil, protocol.Errorf(protocol.CodeUnknownTool, "plugin %s has no tool %q", s.name, req.GetTool())
+	}
+	if e.def.PermissionPattern == nil {
+		return []string{req.GetTool()}, nil
+	}
+	return e.def.PermissionPattern(ctx, json.RawMessage(req.GetArguments()))
+}
+
+var _ protocol.Handler = (*Server)(nil)
