@@ -83,7 +83,7 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 		t.Fatal("sdktest: plugin did not start serving within 10s")
 	}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  protocol.Handshake,
+		HandshakeConfig: protocol.Handshake,
 		// go-plugin reads Plugins, not VersionedPlugins, when reattaching.
 		Plugins:          protocol.PluginSets(nil, []int{rc.ProtocolVersion})[rc.ProtocolVersion],
 		Reattach:         rc,
@@ -228,4 +228,3 @@ func Text(r *pluginv1.Result) string {
 	}
 	return strings.Join(parts, "\n")
 }
-

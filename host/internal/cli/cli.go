@@ -1,0 +1,485 @@
+// Package cli is the switchboard command line. Run executes one command and
+// returns the process exit code; the contract (commands, flags, exit codes)
+// is documented in the README and relied on by tests and users:
+//
+//	0  success
+//	1  the tool ran and reported an error (call), or validation failed
+//	2  the command could not do its work (unknown tool, bad arguments,
+//	   denied, server down, bad config), with a one-line reason on stderr
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
+	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/host/internal/loader"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/plugins/bash"
+	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
+	"github.com/switchboard-mcp/switchboard/plugins/git"
+	"github.com/switchboard-mcp/switchboard/plugins/web"
+	"github.com/switchboard-mcp/switchboard/sdk"
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+)
+
+// Version is the host's version, set at build time with -ldflags.
+var Version = "dev"
+
+// EnvLogLevel overrides the host's log level.
+const EnvLogLevel = "SWITCHBOARD_LOG_LEVEL"
+
+// exitError carries an exit code and a one-line reason.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func fail(code int, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	configFlag     string
+	jsonOut        bool
+}
+
+// Run runs the CLI with args (without the program name) and returns the
+// exit code.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "switchboard: %s\n", oneLine(ee.msg))
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "switchboard: %s\n", oneLine(err.Error()))
+	return 2
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "switchboard",
+		Short:         "A plugin host for MCP tool servers",
+		Long:          "Switchboard runs MCP tool servers as subprocess plugins behind a versioned gRPC interface and serves all of their tools to MCP clients.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "config file (default $SWITCHBOARD_CONFIG, else ./config.hcl)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
+	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(), pluginServeCmd())
+	return root
+}
+
+// loadConfig loads the config or fails with exit code 2 and the
+// diagnostics on stderr.
+func (a *app) loadConfig() (*config.Config, error) {
+	res := config.Load(config.ResolvePath(a.configFlag))
+	if res.Diags.HasErrors() {
+		_ = res.WriteDiagnostics(a.stderr)
+		return nil, fail(2, "invalid config %s: %d error(s); run `switchboard validate` for details", config.ResolvePath(a.configFlag), len(res.Diags.Errs()))
+	}
+	return res.Config, nil
+}
+
+func (a *app) logger(cfg *config.Config, oneShot bool) hclog.Logger {
+	level := "warn"
+	if !oneShot && cfg != nil {
+		level = cfg.LogLevel
+	}
+	if env := os.Getenv(EnvLogLevel); env != "" {
+		level = env
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:   "switchboard",
+		Level:  hclog.LevelFromString(level),
+		Output: a.stderr,
+	})
+}
+
+// start loads the config and starts every server.
+func (a *app) start(ctx context.Context, oneShot bool) (*config.Config, *registry.Registry, hclog.Logger, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log := a.logger(cfg, oneShot)
+	launcher.HostVersion = Version
+	reg, err := loader.Load(ctx, cfg, loader.Options{Logger: log})
+	if reg == nil {
+		return nil, nil, nil, fail(2, "%v", err)
+	}
+	return cfg, reg, log, nil
+}
+
+func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
+	_ = reg.Shutdown(context.Background(), cfg.ShutdownGrace)
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	var httpAddr string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve every tool over MCP (stdio by default)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if httpAddr != "" {
+				return fail(2, "--http: streamable HTTP is not served by this version yet; use stdio (no --http)")
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			cfg, reg, log, err := a.start(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.stop(reg, cfg)
+			fe := frontend.New(reg, Version, log)
+			n := len(reg.Tools()) - len(fe.Refusals())
+			log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
+			if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+				fmt.Fprintf(a.stderr, "%s", connectHelp(cfg, len(reg.Entries()), n))
+			}
+			if err := fe.ServeStdio(ctx, a.stdin, a.stdout); err != nil {
+				return fail(2, "serve: %v", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR instead of stdio (not available yet)")
+	return cmd
+}
+
+func connectHelp(cfg *config.Config, servers, tools int) string {
+	exe, _ := os.Executable()
+	return fmt.Sprintf(`
+Switchboard is up: %d servers, %d tools, config %s.
+It speaks MCP on this terminal's stdin/stdout; an MCP client normally starts it itself.
+Connect a client by giving it this command:
+
+  Claude Code:     claude mcp add switchboard -- %[4]s serve --config %[3]s
+  Claude Desktop / Cursor (mcpServers in their JSON config):
+    "switchboard": {"command": "%[4]s", "args": ["serve", "--config", "%[3]s"]}
+
+List the tools with: %[4]s tools --config %[3]s
+Press Ctrl-D or Ctrl-C to stop.
+
+`, servers, tools, cfg.File, exe)
+}
+
+func (a *app) toolsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List every tool: name, server, access, description",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, reg, _, err := a.start(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer a.stop(reg, cfg)
+			type row struct {
+				Name        string          `json:"name"`
+				MCPName     string          `json:"mcp_name"`
+				Server      string          `json:"server"`
+				Access      string          `json:"access"`
+				Description string          `json:"description"`
+				InputSchema json.RawMessage `json:"input_schema,omitempty"`
+			}
+			var rows []row
+			for _, t := range reg.Tools() {
+				rows = append(rows, row{
+					Name: t.Name, MCPName: frontend.MCPName(t.Server, t.Tool.GetName(), frontend.DefaultNameBudget),
+					Server: t.Server, Access: accessName(t.Access()), Description: t.Tool.GetDescription(),
+					InputSchema: t.Tool.GetInputSchema(),
+				})
+			}
+			if a.jsonOut {
+				return a.printJSON(rows)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOOL\tSERVER\tACCESS\tDESCRIPTION")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Server, r.Access, firstLine(r.Description))
+			}
+			_ = tw.Flush()
+			return a.reportFailures(reg)
+		},
+	}
+	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print JSON")
+	return cmd
+}
+
+func accessName(acc pluginv1.Access) string {
+	if acc == pluginv1.Access_ACCESS_READ {
+		return "read"
+	}
+	return "write"
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}
+
+// reportFailures prints servers that did not load to stderr; they do not
+// change the exit code of listing commands.
+func (a *app) reportFailures(reg *registry.Registry) error {
+	for _, f := range reg.Failures() {
+		fmt.Fprintf(a.stderr, "switchboard: %s not loaded: %s\n", f.Name, oneLine(f.Err.Error()))
+	}
+	return nil
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (a *app) callCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "call SERVER.TOOL ['JSON ARGS']",
+		Short: "Call one tool and print its result",
+		Long: "Call one tool and print its result's text (or the whole result with --json).\n" +
+			"Exit status: 0 success, 1 the tool reported an error, 2 the call never ran.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return fail(2, "usage: switchboard call SERVER.TOOL ['JSON ARGS']")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw := []byte("{}")
+			if len(args) == 2 {
+				raw = []byte(args[1])
+				var obj map[string]any
+				if err := json.Unmarshal(raw, &obj); err != nil {
+					return fail(2, "arguments must be a JSON object, e.g. '{\"path\": \"README.md\"}': %v", err)
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			cfg, reg, _, err := a.start(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer a.stop(reg, cfg)
+			if _, err := reg.Lookup(args[0]); err != nil {
+				for _, f := range reg.Failures() {
+					if strings.HasPrefix(args[0], f.Name+".") {
+						return fail(2, "%s is unavailable: %s did not load: %v", args[0], f.Name, f.Err)
+					}
+				}
+			}
+			res, err := reg.Call(ctx, args[0], raw, false, nil)
+			if err != nil {
+				return fail(2, "%v", err)
+			}
+			if a.jsonOut {
+				if err := a.printJSON(frontend.ToMCP(res)); err != nil {
+					return fail(2, "%v", err)
+				}
+			} else {
+				text := resultText(res)
+				fmt.Fprint(a.stdout, text)
+				if text != "" && !strings.HasSuffix(text, "\n") {
+					fmt.Fprintln(a.stdout)
+				}
+			}
+			if res.GetIsError() {
+				return fail(1, "")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print the whole result as JSON")
+	return cmd
+}
+
+func resultText(r *pluginv1.Result) string {
+	var parts []string
+	for _, c := range r.GetContent() {
+		switch k := c.GetKind().(type) {
+		case *pluginv1.Content_Text:
+			parts = append(parts, k.Text.GetText())
+		case *pluginv1.Content_Image:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", k.Image.GetMimeType(), len(k.Image.GetData())))
+		case *pluginv1.Content_Audio:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", k.Audio.GetMimeType(), len(k.Audio.GetData())))
+		case *pluginv1.Content_ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s]", k.ResourceLink.GetUri()))
+		case *pluginv1.Content_Resource:
+			parts = append(parts, k.Resource.GetText())
+		}
+	}
+	if len(parts) == 0 && len(r.GetStructuredContent()) > 0 {
+		parts = append(parts, string(r.GetStructuredContent()))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// ServerInfo is one row of `inspect`.
+type ServerInfo struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Source   string `json:"source"`
+	Status   string `json:"status"`
+	Protocol int    `json:"protocol,omitempty"`
+	Version  string `json:"version,omitempty"`
+	SDK      string `json:"sdk_version,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Tools    int    `json:"tools"`
+	Error    string `json:"error,omitempty"`
+}
+
+func (a *app) inspectCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Show every server: kind, status, protocol, version, pid, tools",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, reg, _, err := a.start(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer a.stop(reg, cfg)
+			var rows []ServerInfo
+			for _, e := range reg.Entries() {
+				d := e.Server.Describe()
+				si := ServerInfo{Name: e.Server.Name(), Kind: string(e.Kind), Source: e.Source, Status: "ready",
+					Version: d.GetPluginVersion(), SDK: d.GetSdkVersion(), Tools: len(d.GetTools())}
+				if p, ok := e.Server.(registry.Process); ok {
+					si.PID, si.Protocol = p.PID(), p.ProtocolVersion()
+					if p.Exited() {
+						si.Status = "exited"
+					}
+				}
+				rows = append(rows, si)
+			}
+			for _, f := range reg.Failures() {
+				rows = append(rows, ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Status: "failed", Error: oneLine(f.Err.Error())})
+			}
+			if a.jsonOut {
+				return a.printJSON(rows)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SERVER\tKIND\tSTATUS\tPROTOCOL\tVERSION\tPID\tTOOLS\tSOURCE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Kind, r.Status, orDash(r.Protocol), dashIfEmpty(r.Version), orDash(r.PID), r.Tools, r.Source)
+			}
+			_ = tw.Flush()
+			for _, r := range rows {
+				if r.Error != "" {
+					fmt.Fprintf(a.stdout, "\n%s: %s\n", r.Name, r.Error)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print JSON")
+	return cmd
+}
+
+func orDash(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (a *app) validateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the config and print diagnostics with file:line:col",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			path := config.ResolvePath(a.configFlag)
+			res := config.Load(path)
+			if len(res.Diags) > 0 {
+				_ = res.WriteDiagnostics(a.stderr)
+			}
+			if res.Diags.HasErrors() {
+				return fail(1, "%s: %d error(s)", path, len(res.Diags.Errs()))
+			}
+			fmt.Fprintf(a.stdout, "%s is valid: %d built-ins, %d plugins\n", res.Config.File, len(res.Config.Builtins), len(res.Config.Plugins))
+			return nil
+		},
+	}
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(*cobra.Command, []string) {
+			fmt.Fprintf(a.stdout, "switchboard %s (plugin protocol %v, sdk %s)\n", Version, []int{1}, sdk.Version)
+		},
+	}
+}
+
+// Builtins maps each built-in's name to its plugin.
+var Builtins = map[string]func() *sdk.Server{
+	filesystem.Name: filesystem.New,
+	bash.Name:       bash.New,
+	git.Name:        git.New,
+	web.Name:        web.New,
+}
+
+func pluginServeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "plugin-serve NAME",
+		Short:  "Serve a built-in plugin (started by the host itself)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			newServer, ok := Builtins[args[0]]
+			if !ok {
+				return fail(2, "no built-in named %q", args[0])
+			}
+			sdk.Serve(newServer())
+			return nil
+		},
+	}
+}

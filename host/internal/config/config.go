@@ -1,0 +1,400 @@
+// Package config loads and validates the host's HCL configuration.
+//
+// Load parses one file, evaluates expressions (with env("NAME") available),
+// decodes it strictly (an unknown attribute or block is an error), resolves
+// relative paths against the file's folder, and validates what it can
+// without starting anything. Every problem is an hcl.Diagnostic carrying
+// file:line:col, so `switchboard validate` can print each with a snippet.
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// EnvConfig is the environment variable naming the config file when
+// --config is not given.
+const EnvConfig = "SWITCHBOARD_CONFIG"
+
+// DefaultFile is the config file used when neither --config nor
+// $SWITCHBOARD_CONFIG names one.
+const DefaultFile = "config.hcl"
+
+// Config is a loaded, validated configuration. Paths are absolute.
+type Config struct {
+	// File is the absolute path of the config file.
+	File string
+	// ProjectDir is the directory every built-in is confined to.
+	ProjectDir string
+	// DataDir holds host state (audit log, permission decisions, saved
+	// outputs). It is never inside ProjectDir.
+	DataDir string
+	// PluginDirs are searched for switchboard-plugin-* binaries that no
+	// plugin block names; each is loaded under the name it reports.
+	PluginDirs []string
+	// LogLevel is the host's log level.
+	LogLevel string
+	// ShutdownGrace is how long in-flight calls may finish at shutdown
+	// before they are cancelled.
+	ShutdownGrace time.Duration
+
+	// Builtins are the enabled built-in plugins, in config order.
+	Builtins []*Builtin
+	// Plugins are the third-party plugin blocks, in config order.
+	Plugins []*Plugin
+	// Permissions are the call rules; nil when there is no block.
+	Permissions *Permissions
+}
+
+// Builtin is one enabled `builtin "NAME" {}` block.
+type Builtin struct {
+	Name string
+	// Settings are the block's attributes as a JSON object for the plugin.
+	Settings []byte
+	Range    hcl.Range
+}
+
+// Plugin is one `plugin "NAME" {}` block.
+type Plugin struct {
+	Name         string
+	Path         string
+	Args         []string
+	Env          map[string]string
+	SHA256       string
+	Settings     []byte
+	StartTimeout time.Duration
+	Range        hcl.Range
+}
+
+// Permissions is the `permissions {}` block.
+type Permissions struct {
+	Allow   []string
+	Deny    []string
+	Default string
+	Access  string
+	Range   hcl.Range
+}
+
+// NameRE is what a server name must match.
+var NameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
+
+// Result is what Load returns: the config (nil when there are errors), the
+// diagnostics, and the parsed files for printing snippets.
+type Result struct {
+	Config *Config
+	Diags  hcl.Diagnostics
+	files  map[string]*hcl.File
+}
+
+// WriteDiagnostics prints the diagnostics with file:line:col and a source
+// snippet, as `switchboard validate` shows them.
+func (r *Result) WriteDiagnostics(w io.Writer) error {
+	return hcl.NewDiagnosticTextWriter(w, r.files, 100, false).WriteDiagnostics(r.Diags)
+}
+
+// Error returns the diagnostics as one error, or nil when there are none.
+func (r *Result) Error() error {
+	if !r.Diags.HasErrors() {
+		return nil
+	}
+	return r.Diags
+}
+
+// ResolvePath returns the config file to use: flag, else $SWITCHBOARD_CONFIG,
+// else ./config.hcl.
+func ResolvePath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv(EnvConfig); env != "" {
+		return env
+	}
+	return DefaultFile
+}
+
+type fileSchema struct {
+	ProjectDir    *string         `hcl:"project_dir,optional"`
+	DataDir       *string         `hcl:"data_dir,optional"`
+	PluginDirs    []string        `hcl:"plugin_dirs,optional"`
+	LogLevel      *string         `hcl:"log_level,optional"`
+	ShutdownGrace *string         `hcl:"shutdown_grace,optional"`
+	Builtins      []builtinSchema `hcl:"builtin,block"`
+	Plugins       []pluginSchema  `hcl:"plugin,block"`
+	Permissions   []permSchema    `hcl:"permissions,block"`
+}
+
+type builtinSchema struct {
+	Name    string    `hcl:"name,label"`
+	Enabled *bool     `hcl:"enabled,optional"`
+	Rest    hcl.Body  `hcl:",remain"`
+	Range   hcl.Range `hcl:",def_range"`
+}
+
+type pluginSchema struct {
+	Name         string            `hcl:"name,label"`
+	Enabled      *bool             `hcl:"enabled,optional"`
+	Path         string            `hcl:"path"`
+	Args         []string          `hcl:"args,optional"`
+	Env          map[string]string `hcl:"env,optional"`
+	SHA256       *string           `hcl:"sha256,optional"`
+	Settings     *cty.Value        `hcl:"config,optional"`
+	StartTimeout *string           `hcl:"start_timeout,optional"`
+	Range        hcl.Range         `hcl:",def_range"`
+}
+
+type permSchema struct {
+	Allow   []string  `hcl:"allow,optional"`
+	Deny    []string  `hcl:"deny,optional"`
+	Default *string   `hcl:"default,optional"`
+	Access  *string   `hcl:"access,optional"`
+	Range   hcl.Range `hcl:",def_range"`
+}
+
+// Load reads and validates the config file at path.
+func Load(path string) *Result {
+	parser := hclparse.NewParser()
+	res := &Result{}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	src, err := os.ReadFile(abs)
+	if err != nil {
+		res.Diags = hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read config file",
+			Detail:   fmt.Sprintf("%v. Pass --config FILE or set %s.", err, EnvConfig),
+		}}
+		return res
+	}
+	return LoadBytes(abs, src, parser)
+}
+
+// LoadBytes validates src as if it were the file at abs (absolute path).
+func LoadBytes(abs string, src []byte, parser *hclparse.Parser) *Result {
+	if parser == nil {
+		parser = hclparse.NewParser()
+	}
+	res := &Result{}
+	f, diags := parser.ParseHCL(src, abs)
+	res.files = parser.Files()
+	res.Diags = diags
+	if diags.HasErrors() {
+		return res
+	}
+	var fs fileSchema
+	res.Diags = append(res.Diags, gohcl.DecodeBody(f.Body, evalContext(), &fs)...)
+	if res.Diags.HasErrors() {
+		return res
+	}
+	cfg, d := build(abs, &fs)
+	res.Diags = append(res.Diags, d...)
+	if !res.Diags.HasErrors() {
+		res.Config = cfg
+	}
+	return res
+}
+
+// evalContext offers env("NAME") to expressions. An unset variable is an
+// empty string; use it with a default like `coalesce(env("X"), "d")` later.
+func evalContext() *hcl.EvalContext {
+	envFn := function.New(&function.Spec{
+		Description: "Returns the value of an environment variable, or an empty string.",
+		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return cty.StringVal(os.Getenv(args[0].AsString())), nil
+		},
+	})
+	return &hcl.EvalContext{Functions: map[string]function.Function{"env": envFn}}
+}
+
+func build(abs string, fs *fileSchema) (*Config, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	dir := filepath.Dir(abs)
+	fileRange := hcl.Range{Filename: abs, Start: hcl.InitialPos, End: hcl.InitialPos}
+	errAt := func(r hcl.Range, summary, detail string) {
+		rr := r
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rr})
+	}
+
+	cfg := &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second}
+	cfg.ProjectDir = dir
+	if fs.ProjectDir != nil {
+		cfg.ProjectDir = resolve(dir, *fs.ProjectDir)
+	}
+	if st, err := os.Stat(cfg.ProjectDir); err != nil || !st.IsDir() {
+		errAt(fileRange, "project_dir is not a directory", fmt.Sprintf("%s does not exist or is not a directory; set project_dir to the folder the built-ins may work in.", cfg.ProjectDir))
+	} else if real, err := filepath.EvalSymlinks(cfg.ProjectDir); err == nil {
+		cfg.ProjectDir = real
+	}
+	if fs.DataDir != nil && *fs.DataDir != "" {
+		cfg.DataDir = resolve(dir, *fs.DataDir)
+	} else {
+		cfg.DataDir = defaultDataDir(abs)
+	}
+	if within(cfg.DataDir, cfg.ProjectDir) {
+		errAt(fileRange, "data_dir is inside project_dir", fmt.Sprintf("data_dir %s lies inside project_dir %s, where the built-ins could read or change host state. Put it elsewhere or leave it unset.", cfg.DataDir, cfg.ProjectDir))
+	}
+	for _, p := range fs.PluginDirs {
+		cfg.PluginDirs = append(cfg.PluginDirs, resolve(dir, p))
+	}
+	if fs.LogLevel != nil {
+		lv := strings.ToLower(*fs.LogLevel)
+		if !slices.Contains([]string{"trace", "debug", "info", "warn", "error", "off"}, lv) {
+			errAt(fileRange, "Invalid log_level", fmt.Sprintf("log_level %q is not one of trace, debug, info, warn, error, off.", *fs.LogLevel))
+		}
+		cfg.LogLevel = lv
+	}
+	if fs.ShutdownGrace != nil {
+		d, err := time.ParseDuration(*fs.ShutdownGrace)
+		if err != nil || d < 0 {
+			errAt(fileRange, "Invalid shutdown_grace", fmt.Sprintf("shutdown_grace %q is not a duration such as \"5s\".", *fs.ShutdownGrace))
+		}
+		cfg.ShutdownGrace = d
+	}
+
+	seen := map[string]hcl.Range{}
+	for _, b := range fs.Builtins {
+		if prev, dup := seen["builtin "+b.Name]; dup {
+			errAt(b.Range, "Duplicate builtin block", fmt.Sprintf("builtin %q is already configured at %s; merge the two blocks.", b.Name, prev))
+			continue
+		}
+		seen["builtin "+b.Name] = b.Range
+		spec, ok := builtinSpecs[b.Name]
+		if !ok {
+			errAt(b.Range, "Unknown built-in", fmt.Sprintf("There is no built-in %q; the built-ins are %s.", b.Name, strings.Join(BuiltinNames(), ", ")))
+			continue
+		}
+		settings, d := spec.decode(b.Rest, dir)
+		diags = append(diags, d...)
+		if b.Enabled != nil && !*b.Enabled {
+			continue
+		}
+		cfg.Builtins = append(cfg.Builtins, &Builtin{Name: b.Name, Settings: settings, Range: b.Range})
+	}
+
+	for _, p := range fs.Plugins {
+		if !NameRE.MatchString(p.Name) {
+			errAt(p.Range, "Invalid plugin name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-' (at most 48, starting with a letter or digit).", p.Name))
+			continue
+		}
+		if prev, dup := seen["plugin "+p.Name]; dup {
+			errAt(p.Range, "Duplicate plugin block", fmt.Sprintf("plugin %q is already configured at %s; give each plugin its own name.", p.Name, prev))
+			continue
+		}
+		seen["plugin "+p.Name] = p.Range
+		if p.Enabled != nil && !*p.Enabled {
+			continue
+		}
+		pl := &Plugin{Name: p.Name, Path: resolve(dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second}
+		if p.Path == "" {
+			errAt(p.Range, "Missing plugin path", fmt.Sprintf("plugin %q needs path = \"...\" pointing at its binary.", p.Name))
+		}
+		if p.SHA256 != nil && *p.SHA256 != "" {
+			sum := strings.ToLower(strings.TrimPrefix(*p.SHA256, "sha256:"))
+			if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
+				errAt(p.Range, "Invalid sha256", fmt.Sprintf("plugin %q: sha256 must be 64 hex digits (from `sha256sum %s`).", p.Name, p.Path))
+			}
+			pl.SHA256 = sum
+		}
+		if p.StartTimeout != nil {
+			d, err := time.ParseDuration(*p.StartTimeout)
+			if err != nil || d <= 0 {
+				errAt(p.Range, "Invalid start_timeout", fmt.Sprintf("plugin %q: start_timeout %q is not a positive duration such as \"30s\".", p.Name, *p.StartTimeout))
+			}
+			pl.StartTimeout = d
+		}
+		for k := range p.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				errAt(p.Range, "Invalid environment variable", fmt.Sprintf("plugin %q: env key %q is not a valid variable name.", p.Name, k))
+			}
+		}
+		if p.Settings != nil && !p.Settings.IsNull() {
+			js, err := ctyJSON(*p.Settings)
+			if err != nil {
+				errAt(p.Range, "Invalid plugin config", fmt.Sprintf("plugin %q: config must be an object: %v", p.Name, err))
+			}
+			pl.Settings = js
+		}
+		cfg.Plugins = append(cfg.Plugins, pl)
+	}
+
+	if len(fs.Permissions) > 1 {
+		errAt(fs.Permissions[1].Range, "Duplicate permissions block", "Only one permissions block is allowed; merge them.")
+	}
+	if len(fs.Permissions) > 0 {
+		p := fs.Permissions[0]
+		perm := &Permissions{Allow: p.Allow, Deny: p.Deny, Default: "allow", Access: "write", Range: p.Range}
+		if p.Default != nil {
+			perm.Default = *p.Default
+		}
+		if p.Access != nil {
+			perm.Access = *p.Access
+		}
+		if !slices.Contains([]string{"allow", "deny"}, perm.Default) {
+			errAt(p.Range, "Invalid permissions default", fmt.Sprintf("default = %q is not supported by this version; use \"allow\" or \"deny\".", perm.Default))
+		}
+		if !slices.Contains([]string{"read", "write"}, perm.Access) {
+			errAt(p.Range, "Invalid permissions access", fmt.Sprintf("access = %q must be \"read\" or \"write\".", perm.Access))
+		}
+		for _, pat := range slices.Concat(perm.Allow, perm.Deny) {
+			if err := ValidatePattern(pat); err != nil {
+				errAt(p.Range, "Invalid permission pattern", err.Error())
+			}
+		}
+		cfg.Permissions = perm
+	}
+	return cfg, diags
+}
+
+// resolve makes p absolute against dir, expanding a leading "~/".
+func resolve(dir, p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, p[2:])
+		}
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p)
+}
+
+// within reports whether p is root or inside it, by whole path components.
+func within(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return false
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)))
+}
+
+// defaultDataDir is $XDG_STATE_HOME/switchboard/<id>, where id is derived
+// from the config file's path so two projects never share state.
+func defaultDataDir(configFile string) string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	sum := sha256.Sum256([]byte(configFile))
+	return filepath.Join(base, "switchboard", hex.EncodeToString(sum[:6]))
+}

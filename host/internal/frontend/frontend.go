@@ -1,0 +1,223 @@
+// Package frontend serves the registry's tools to MCP clients with
+// mark3labs/mcp-go: every tool as "<server>__<tool>", schemas and
+// annotations passed through unchanged, calls routed to the registry,
+// progress forwarded, and cancellation passed on to the plugin.
+package frontend
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+)
+
+// Workers is how many tool calls one stdio client may have running at
+// once. mcp-go's default of 5 lets a few slow calls (a long bash command)
+// stall everything else; 100 is mcp-go's maximum.
+const Workers = 100
+
+// QueueSize is the stdio queue of calls waiting for a worker.
+const QueueSize = 10000
+
+// Refusal is a tool the front end could not expose.
+type Refusal struct {
+	Tool   string // canonical name
+	Reason string
+}
+
+// Frontend is the MCP face of a registry.
+type Frontend struct {
+	reg      *registry.Registry
+	log      hclog.Logger
+	srv      *server.MCPServer
+	refusals []Refusal
+}
+
+// New builds the MCP server for reg. version is the host's version.
+func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend {
+	f := &Frontend{reg: reg, log: logger.Named("mcp")}
+	f.srv = server.NewMCPServer("switchboard", version,
+		server.WithToolCapabilities(true),
+		server.WithInstructions(Instructions(reg)),
+		server.WithRecovery(),
+	)
+	f.srv.SetTools(f.serverTools()...)
+	for _, r := range f.refusals {
+		f.log.Error("tool not exposed", "tool", r.Tool, "reason", r.Reason)
+	}
+	return f
+}
+
+// Refusals lists the tools that could not be exposed and why.
+func (f *Frontend) Refusals() []Refusal { return f.refusals }
+
+// MCPServer returns the underlying mcp-go server.
+func (f *Frontend) MCPServer() *server.MCPServer { return f.srv }
+
+// ServeStdio serves MCP over in/out until in ends or ctx is cancelled.
+func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	s := server.NewStdioServer(f.srv)
+	server.WithWorkerPoolSize(Workers)(s)
+	server.WithQueueSize(QueueSize)(s)
+	s.SetErrorLogger(log.New(f.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), "", 0))
+	err := s.Listen(ctx, in, out)
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// Instructions is one line per server with its status, then each
+// server's own instructions.
+func Instructions(reg *registry.Registry) string {
+	var b strings.Builder
+	b.WriteString("Switchboard serves tools from these servers (tool names are <server>__<tool>):\n")
+	for _, e := range reg.Entries() {
+		d := e.Server.Describe()
+		fmt.Fprintf(&b, "- %s: ready, %d tools (%s %s)", e.Server.Name(), len(d.GetTools()), e.Kind, d.GetPluginVersion())
+		if in := strings.TrimSpace(d.GetInstructions()); in != "" {
+			fmt.Fprintf(&b, ". %s", strings.ReplaceAll(in, "\n", " "))
+		}
+		b.WriteByte('\n')
+	}
+	for _, fl := range reg.Failures() {
+		fmt.Fprintf(&b, "- %s: failed to load: %v\n", fl.Name, fl.Err)
+	}
+	return b.String()
+}
+
+func (f *Frontend) serverTools() []server.ServerTool {
+	var out []server.ServerTool
+	seen := map[string]string{}
+	for _, t := range f.reg.Tools() {
+		name := MCPName(t.Server, t.Tool.GetName(), DefaultNameBudget)
+		if prev, dup := seen[name]; dup {
+			f.refusals = append(f.refusals, Refusal{Tool: t.Name, Reason: fmt.Sprintf("its MCP name %q is already used by %s", name, prev)})
+			continue
+		}
+		st, err := f.serverTool(name, t)
+		if err != nil {
+			f.refusals = append(f.refusals, Refusal{Tool: t.Name, Reason: err.Error()})
+			continue
+		}
+		seen[name] = t.Name
+		out = append(out, st)
+	}
+	return out
+}
+
+func (f *Frontend) serverTool(name string, t registry.Tool) (st server.ServerTool, err error) {
+	pt := t.Tool
+	tool := mcp.NewToolWithRawSchema(name, pt.GetDescription(), json.RawMessage(pt.GetInputSchema()))
+	tool.Title = pt.GetTitle()
+	if len(pt.GetOutputSchema()) > 0 {
+		tool.RawOutputSchema = json.RawMessage(pt.GetOutputSchema())
+	}
+	// Copy the annotations exactly: unset hints stay unset.
+	if a := pt.GetAnnotations(); a != nil {
+		tool.Annotations = mcp.ToolAnnotation{
+			ReadOnlyHint:    a.ReadOnlyHint,
+			DestructiveHint: a.DestructiveHint,
+			IdempotentHint:  a.IdempotentHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+		if a.Title != nil {
+			tool.Annotations.Title = *a.Title
+		}
+	}
+	canonical := t.Name
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return f.call(ctx, canonical, req)
+	}}, nil
+}
+
+func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := []byte(req.Params.RawArguments)
+	if len(args) == 0 && req.Params.Arguments != nil {
+		var err error
+		if args, err = json.Marshal(req.Params.Arguments); err != nil {
+			return mcp.NewToolResultError("arguments are not JSON: " + err.Error()), nil
+		}
+	}
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	var onProgress func(*pluginv1.Progress)
+	if token != nil {
+		var n float64
+		onProgress = func(p *pluginv1.Progress) {
+			// Progress must increase even when the plugin only sends
+			// messages (progress 0).
+			n = max(n+1, p.GetProgress())
+			params := map[string]any{"progressToken": token, "progress": n}
+			if p.GetTotal() > 0 {
+				params["total"] = p.GetTotal()
+			}
+			if p.GetMessage() != "" {
+				params["message"] = p.GetMessage()
+			}
+			if err := f.srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
+				f.log.Trace("progress not delivered", "tool", canonical, "error", err)
+			}
+		}
+	}
+	res, err := f.reg.Call(ctx, canonical, args, token != nil, onProgress)
+	if err != nil {
+		// The call did not run (or was cut short): an error result the
+		// model can read, per MCP's guidance for tool failures.
+		var perr *protocol.Error
+		msg := err.Error()
+		if errors.As(err, &perr) {
+			msg = perr.Error()
+		}
+		f.log.Debug("call failed", "tool", canonical, "error", msg)
+		return mcp.NewToolResultError(msg), nil
+	}
+	return ToMCP(res), nil
+}
+
+// ToMCP converts a plugin result to MCP, keeping structured content raw.
+func ToMCP(r *pluginv1.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.GetIsError(), Content: make([]mcp.Content, 0, len(r.GetContent()))}
+	for _, c := range r.GetContent() {
+		switch k := c.GetKind().(type) {
+		case *pluginv1.Content_Text:
+			out.Content = append(out.Content, mcp.NewTextContent(k.Text.GetText()))
+		case *pluginv1.Content_Image:
+			out.Content = append(out.Content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(k.Image.GetData()), k.Image.GetMimeType()))
+		case *pluginv1.Content_Audio:
+			out.Content = append(out.Content, mcp.NewAudioContent(base64.StdEncoding.EncodeToString(k.Audio.GetData()), k.Audio.GetMimeType()))
+		case *pluginv1.Content_ResourceLink:
+			l := k.ResourceLink
+			out.Content = append(out.Content, mcp.NewResourceLink(l.GetUri(), l.GetName(), l.GetDescription(), l.GetMimeType()))
+		case *pluginv1.Content_Resource:
+			res := k.Resource
+			if len(res.GetBlob()) > 0 {
+				out.Content = append(out.Content, mcp.NewEmbeddedResource(mcp.BlobResourceContents{
+					URI: res.GetUri(), MIMEType: res.GetMimeType(), Blob: base64.StdEncoding.EncodeToString(res.GetBlob()),
+				}))
+			} else {
+				out.Content = append(out.Content, mcp.NewEmbeddedResource(mcp.TextResourceContents{
+					URI: res.GetUri(), MIMEType: res.GetMimeType(), Text: res.GetText(),
+				}))
+			}
+		}
+	}
+	if len(r.GetStructuredContent()) > 0 {
+		out.StructuredContent = json.RawMessage(r.GetStructuredContent())
+	}
+	return out
+}

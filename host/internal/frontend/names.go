@@ -1,0 +1,38 @@
+package frontend
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// DefaultNameBudget is the longest tool name shown to MCP clients, short
+// enough that a client's own prefix still fits in common 64-128 limits.
+const DefaultNameBudget = 64
+
+// MCPName is the name a client sees for server's tool: "<server>__<tool>",
+// with every character outside [A-Za-z0-9_-] replaced by '_'. A name
+// longer than budget keeps its head and ends with '_' and 8 hex digits of
+// the SHA-256 of the canonical name, so shortening is deterministic and two
+// long names differing only at the end stay distinct.
+func MCPName(server, tool string, budget int) string {
+	if budget <= 0 {
+		budget = DefaultNameBudget
+	}
+	var b strings.Builder
+	for _, r := range server + "__" + tool {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	if len(name) <= budget {
+		return name
+	}
+	sum := sha256.Sum256([]byte(server + "." + tool))
+	suffix := "_" + hex.EncodeToString(sum[:4])
+	return name[:budget-len(suffix)] + suffix
+}

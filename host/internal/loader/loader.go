@@ -1,0 +1,179 @@
+// Package loader turns a config into a running registry: it starts every
+// built-in, configured plugin and discovered plugin in parallel, then
+// registers them in a fixed order (built-ins, plugin blocks in config
+// order, discovered plugins by path), so the first claimant of a name
+// always keeps it. One plugin failing never stops the others.
+package loader
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+)
+
+// PluginPrefix is the file name prefix of plugin binaries.
+const PluginPrefix = "switchboard-plugin-"
+
+// Options adjusts Load.
+type Options struct {
+	// Self is the binary that serves built-ins ("Self plugin-serve NAME");
+	// default: the running executable.
+	Self string
+	// Logger is the host's root logger.
+	Logger hclog.Logger
+}
+
+type job struct {
+	spec   launcher.Spec
+	kind   registry.Kind
+	source string
+	// discovered plugins are named by what they report.
+	discovered bool
+}
+
+// Load starts everything the config names and returns the registry. The
+// error, if any, is the first failure in registration order; the registry
+// is usable either way and lists every failure.
+func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Registry, error) {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	self := opts.Self
+	if self == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("loader: cannot find the switchboard binary to serve built-ins: %w", err)
+		}
+		self = exe
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("loader: cannot create data_dir %s: %w", cfg.DataDir, err)
+	}
+
+	var reg *registry.Registry
+	if p := cfg.Permissions; p != nil {
+		reg = registry.New(&registry.Policy{Allow: p.Allow, Deny: p.Deny, Default: p.Default, Access: p.Access})
+	} else {
+		reg = registry.New(nil)
+	}
+
+	jobs := Jobs(cfg, self)
+	results := make([]*launcher.Plugin, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = launcher.Launch(ctx, j.spec, log)
+		}()
+	}
+	wg.Wait()
+
+	var first error
+	for i, j := range jobs {
+		p, err := results[i], errs[i]
+		if err == nil && j.discovered {
+			err = p.AdoptReportedName()
+		}
+		if err == nil {
+			err = reg.Register(p, j.kind, j.source)
+			if err != nil {
+				_ = p.Close(ctx)
+			}
+		} else {
+			reg.Fail(registry.Failure{Name: j.spec.Name, Kind: j.kind, Source: j.source, Err: err})
+		}
+		if err != nil {
+			log.Error("server not loaded", "server", j.spec.Name, "source", j.source, "error", err)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return reg, first
+}
+
+// Jobs lists what Load starts, in registration order.
+func Jobs(cfg *config.Config, self string) []job {
+	var jobs []job
+	for _, b := range cfg.Builtins {
+		jobs = append(jobs, job{
+			spec: launcher.Spec{
+				Name: b.Name, Path: self, Args: []string{"plugin-serve", b.Name},
+				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, b.Name),
+			},
+			kind:   registry.KindBuiltin,
+			source: fmt.Sprintf("builtin %q (%s)", b.Name, rangeText(cfg, b.Range.Filename, b.Range.Start.Line)),
+		})
+	}
+	named := map[string]bool{}
+	for _, p := range cfg.Plugins {
+		named[p.Path] = true
+		jobs = append(jobs, job{
+			spec: launcher.Spec{
+				Name: p.Name, Path: p.Path, Args: p.Args, Env: p.Env, SHA256: p.SHA256,
+				Settings: p.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, "plugins", p.Name),
+				StartTimeout: p.StartTimeout,
+			},
+			kind:   registry.KindPlugin,
+			source: fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
+		})
+	}
+	for _, path := range Discover(cfg.PluginDirs) {
+		if named[path] {
+			continue
+		}
+		name := strings.TrimPrefix(filepath.Base(path), PluginPrefix)
+		jobs = append(jobs, job{
+			spec: launcher.Spec{
+				Name: name, Path: path, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, "plugins", name),
+			},
+			kind:       registry.KindPlugin,
+			source:     fmt.Sprintf("discovered plugin %s", path),
+			discovered: true,
+		})
+	}
+	return jobs
+}
+
+// Discover lists the executable switchboard-plugin-* files in dirs, sorted.
+func Discover(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.IsDir() || !strings.HasPrefix(e.Name(), PluginPrefix) {
+				continue
+			}
+			if info, err := e.Info(); err != nil || info.Mode()&0o111 == 0 {
+				continue
+			}
+			out = append(out, filepath.Join(d, e.Name()))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func rangeText(cfg *config.Config, file string, line int) string {
+	rel, err := filepath.Rel(filepath.Dir(cfg.File), file)
+	if err != nil {
+		rel = file
+	}
+	return fmt.Sprintf("%s:%d", rel, line)
+}

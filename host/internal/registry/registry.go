@@ -1,0 +1,322 @@
+// Package registry is the host's ServerManager: it holds every server
+// (built-in plugin, third-party plugin, external server), refuses name
+// collisions, routes "<server>.<tool>" calls after checking the policy,
+// lists tools and server info, and tears everything down in order.
+//
+// Lifecycle: Register servers in start order; Call as often as wanted from
+// any goroutine; Shutdown once. Shutdown stops taking calls, lets in-flight
+// calls finish for a grace period, cancels the rest, and then closes
+// third-party plugins before built-ins, each group in reverse start order.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+)
+
+// Kind is the kind of a server.
+type Kind string
+
+// Server kinds, in teardown order: external first, built-ins last.
+const (
+	KindExternal Kind = "external"
+	KindPlugin   Kind = "plugin"
+	KindBuiltin  Kind = "builtin"
+)
+
+// Server is what the registry routes to. Implementations must be safe for
+// concurrent Calls; Close may be called more than once.
+type Server interface {
+	Name() string
+	Describe() *pluginv1.DescribeResponse
+	Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error)
+	PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error)
+	Close(ctx context.Context) error
+}
+
+// Process is implemented by servers that are local processes.
+type Process interface {
+	PID() int
+	ProtocolVersion() int
+	Exited() bool
+}
+
+// Errors returned by Call, each an *protocol.Error with a code, so that the
+// front ends can tell "never ran" from "ran and failed".
+var (
+	ErrShuttingDown = protocol.Errorf(protocol.CodeUnavailable, "registry: the host is shutting down")
+)
+
+// CollisionError refuses a server whose name is taken.
+type CollisionError struct {
+	Name     string
+	Existing string // source of the server that keeps the name
+	Newcomer string // source of the refused server
+}
+
+func (e *CollisionError) Error() string {
+	return fmt.Sprintf("registry: server name %q is already taken by %s; %s is refused (rename its config block or remove one of them)", e.Name, e.Existing, e.Newcomer)
+}
+
+// Entry is one registered server.
+type Entry struct {
+	Server Server
+	Kind   Kind
+	// Source says where the server came from, e.g. `builtin "git"` or
+	// `plugin "hello" (config.hcl:12)`.
+	Source string
+	order  int
+	tools  map[string]*pluginv1.Tool
+}
+
+// Failure is a server that was configured but could not be registered.
+type Failure struct {
+	Name   string
+	Kind   Kind
+	Source string
+	Err    error
+}
+
+// Registry routes calls to servers. Its zero value is not usable; use New.
+type Registry struct {
+	policy *Policy
+
+	mu       sync.RWMutex
+	entries  map[string]*Entry
+	order    []*Entry
+	failures []Failure
+	next     int
+
+	inflight sync.WaitGroup
+	closing  bool
+	baseCtx  context.Context
+	cancel   context.CancelFunc
+}
+
+// New returns an empty registry that checks calls against policy (nil
+// allows everything).
+func New(policy *Policy) *Registry {
+	ctx, cancel := context.WithCancel(context.Background())
+	if policy == nil {
+		policy = &Policy{Default: "allow", Access: "write"}
+	}
+	return &Registry{policy: policy, entries: map[string]*Entry{}, baseCtx: ctx, cancel: cancel}
+}
+
+// Register adds a server. A name already taken is refused with a
+// *CollisionError: the first server keeps its place. The caller still owns
+// a refused server and must close it.
+func (r *Registry) Register(s Server, kind Kind, source string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return ErrShuttingDown
+	}
+	if prev, ok := r.entries[s.Name()]; ok {
+		err := &CollisionError{Name: s.Name(), Existing: prev.Source, Newcomer: source}
+		r.failures = append(r.failures, Failure{Name: s.Name(), Kind: kind, Source: source, Err: err})
+		return err
+	}
+	e := &Entry{Server: s, Kind: kind, Source: source, order: r.next, tools: map[string]*pluginv1.Tool{}}
+	r.next++
+	for _, t := range s.Describe().GetTools() {
+		e.tools[t.GetName()] = t
+	}
+	r.entries[s.Name()] = e
+	r.order = append(r.order, e)
+	return nil
+}
+
+// Reserve records a name as taken before its server is registered; used to
+// report collisions for servers that never started.
+func (r *Registry) Fail(f Failure) {
+	r.mu.Lock()
+	r.failures = append(r.failures, f)
+	r.mu.Unlock()
+}
+
+// Failures returns the servers that could not be registered, first first.
+func (r *Registry) Failures() []Failure {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.failures)
+}
+
+// Entries returns the registered servers in start order.
+func (r *Registry) Entries() []*Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.order)
+}
+
+// Policy returns the registry's policy.
+func (r *Registry) Policy() *Policy { return r.policy }
+
+// Tool is one routable tool.
+type Tool struct {
+	// Name is the canonical "<server>.<tool>".
+	Name   string
+	Server string
+	Entry  *Entry
+	Tool   *pluginv1.Tool
+}
+
+// Access returns the tool's access level; unspecified counts as WRITE.
+func (t Tool) Access() pluginv1.Access {
+	if t.Tool.GetAccess() == pluginv1.Access_ACCESS_READ {
+		return pluginv1.Access_ACCESS_READ
+	}
+	return pluginv1.Access_ACCESS_WRITE
+}
+
+// Tools lists every tool the policy lets callers see, in server start
+// order and then the order each server reported.
+func (r *Registry) Tools() []Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Tool
+	for _, e := range r.order {
+		for _, t := range e.Server.Describe().GetTools() {
+			tl := Tool{Name: e.Server.Name() + "." + t.GetName(), Server: e.Server.Name(), Entry: e, Tool: t}
+			if r.policy.Visible(tl) {
+				out = append(out, tl)
+			}
+		}
+	}
+	return out
+}
+
+// Lookup resolves a canonical tool name.
+func (r *Registry) Lookup(name string) (Tool, error) {
+	server, tool, ok := strings.Cut(name, ".")
+	if !ok || server == "" || tool == "" {
+		return Tool{}, protocol.Errorf(protocol.CodeUnknownTool, "%q is not a tool name: use <server>.<tool>, e.g. filesystem.read_text_file", name)
+	}
+	r.mu.RLock()
+	e := r.entries[server]
+	r.mu.RUnlock()
+	if e == nil {
+		return Tool{}, protocol.Errorf(protocol.CodeUnknownTool, "no server named %q (servers: %s)", server, strings.Join(r.names(), ", "))
+	}
+	t := e.tools[tool]
+	if t == nil {
+		return Tool{}, protocol.Errorf(protocol.CodeUnknownTool, "server %s has no tool %q (run `switchboard tools` to list them)", server, tool)
+	}
+	return Tool{Name: name, Server: server, Entry: e, Tool: t}, nil
+}
+
+func (r *Registry) names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var names []string
+	for _, e := range r.order {
+		names = append(names, e.Server.Name())
+	}
+	return names
+}
+
+// Call routes one call to "<server>.<tool>". The policy is checked first
+// (deny before anything reaches the plugin). An error means the tool did
+// not run, or was cut short; it is always a *protocol.Error. A result with
+// IsError means the tool ran and failed.
+func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+	r.mu.RLock()
+	if r.closing {
+		r.mu.RUnlock()
+		return nil, ErrShuttingDown
+	}
+	r.inflight.Add(1)
+	base := r.baseCtx
+	r.mu.RUnlock()
+	defer r.inflight.Done()
+
+	t, err := r.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	if err := r.authorize(ctx, t, args); err != nil {
+		return nil, err
+	}
+	// The call ends when the caller cancels or when shutdown gives up on it.
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(base, cancel)
+	defer stop()
+	return t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, wantProgress, onProgress)
+}
+
+func (r *Registry) authorize(ctx context.Context, t Tool, args []byte) error {
+	if !r.policy.AccessAllows(t) {
+		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and this host is configured with access = \"read\"", t.Name)
+	}
+	patterns := []string{t.Tool.GetName()}
+	if t.Tool.GetCustomPermissionPattern() {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		pats, err := t.Entry.Server.PermissionPatterns(pctx, t.Tool.GetName(), args)
+		if err != nil {
+			return protocol.Errorf(protocol.CodeInvalidArguments, "%s: cannot judge the call's permissions: %v", t.Name, err)
+		}
+		patterns = pats
+	}
+	return r.policy.Check(t.Name, patterns)
+}
+
+// Shutdown stops the registry: no new calls; in-flight calls get grace to
+// finish and are then cancelled; then servers close, external ones first,
+// then third-party plugins, then built-ins, each group in reverse start
+// order. It returns when every server is closed or ctx ends.
+func (r *Registry) Shutdown(ctx context.Context, grace time.Duration) error {
+	r.mu.Lock()
+	if r.closing {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closing = true
+	order := slices.Clone(r.order)
+	r.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() {
+		r.inflight.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(grace):
+		r.cancel() // cancel what is still running
+		select {
+		case <-drained:
+		case <-time.After(grace + protocol.DefaultCancelGrace):
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+		r.cancel()
+	}
+	r.cancel()
+
+	var errs []error
+	for _, kind := range []Kind{KindExternal, KindPlugin, KindBuiltin} {
+		for i := len(order) - 1; i >= 0; i-- {
+			e := order[i]
+			if e.Kind != kind {
+				continue
+			}
+			if err := e.Server.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("closing %s: %w", e.Server.Name(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,164 @@
+// Package confine keeps built-in plugins inside their roots. A path is
+// inside a root only by whole path components, after every symlink is
+// resolved; a path that does not exist yet is judged by its deepest
+// existing ancestor. NUL bytes are refused outright.
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrOutside is wrapped by every refusal of a path outside the roots.
+var ErrOutside = errors.New("path is outside the allowed directories")
+
+// Roots is a set of directories, the first of which relative paths resolve
+// against.
+type Roots struct {
+	dirs []string // absolute, symlinks resolved
+}
+
+// New resolves each directory; it fails if one does not exist.
+func New(dirs ...string) (*Roots, error) {
+	r := &Roots{}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("root %s: %w", d, err)
+		}
+		if st, err := os.Stat(real); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("root %s is not a directory", d)
+		}
+		r.dirs = append(r.dirs, real)
+	}
+	if len(r.dirs) == 0 {
+		return nil, errors.New("no root directory given")
+	}
+	return r, nil
+}
+
+// Dirs returns the resolved root directories.
+func (r *Roots) Dirs() []string { return append([]string(nil), r.dirs...) }
+
+// Resolve returns the real absolute path for p (relative paths resolve
+// against the first root), or an error wrapping ErrOutside when it lies
+// outside every root. The path need not exist.
+func (r *Roots) Resolve(p string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("%w: %q contains a NUL byte", ErrOutside, p)
+	}
+	if p == "" {
+		p = "."
+	}
+	if strings.HasPrefix(p, "~") {
+		return "", fmt.Errorf("%w: %q: '~' is not expanded; use a path relative to %s", ErrOutside, p, r.dirs[0])
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(r.dirs[0], p)
+	}
+	real, err := realPath(filepath.Clean(p))
+	if err != nil {
+		return "", err
+	}
+	for _, d := range r.dirs {
+		if Within(real, d) {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s resolves to %s, which is not inside %s", ErrOutside, p, real, strings.Join(r.dirs, " or "))
+}
+
+// realPath resolves symlinks in p; for a path that does not exist, it
+// resolves the deepest existing ancestor and appends the rest.
+func realPath(p string) (string, error) {
+	var rest []string
+	cur := p
+	for {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			for i := len(rest) - 1; i >= 0; i-- {
+				real = filepath.Join(real, rest[i])
+			}
+			return real, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		// A dangling symlink must not be judged by its own location: its
+		// target is where a write would land.
+		if fi, lerr := os.Lstat(cur); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			target, rerr := os.Readlink(cur)
+			if rerr != nil {
+				return "", rerr
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(cur), target)
+			}
+			return realPath(filepath.Join(append([]string{filepath.Clean(target)}, reverse(rest)...)...))
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		rest = append(rest, filepath.Base(cur))
+		cur = parent
+	}
+}
+
+func reverse(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+// Within reports whether p equals root or lies under it, by whole
+// components ("/a/bc" is not within "/a/b").
+func Within(p, root string) bool {
+	if p == root {
+		return true
+	}
+	if root == string(filepath.Separator) {
+		return strings.HasPrefix(p, root)
+	}
+	return strings.HasPrefix(p, root+string(filepath.Separator))
+}
+
+// Open opens the file at the resolved path p for reading and checks, on the
+// opened descriptor, that it is still inside the roots, so a symlink swapped
+// in between Resolve and Open cannot lead outside.
+func (r *Roots) Open(p string) (*os.File, error) {
+	real, err := r.Resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, err
+	}
+	if opened, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil {
+		inside := false
+		for _, d := range r.dirs {
+			if Within(opened, d) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			f.Close()
+			return nil, fmt.Errorf("%w: %s changed while it was opened and now points to %s", ErrOutside, p, opened)
+		}
+	}
+	return f, nil
+}
