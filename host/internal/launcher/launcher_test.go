@@ -1,0 +1,230 @@
+package launcher_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	fixtures.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func launch(t *testing.T, spec launcher.Spec) *launcher.Plugin {
+	t.Helper()
+	if spec.Path == "" {
+		spec.Path = fixtures.Build(t).TestPlugin
+	}
+	if spec.Name == "" {
+		spec.Name = "fixture"
+	}
+	if spec.ProjectDir == "" {
+		spec.ProjectDir = t.TempDir()
+	}
+	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p
+}
+
+func text(r *pluginv1.Result) string {
+	var parts []string
+	for _, c := range r.GetContent() {
+		parts = append(parts, c.GetText().GetText())
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestLaunchDescribeCallCancelClose(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "cancelled")
+	p := launch(t, launcher.Spec{Env: map[string]string{"FIXTURE_CANCEL_MARKER": marker}})
+
+	if got := p.Describe().GetName(); got != "fixture" {
+		t.Errorf("Describe().Name = %q, want fixture", got)
+	}
+	if p.ProtocolVersion() != protocol.Version1 {
+		t.Errorf("ProtocolVersion() = %d, want %d", p.ProtocolVersion(), protocol.Version1)
+	}
+	pid := p.PID()
+	if !fixtures.Alive(pid) {
+		t.Fatalf("plugin pid %d is not alive", pid)
+	}
+
+	res, err := p.Call(t.Context(), "echo", []byte(`{"text":"ping"}`), false, nil)
+	if err != nil || text(res) != "ping" {
+		t.Fatalf("echo = %q, %v; want ping", text(res), err)
+	}
+
+	// Cancel a call mid-way: the handler sees ctx.Done() and the call
+	// returns a cancelled error.
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err = p.Call(ctx, "sleep", []byte(`{"ms":30000}`), false, nil)
+	if !errors.Is(err, protocol.ErrCancelled) {
+		t.Fatalf("sleep after cancel: err = %v, want ErrCancelled", err)
+	}
+	b, rerr := os.ReadFile(marker)
+	if rerr != nil || !strings.Contains(string(b), "canceled") {
+		t.Errorf("handler's cancellation marker = %q, %v; want it to record context canceled", b, rerr)
+	}
+
+	// Progress events arrive in order before the result.
+	var steps []string
+	res, err = p.Call(t.Context(), "progress", []byte(`{"steps":3}`), true, func(pr *pluginv1.Progress) {
+		steps = append(steps, pr.GetMessage())
+	})
+	if err != nil || text(res) != "done 3 steps" {
+		t.Fatalf("progress = %q, %v", text(res), err)
+	}
+	if strings.Join(steps, ",") != "step 1,step 2,step 3" {
+		t.Errorf("progress events = %v, want step 1..3", steps)
+	}
+
+	if err := p.Close(t.Context()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
+		t.Errorf("plugin pid %d still alive after Close", pid)
+	}
+	// Calls after Close fail cleanly.
+	if _, err := p.Call(t.Context(), "echo", []byte(`{}`), false, nil); !errors.Is(err, protocol.ErrUnavailable) {
+		t.Errorf("call after Close: err = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestVersionMismatchIsRefused(t *testing.T) {
+	bin := fixtures.Build(t).TestPlugin
+	_, err := launcher.Launch(t.Context(), launcher.Spec{
+		Name: "future", Path: bin, ProjectDir: t.TempDir(),
+		Env: map[string]string{"FIXTURE_VERSIONS": "3"},
+	}, hclog.NewNullLogger())
+	var pm *launcher.ProtocolMismatchError
+	if !errors.As(err, &pm) {
+		t.Fatalf("Launch(v3 plugin) err = %v, want *ProtocolMismatchError", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"future", "speaks protocol [3]", "this host speaks [1]", "upgrade the host"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not mention %q", msg, want)
+		}
+	}
+	// An old plugin gets the other advice.
+	old := &launcher.ProtocolMismatchError{Plugin: "old", PluginVersions: []int{1}, HostVersions: []int{2, 3}}
+	if !strings.Contains(old.Error(), "rebuild the plugin") {
+		t.Errorf("old plugin advice = %q, want rebuild the plugin", old.Error())
+	}
+
+	// A v1 plugin next to it works.
+	p := launch(t, launcher.Spec{Path: bin})
+	if res, err := p.Call(t.Context(), "echo", []byte(`{"text":"still here"}`), false, nil); err != nil || text(res) != "still here" {
+		t.Errorf("echo = %q, %v", text(res), err)
+	}
+	// And the host negotiates the highest shared version when offered more.
+	p2 := launch(t, launcher.Spec{Path: bin, Env: map[string]string{"FIXTURE_VERSIONS": "1,3"}})
+	if p2.ProtocolVersion() != 1 {
+		t.Errorf("negotiated %d, want 1", p2.ProtocolVersion())
+	}
+}
+
+func TestChecksumPin(t *testing.T) {
+	bin := fixtures.Build(t).TestPlugin
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	good := hex.EncodeToString(sum[:])
+	launch(t, launcher.Spec{Path: bin, SHA256: good})
+
+	bad := strings.Repeat("0", 64)
+	_, err = launcher.Launch(t.Context(), launcher.Spec{Name: "pinned", Path: bin, SHA256: bad, ProjectDir: t.TempDir()}, hclog.NewNullLogger())
+	if !errors.Is(err, launcher.ErrChecksum) || !strings.Contains(err.Error(), good) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("Launch(bad pin) err = %v, want ErrChecksum naming both sums", err)
+	}
+}
+
+func TestCleanEnvironment(t *testing.T) {
+	t.Setenv("SWITCHBOARD_TEST_SECRET", "hunter2")
+	p := launch(t, launcher.Spec{Env: map[string]string{"GREETING": "hi"}})
+	res, err := p.Call(t.Context(), "env", nil, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := text(res)
+	if strings.Contains(env, "hunter2") {
+		t.Errorf("host variable leaked into the plugin environment:\n%s", env)
+	}
+	if !strings.Contains(env, "GREETING=hi") {
+		t.Errorf("block env GREETING=hi missing from:\n%s", env)
+	}
+	if !strings.Contains(env, "PATH=") {
+		t.Errorf("PATH missing from:\n%s", env)
+	}
+}
+
+func TestPluginDyingMidCall(t *testing.T) {
+	p := launch(t, launcher.Spec{})
+	_, err := p.Call(t.Context(), "crash", nil, false, nil)
+	if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("crash: err = %v, want ErrUnavailable saying the plugin exited", err)
+	}
+	if !p.Exited() {
+		t.Error("Exited() = false after the plugin died")
+	}
+}
+
+func TestCloseKillsChildren(t *testing.T) {
+	p := launch(t, launcher.Spec{})
+	res, err := p.Call(t.Context(), "child", nil, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(text(res))
+	if err != nil || !fixtures.Alive(child) {
+		t.Fatalf("child pid %q not alive (%v)", text(res), err)
+	}
+	t.Cleanup(func() { fixtures.Kill([]int{child}) })
+	pid := p.PID()
+	if err := p.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if alive := fixtures.WaitGone([]int{pid, child}, 10*time.Second); len(alive) > 0 {
+		t.Errorf("still alive after Close: %v (plugin %d, its child %d)", alive, pid, child)
+	}
+}
+
+func TestNotAPlugin(t *testing.T) {
+	_, err := launcher.Launch(t.Context(), launcher.Spec{Name: "true", Path: "/bin/true", ProjectDir: t.TempDir(), StartTimeout: 5 * time.Second}, hclog.NewNullLogger())
+	if !errors.Is(err, launcher.ErrStart) {
+		t.Errorf("Launch(/bin/true) err = %v, want ErrStart", err)
+	}
+	_, err = launcher.Launch(t.Context(), launcher.Spec{Name: "missing", Path: "/nonexistent/plugin", ProjectDir: t.TempDir()}, hclog.NewNullLogger())
+	if !errors.Is(err, launcher.ErrStart) || !strings.Contains(err.Error(), "/nonexistent/plugin") {
+		t.Errorf("Launch(missing) err = %v, want ErrStart naming the path", err)
+	}
+}
