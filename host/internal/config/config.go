@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -100,10 +101,58 @@ type Result struct {
 	files  map[string]*hcl.File
 }
 
-// WriteDiagnostics prints the diagnostics with file:line:col and a source
-// snippet, as `switchboard validate` shows them.
+// WriteDiagnostics prints each diagnostic as "file:line:col: severity:
+// summary", then the source line with a caret under the column, then the
+// detail, as `switchboard validate` shows them.
 func (r *Result) WriteDiagnostics(w io.Writer) error {
-	return hcl.NewDiagnosticTextWriter(w, r.files, 100, false).WriteDiagnostics(r.Diags)
+	for _, d := range r.Diags {
+		sev := "error"
+		if d.Severity == hcl.DiagWarning {
+			sev = "warning"
+		}
+		var err error
+		if d.Subject == nil {
+			_, err = fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
+		} else {
+			s := d.Subject
+			_, err = fmt.Fprintf(w, "%s:%d:%d: %s: %s\n", displayPath(s.Filename), s.Start.Line, s.Start.Column, sev, d.Summary)
+			if f := r.files[s.Filename]; f != nil && err == nil {
+				lines := strings.Split(string(f.Bytes), "\n")
+				if s.Start.Line >= 1 && s.Start.Line <= len(lines) {
+					src := strings.TrimRight(lines[s.Start.Line-1], "\r")
+					width := 1
+					if s.End.Line == s.Start.Line && s.End.Column > s.Start.Column {
+						width = s.End.Column - s.Start.Column
+					}
+					pad := strings.Map(func(r rune) rune {
+						if r == '\t' {
+							return '\t'
+						}
+						return ' '
+					}, src[:min(max(s.Start.Column-1, 0), len(src))])
+					_, err = fmt.Fprintf(w, "  %4d | %s\n       | %s%s\n", s.Start.Line, src, pad, strings.Repeat("^", width))
+				}
+			}
+		}
+		if err == nil && d.Detail != "" {
+			_, err = fmt.Fprintf(w, "  %s\n", d.Detail)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// displayPath shows a path relative to the working directory when it is
+// below it, as users typed it.
+func displayPath(p string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return p
 }
 
 // Error returns the diagnostics as one error, or nil when there are none.
@@ -201,7 +250,7 @@ func LoadBytes(abs string, src []byte, parser *hclparse.Parser) *Result {
 	if res.Diags.HasErrors() {
 		return res
 	}
-	cfg, d := build(abs, &fs)
+	cfg, d := build(abs, &fs, f.Body)
 	res.Diags = append(res.Diags, d...)
 	if !res.Diags.HasErrors() {
 		res.Config = cfg
@@ -223,10 +272,37 @@ func evalContext() *hcl.EvalContext {
 	return &hcl.EvalContext{Functions: map[string]function.Function{"env": envFn}}
 }
 
-func build(abs string, fs *fileSchema) (*Config, hcl.Diagnostics) {
+// attrRange returns the range of a top-level attribute, or the file's
+// start when it is absent.
+func attrRange(body hcl.Body, abs, name string) hcl.Range {
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		if a, ok := sb.Attributes[name]; ok {
+			return a.SrcRange
+		}
+	}
+	return hcl.Range{Filename: abs, Start: hcl.InitialPos, End: hcl.InitialPos}
+}
+
+// blockAttrRange returns the range of an attribute inside the block whose
+// definition starts at def, or def itself.
+func blockAttrRange(body hcl.Body, def hcl.Range, name string) hcl.Range {
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		for _, b := range sb.Blocks {
+			if b.DefRange() == def {
+				if a, ok := b.Body.Attributes[name]; ok {
+					return a.SrcRange
+				}
+			}
+		}
+	}
+	return def
+}
+
+func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	dir := filepath.Dir(abs)
-	fileRange := hcl.Range{Filename: abs, Start: hcl.InitialPos, End: hcl.InitialPos}
+	at := func(name string) hcl.Range { return attrRange(body, abs, name) }
+	in := func(def hcl.Range, name string) hcl.Range { return blockAttrRange(body, def, name) }
 	errAt := func(r hcl.Range, summary, detail string) {
 		rr := r
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rr})
@@ -238,7 +314,7 @@ func build(abs string, fs *fileSchema) (*Config, hcl.Diagnostics) {
 		cfg.ProjectDir = resolve(dir, *fs.ProjectDir)
 	}
 	if st, err := os.Stat(cfg.ProjectDir); err != nil || !st.IsDir() {
-		errAt(fileRange, "project_dir is not a directory", fmt.Sprintf("%s does not exist or is not a directory; set project_dir to the folder the built-ins may work in.", cfg.ProjectDir))
+		errAt(at("project_dir"), "project_dir is not a directory", fmt.Sprintf("%s does not exist or is not a directory; set project_dir to the folder the built-ins may work in.", cfg.ProjectDir))
 	} else if real, err := filepath.EvalSymlinks(cfg.ProjectDir); err == nil {
 		cfg.ProjectDir = real
 	}
@@ -248,7 +324,7 @@ func build(abs string, fs *fileSchema) (*Config, hcl.Diagnostics) {
 		cfg.DataDir = defaultDataDir(abs)
 	}
 	if within(cfg.DataDir, cfg.ProjectDir) {
-		errAt(fileRange, "data_dir is inside project_dir", fmt.Sprintf("data_dir %s lies inside project_dir %s, where the built-ins could read or change host state. Put it elsewhere or leave it unset.", cfg.DataDir, cfg.ProjectDir))
+		errAt(at("data_dir"), "data_dir is inside project_dir", fmt.Sprintf("data_dir %s lies inside project_dir %s, where the built-ins could read or change host state. Put it elsewhere or leave it unset.", cfg.DataDir, cfg.ProjectDir))
 	}
 	for _, p := range fs.PluginDirs {
 		cfg.PluginDirs = append(cfg.PluginDirs, resolve(dir, p))
@@ -256,14 +332,14 @@ func build(abs string, fs *fileSchema) (*Config, hcl.Diagnostics) {
 	if fs.LogLevel != nil {
 		lv := strings.ToLower(*fs.LogLevel)
 		if !slices.Contains([]string{"trace", "debug", "info", "warn", "error", "off"}, lv) {
-			errAt(fileRange, "Invalid log_level", fmt.Sprintf("log_level %q is not one of trace, debug, info, warn, error, off.", *fs.LogLevel))
+			errAt(at("log_level"), "Invalid log_level", fmt.Sprintf("log_level %q is not one of trace, debug, info, warn, error, off.", *fs.LogLevel))
 		}
 		cfg.LogLevel = lv
 	}
 	if fs.ShutdownGrace != nil {
 		d, err := time.ParseDuration(*fs.ShutdownGrace)
 		if err != nil || d < 0 {
-			errAt(fileRange, "Invalid shutdown_grace", fmt.Sprintf("shutdown_grace %q is not a duration such as \"5s\".", *fs.ShutdownGrace))
+			errAt(at("shutdown_grace"), "Invalid shutdown_grace", fmt.Sprintf("shutdown_grace %q is not a duration such as \"5s\".", *fs.ShutdownGrace))
 		}
 		cfg.ShutdownGrace = d
 	}
@@ -308,26 +384,26 @@ func build(abs string, fs *fileSchema) (*Config, hcl.Diagnostics) {
 		if p.SHA256 != nil && *p.SHA256 != "" {
 			sum := strings.ToLower(strings.TrimPrefix(*p.SHA256, "sha256:"))
 			if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
-				errAt(p.Range, "Invalid sha256", fmt.Sprintf("plugin %q: sha256 must be 64 hex digits (from `sha256sum %s`).", p.Name, p.Path))
+				errAt(in(p.Range, "sha256"), "Invalid sha256", fmt.Sprintf("plugin %q: sha256 must be 64 hex digits (from `sha256sum %s`).", p.Name, p.Path))
 			}
 			pl.SHA256 = sum
 		}
 		if p.StartTimeout != nil {
 			d, err := time.ParseDuration(*p.StartTimeout)
 			if err != nil || d <= 0 {
-				errAt(p.Range, "Invalid start_timeout", fmt.Sprintf("plugin %q: start_timeout %q is not a positive duration such as \"30s\".", p.Name, *p.StartTimeout))
+				errAt(in(p.Range, "start_timeout"), "Invalid start_timeout", fmt.Sprintf("plugin %q: start_timeout %q is not a positive duration such as \"30s\".", p.Name, *p.StartTimeout))
 			}
 			pl.StartTimeout = d
 		}
 		for k := range p.Env {
 			if k == "" || strings.ContainsAny(k, "=\x00") {
-				errAt(p.Range, "Invalid environment variable", fmt.Sprintf("plugin %q: env key %q is not a valid variable name.", p.Name, k))
+				errAt(in(p.Range, "env"), "Invalid environment variable", fmt.Sprintf("plugin %q: env key %q is not a valid variable name.", p.Name, k))
 			}
 		}
 		if p.Settings != nil && !p.Settings.IsNull() {
 			js, err := ctyJSON(*p.Settings)
 			if err != nil {
-				errAt(p.Range, "Invalid plugin config", fmt.Sprintf("plugin %q: config must be an object: %v", p.Name, err))
+				errAt(in(p.Range, "config"), "Invalid plugin config", fmt.Sprintf("plugin %q: config must be an object: %v", p.Name, err))
 			}
 			pl.Settings = js
 		}
@@ -347,14 +423,19 @@ func build(abs string, fs *fileSchema) (*Config, hcl.Diagnostics) {
 			perm.Access = *p.Access
 		}
 		if !slices.Contains([]string{"allow", "deny"}, perm.Default) {
-			errAt(p.Range, "Invalid permissions default", fmt.Sprintf("default = %q is not supported by this version; use \"allow\" or \"deny\".", perm.Default))
+			errAt(in(p.Range, "default"), "Invalid permissions default", fmt.Sprintf("default = %q is not supported by this version; use \"allow\" or \"deny\".", perm.Default))
 		}
 		if !slices.Contains([]string{"read", "write"}, perm.Access) {
-			errAt(p.Range, "Invalid permissions access", fmt.Sprintf("access = %q must be \"read\" or \"write\".", perm.Access))
+			errAt(in(p.Range, "access"), "Invalid permissions access", fmt.Sprintf("access = %q must be \"read\" or \"write\".", perm.Access))
 		}
-		for _, pat := range slices.Concat(perm.Allow, perm.Deny) {
-			if err := ValidatePattern(pat); err != nil {
-				errAt(p.Range, "Invalid permission pattern", err.Error())
+		for _, list := range []struct {
+			name string
+			pats []string
+		}{{"allow", perm.Allow}, {"deny", perm.Deny}} {
+			for _, pat := range list.pats {
+				if err := ValidatePattern(pat); err != nil {
+					errAt(in(p.Range, list.name), "Invalid permission pattern", err.Error())
+				}
 			}
 		}
 		cfg.Permissions = perm

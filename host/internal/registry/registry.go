@@ -135,8 +135,8 @@ func (r *Registry) Register(s Server, kind Kind, source string) error {
 	return nil
 }
 
-// Reserve records a name as taken before its server is registered; used to
-// report collisions for servers that never started.
+// Fail records a configured server that could not be started, so that
+// inspect and the MCP instructions can report it.
 func (r *Registry) Fail(f Failure) {
 	r.mu.Lock()
 	r.failures = append(r.failures, f)

@@ -1,0 +1,163 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func load(t *testing.T, src string) (*Result, string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	return Load(path), dir
+}
+
+func TestLoadValid(t *testing.T) {
+	t.Setenv("SB_TEST_TOKEN", "s3cret")
+	res, dir := load(t, `
+project_dir = "."
+plugin_dirs = ["plugins"]
+builtin "filesystem" { roots = ["extra"] }
+builtin "bash" { timeout = "30s" }
+builtin "git" { enabled = false }
+plugin "hello" {
+  path = "bin/hello"
+  env  = { TOKEN = env("SB_TEST_TOKEN") }
+  config = { greeting = "hi", times = 2 }
+}
+permissions {
+  deny = ["bash.run:rm"]
+}
+`)
+	if res.Diags.HasErrors() {
+		t.Fatalf("Load: %s", res.Diags.Error())
+	}
+	cfg := res.Config
+	real, _ := filepath.EvalSymlinks(dir)
+	if cfg.ProjectDir != real {
+		t.Errorf("ProjectDir = %q, want %q", cfg.ProjectDir, real)
+	}
+	if len(cfg.Builtins) != 2 || cfg.Builtins[0].Name != "filesystem" || cfg.Builtins[1].Name != "bash" {
+		t.Fatalf("Builtins = %+v, want filesystem, bash (git disabled)", cfg.Builtins)
+	}
+	var fs struct{ Roots []string }
+	if err := json.Unmarshal(cfg.Builtins[0].Settings, &fs); err != nil || len(fs.Roots) != 1 || fs.Roots[0] != filepath.Join(dir, "extra") {
+		t.Errorf("filesystem settings = %s, want roots resolved against the config dir", cfg.Builtins[0].Settings)
+	}
+	p := cfg.Plugins[0]
+	if p.Path != filepath.Join(dir, "bin/hello") {
+		t.Errorf("plugin path = %q, want it resolved against the config dir", p.Path)
+	}
+	if p.Env["TOKEN"] != "s3cret" {
+		t.Errorf("env(\"SB_TEST_TOKEN\") = %q, want s3cret", p.Env["TOKEN"])
+	}
+	if !bytes.Contains(p.Settings, []byte(`"greeting":"hi"`)) {
+		t.Errorf("plugin settings = %s", p.Settings)
+	}
+	if cfg.PluginDirs[0] != filepath.Join(dir, "plugins") {
+		t.Errorf("PluginDirs = %v", cfg.PluginDirs)
+	}
+	if cfg.Permissions == nil || cfg.Permissions.Deny[0] != "bash.run:rm" || cfg.Permissions.Default != "allow" {
+		t.Errorf("Permissions = %+v", cfg.Permissions)
+	}
+	if strings.HasPrefix(cfg.DataDir, cfg.ProjectDir) {
+		t.Errorf("DataDir %q is inside the project", cfg.DataDir)
+	}
+}
+
+func TestDiagnostics(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		// want is a substring of the rendered diagnostics; pos is the
+		// "file:line:col" position they must carry.
+		want string
+		pos  string
+	}{
+		{"syntax error", "builtin \"git\" {\n  x = \n}\n", "Invalid expression", "config.hcl:2:"},
+		{"unknown top-level attribute", "project_dir = \".\"\nprojet = 1\n", `An argument named "projet" is not expected here`, "config.hcl:2:1"},
+		{"unknown builtin attribute", "builtin \"bash\" {\n  timout = \"1m\"\n}\n", `An argument named "timout" is not expected here`, "config.hcl:2:3"},
+		{"unknown plugin attribute", "plugin \"x\" {\n  path = \"x\"\n  sha = \"1\"\n}\n", `"sha" is not expected`, "config.hcl:3:3"},
+		{"unknown builtin", "builtin \"ftp\" {}\n", `There is no built-in "ftp"`, "config.hcl:1:1"},
+		{"unknown block", "plugins \"x\" {}\n", `Blocks of type "plugins" are not expected here`, "config.hcl:1:1"},
+		{"duplicate plugin", "plugin \"a\" { path = \"x\" }\nplugin \"a\" { path = \"y\" }\n", "already configured at", "config.hcl:2:1"},
+		{"bad plugin name", "plugin \"Bad.Name\" { path = \"x\" }\n", "not a valid server name", "config.hcl:1:1"},
+		{"bad sha256", "plugin \"a\" {\n path = \"x\"\n sha256 = \"abc\"\n}\n", "64 hex digits", "config.hcl:3:2"},
+		{"wrong type", "builtin \"bash\" {\n  output_cap = \"lots\"\n}\n", "Unsuitable value type", "config.hcl:2:"},
+		{"bad permission pattern", "permissions {\n  deny = [\"rm\"]\n}\n", "must look like", "config.hcl:2:3"},
+		{"project_dir missing", "project_dir = \"nope\"\n", "project_dir is not a directory", "config.hcl:1:1"},
+		{"data_dir inside project", "data_dir = \"state\"\n", "data_dir is inside project_dir", "config.hcl:1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := load(t, tt.src)
+			if !res.Diags.HasErrors() {
+				t.Fatalf("Load(%q) has no errors", tt.src)
+			}
+			var out bytes.Buffer
+			if err := res.WriteDiagnostics(&out); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("diagnostics do not mention %q:\n%s", tt.want, out.String())
+			}
+			if !strings.Contains(out.String(), tt.pos) {
+				t.Errorf("diagnostics lack position %q:\n%s", tt.pos, out.String())
+			}
+			if res.Config != nil {
+				t.Error("Config is set despite errors")
+			}
+		})
+	}
+}
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, f := range []string{"../../../config.hcl", "../../../examples/config.hcl"} {
+		res := Load(f)
+		if res.Diags.HasErrors() {
+			var out bytes.Buffer
+			_ = res.WriteDiagnostics(&out)
+			t.Errorf("%s: %s", f, out.String())
+		}
+	}
+	res := Load("../../../config.hcl")
+	if res.Config != nil && len(res.Config.Builtins) != 4 {
+		t.Errorf("config.hcl enables %d built-ins, want all 4", len(res.Config.Builtins))
+	}
+}
+
+func TestResolvePath(t *testing.T) {
+	t.Setenv(EnvConfig, "")
+	if got := ResolvePath(""); got != DefaultFile {
+		t.Errorf("ResolvePath(\"\") = %q, want %q", got, DefaultFile)
+	}
+	t.Setenv(EnvConfig, "/x/y.hcl")
+	if got := ResolvePath(""); got != "/x/y.hcl" {
+		t.Errorf("ResolvePath with $%s = %q", EnvConfig, got)
+	}
+	if got := ResolvePath("flag.hcl"); got != "flag.hcl" {
+		t.Errorf("ResolvePath(flag) = %q", got)
+	}
+}
+
+func FuzzLoadBytes(f *testing.F) {
+	f.Add([]byte(`builtin "bash" { timeout = "1m" }`))
+	f.Add([]byte(`plugin "a" { path = "x" env = { A = env("HOME") } }`))
+	f.Add([]byte(`permissions { deny = ["a.b:c*"] }`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, src []byte) {
+		res := LoadBytes(filepath.Join(dir, "fuzz.hcl"), src, nil)
+		if res.Config == nil && !res.Diags.HasErrors() {
+			t.Fatal("no config and no errors")
+		}
+	})
+}

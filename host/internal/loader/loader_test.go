@@ -1,0 +1,230 @@
+package loader_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/host/internal/loader"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	fixtures.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// start writes src as a config in a fresh project, loads it, and returns
+// the registry (shut down when the test ends) and Load's error.
+func start(t *testing.T, src string) (*registry.Registry, error) {
+	t.Helper()
+	bins := fixtures.Build(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	src = strings.ReplaceAll(src, "$FIXTURE", bins.TestPlugin)
+	src = strings.ReplaceAll(src, "$HELLO", bins.Hello)
+	path := filepath.Join(dir, "config.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := config.Load(path)
+	if res.Diags.HasErrors() {
+		t.Fatalf("config: %v", res.Diags)
+	}
+	reg, err := loader.Load(t.Context(), res.Config, loader.Options{Self: bins.Switchboard, Logger: hclog.NewNullLogger()})
+	if reg == nil {
+		t.Fatalf("Load returned no registry: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := reg.Shutdown(context.Background(), time.Second); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return reg, err
+}
+
+func call(t *testing.T, reg *registry.Registry, name, args string) string {
+	t.Helper()
+	res, err := reg.Call(t.Context(), name, []byte(args), false, nil)
+	if err != nil {
+		t.Fatalf("Call(%s): %v", name, err)
+	}
+	var parts []string
+	for _, c := range res.GetContent() {
+		parts = append(parts, c.GetText().GetText())
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestBuiltinsAndPlugins(t *testing.T) {
+	reg, err := start(t, `
+builtin "filesystem" {}
+builtin "bash" {}
+builtin "git" {}
+builtin "web" {}
+plugin "hello" { path = "$HELLO" }
+`)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	var names []string
+	for _, e := range reg.Entries() {
+		names = append(names, fmt.Sprintf("%s/%s", e.Server.Name(), e.Kind))
+	}
+	if got := strings.Join(names, " "); got != "filesystem/builtin bash/builtin git/builtin web/builtin hello/plugin" {
+		t.Errorf("registered %s", got)
+	}
+	if got := call(t, reg, "hello.greet", `{"name":"Ada"}`); !strings.Contains(got, "Ada") {
+		t.Errorf("hello.greet = %q", got)
+	}
+	if got := call(t, reg, "bash.run", `{"command":"echo from-bash"}`); !strings.Contains(got, "from-bash") {
+		t.Errorf("bash.run = %q", got)
+	}
+	// Built-ins are subprocesses of their own.
+	for _, e := range reg.Entries() {
+		if p, ok := e.Server.(registry.Process); !ok || p.PID() == 0 || p.PID() == os.Getpid() {
+			t.Errorf("%s is not a separate process", e.Server.Name())
+		}
+	}
+}
+
+func TestCollisions(t *testing.T) {
+	bins := fixtures.Build(t)
+	// Two plugins in a plugin directory that both call themselves
+	// "fixture", and a plugin block that claims a built-in's name.
+	pdir := t.TempDir()
+	for _, n := range []string{"switchboard-plugin-a", "switchboard-plugin-b"} {
+		b, err := os.ReadFile(bins.TestPlugin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pdir, n), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg, err := start(t, fmt.Sprintf(`
+plugin_dirs = [%q]
+builtin "git" {}
+plugin "git" { path = "$FIXTURE" }
+plugin "hello" { path = "$HELLO" }
+`, pdir))
+
+	var ce *registry.CollisionError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Load error = %v, want the first *CollisionError", err)
+	}
+	if ce.Name != "git" || !strings.Contains(ce.Existing, `builtin "git"`) || !strings.Contains(ce.Newcomer, `plugin "git"`) {
+		t.Errorf("first collision = %+v, want builtin git kept and plugin git refused", ce)
+	}
+	fails := reg.Failures()
+	if len(fails) != 2 {
+		t.Fatalf("Failures = %v, want 2 collisions", fails)
+	}
+	second := fails[1].Err.Error()
+	for _, want := range []string{`"fixture"`, "switchboard-plugin-a", "switchboard-plugin-b"} {
+		if !strings.Contains(second, want) {
+			t.Errorf("second collision %q does not name %s", second, want)
+		}
+	}
+	// The first claimant keeps its place and everything else works.
+	if got := call(t, reg, "git.git_status", `{}`); strings.Contains(got, "9.9.9") {
+		t.Errorf("git.git_status went to the plugin: %q", got)
+	}
+	if _, err := reg.Lookup("git.echo"); !errors.Is(err, protocol.ErrUnknownTool) {
+		t.Errorf("git.echo resolved (%v): the refused plugin's tools must not be routable", err)
+	}
+	if got := call(t, reg, "fixture.echo", `{"text":"a wins"}`); got != "a wins" {
+		t.Errorf("fixture.echo = %q", got)
+	}
+	if got := call(t, reg, "hello.greet", `{"name":"Bo"}`); !strings.Contains(got, "Bo") {
+		t.Errorf("hello.greet = %q", got)
+	}
+}
+
+func TestVersionMismatchNextToV1(t *testing.T) {
+	reg, err := start(t, `
+plugin "future" {
+  path = "$FIXTURE"
+  env  = { FIXTURE_VERSIONS = "3" }
+}
+plugin "current" { path = "$FIXTURE" }
+`)
+	var pm *launcher.ProtocolMismatchError
+	if !errors.As(err, &pm) || !strings.Contains(err.Error(), "[3]") || !strings.Contains(err.Error(), "[1]") {
+		t.Fatalf("Load error = %v, want a protocol mismatch naming [3] and [1]", err)
+	}
+	if got := call(t, reg, "current.echo", `{"text":"v1 works"}`); got != "v1 works" {
+		t.Errorf("current.echo = %q", got)
+	}
+	if _, err := reg.Call(t.Context(), "future.echo", []byte(`{}`), false, nil); !errors.Is(err, protocol.ErrUnknownTool) {
+		t.Errorf("future.echo err = %v, want unknown (never registered)", err)
+	}
+}
+
+func TestPolicyDeniesBeforeRouting(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	reg, _ := start(t, `
+builtin "bash" {}
+plugin "fx" { path = "$FIXTURE" }
+permissions {
+  deny = ["bash.*", "fx.echo"]
+}
+`)
+	_, err := reg.Call(t.Context(), "bash.run", []byte(fmt.Sprintf(`{"command":"touch %s"}`, marker)), false, nil)
+	if !errors.Is(err, protocol.ErrPermissionDenied) || !strings.Contains(err.Error(), `"bash.*"`) {
+		t.Errorf("bash.run err = %v, want denied naming the rule", err)
+	}
+	if _, statErr := os.Stat(marker); statErr == nil {
+		t.Error("denied command ran anyway")
+	}
+	if _, err := reg.Call(t.Context(), "fx.echo", []byte(`{}`), false, nil); !errors.Is(err, protocol.ErrPermissionDenied) {
+		t.Errorf("fx.echo err = %v, want denied", err)
+	}
+}
+
+func TestShutdownCancelsInFlight(t *testing.T) {
+	reg, _ := start(t, `plugin "fx" { path = "$FIXTURE" }`)
+	pid := reg.Entries()[0].Server.(registry.Process).PID()
+	done := make(chan error, 1)
+	go func() {
+		_, err := reg.Call(context.Background(), "fx.sleep", []byte(`{"ms":60000}`), false, nil)
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := reg.Shutdown(context.Background(), 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, protocol.ErrCancelled) && !errors.Is(err, protocol.ErrUnavailable) {
+			t.Errorf("in-flight call err = %v, want cancelled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("in-flight call did not end at shutdown")
+	}
+	if _, err := reg.Call(context.Background(), "fx.echo", []byte(`{}`), false, nil); !errors.Is(err, protocol.ErrUnavailable) {
+		t.Errorf("call after shutdown err = %v, want unavailable", err)
+	}
+	if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
+		t.Errorf("plugin %d alive after Shutdown", pid)
+	}
+}
