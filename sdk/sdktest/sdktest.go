@@ -94,12 +94,20 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 	p := connect(t, client, opts)
 	t.Cleanup(func() {
 		_ = p.Client.Close()
+		// Closing the connection asks the plugin to shut down; only if it
+		// does not is the serve context cancelled (doing both at once races
+		// inside go-plugin's test mode).
 		if rpc, err := client.Client(); err == nil {
 			_ = rpc.Close()
 		}
-		client.Kill()
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			cancel()
+			<-closed
+		}
 		cancel()
-		<-closed
+		client.Kill()
 	})
 	return p
 }
