@@ -32,8 +32,8 @@ func TestResolve(t *testing.T) {
 	}
 	realRoot, _ := filepath.EvalSymlinks(root)
 	tests := []struct {
-		path    string
-		want    string // "" = refused
+		path string
+		want string // "" = refused
 	}{
 		{"a.txt", filepath.Join(realRoot, "a.txt")},
 		{"sub/new/file", filepath.Join(realRoot, "sub/new/file")},
