@@ -161,6 +161,15 @@ func TestMCPClientOverStdio(t *testing.T) {
 			t.Errorf("tools/list lacks %s (has %d tools)", want, len(byName))
 		}
 	}
+	// "dup.name" and "dup_name" both sanitise to fx__dup_name: the first
+	// keeps it, the second is refused and reported, never shadowed.
+	if dup, ok := byName["fx__dup_name"]; !ok || !strings.Contains(init.Instructions, "fx.dup_name is not available") {
+		t.Errorf("sanitising collision: fx__dup_name listed %v (%q); instructions:\n%s", ok, dup.Description, init.Instructions)
+	}
+	res, err := callTool(t.Context(), c, "fx__dup_name", nil, nil)
+	if err != nil || resultText(res) != "dup.name" {
+		t.Errorf("fx__dup_name routed to %q, %v; want the first claimant dup.name", resultText(res), err)
+	}
 	greet := byName["hello__greet"]
 	if greet.Annotations.ReadOnlyHint == nil || !*greet.Annotations.ReadOnlyHint {
 		t.Errorf("hello__greet readOnlyHint = %v, want true", greet.Annotations.ReadOnlyHint)

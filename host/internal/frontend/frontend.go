@@ -48,12 +48,13 @@ type Frontend struct {
 // New builds the MCP server for reg. version is the host's version.
 func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend {
 	f := &Frontend{reg: reg, log: logger.Named("mcp")}
+	tools := f.serverTools()
 	f.srv = server.NewMCPServer("switchboard", version,
 		server.WithToolCapabilities(true),
-		server.WithInstructions(Instructions(reg)),
+		server.WithInstructions(Instructions(reg, f.refusals)),
 		server.WithRecovery(),
 	)
-	f.srv.SetTools(f.serverTools()...)
+	f.srv.SetTools(tools...)
 	for _, r := range f.refusals {
 		f.log.Error("tool not exposed", "tool", r.Tool, "reason", r.Reason)
 	}
@@ -79,9 +80,9 @@ func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 	return err
 }
 
-// Instructions is one line per server with its status, then each
-// server's own instructions.
-func Instructions(reg *registry.Registry) string {
+// Instructions is one line per server with its status and its own
+// instructions, then the servers that failed and the tools not exposed.
+func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	var b strings.Builder
 	b.WriteString("Switchboard serves tools from these servers (tool names are <server>__<tool>):\n")
 	for _, e := range reg.Entries() {
@@ -94,6 +95,9 @@ func Instructions(reg *registry.Registry) string {
 	}
 	for _, fl := range reg.Failures() {
 		fmt.Fprintf(&b, "- %s: failed to load: %v\n", fl.Name, fl.Err)
+	}
+	for _, r := range refusals {
+		fmt.Fprintf(&b, "- tool %s is not available: %s\n", r.Tool, r.Reason)
 	}
 	return b.String()
 }

@@ -1,0 +1,34 @@
+package sdktest_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(sdktest.ReattachWaitFunction))
+}
+
+// TestStartBinary builds the example plugin and runs it as a subprocess,
+// exactly as the host would.
+func TestStartBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "switchboard-plugin-hello")
+	build := exec.Command("go", "build", "-o", bin, "../../examples/hello")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	p := sdktest.Start(t, bin, nil)
+	if p.PID == 0 || p.PID == os.Getpid() {
+		t.Errorf("PID = %d, want a separate process", p.PID)
+	}
+	if got := sdktest.Text(p.Call("greet", map[string]any{"name": "Ada"})); !strings.Contains(got, "Ada") {
+		t.Errorf("greet = %q", got)
+	}
+}
