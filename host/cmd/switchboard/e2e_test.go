@@ -19,22 +19,11 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fixtures.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fixtures.Main(m) }
 
 type env struct {
 	bins    fixtures.Binaries

@@ -23,11 +23,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fixtures.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fixtures.Main(m) }
 
 // bareClient starts the fixture in bare mode (gRPC health service only, on
 // a Unix socket, in its own process) and returns a unary call to it.

@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +24,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
 
 // EnvConfig is the environment variable naming the config file when
@@ -89,9 +90,6 @@ type Permissions struct {
 	Access  string
 	Range   hcl.Range
 }
-
-// NameRE is what a server name must match.
-var NameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
 
 // Result is what Load returns: the config (nil when there are errors), the
 // diagnostics, and the parsed files for printing snippets.
@@ -365,7 +363,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	}
 
 	for _, p := range fs.Plugins {
-		if !NameRE.MatchString(p.Name) {
+		if !registry.NameRE.MatchString(p.Name) {
 			errAt(p.Range, "Invalid plugin name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-' (at most 48, starting with a letter or digit).", p.Name))
 			continue
 		}

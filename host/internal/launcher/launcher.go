@@ -390,18 +390,10 @@ func (p *Plugin) Close(ctx context.Context) error {
 	return nil
 }
 
-// AdoptReportedName renames a discovered plugin to the name it reported in
-// Describe, after checking that it is a valid server name.
-func (p *Plugin) AdoptReportedName() error {
-	name := p.info.GetName()
-	if !validServerName(name) {
-		return fmt.Errorf("launcher: plugin %s reports the name %q, which is not a valid server name ([a-z0-9_-]); give it a plugin block with a label", p.spec.Path, name)
-	}
+// Rename changes the server name a plugin is registered under (a
+// discovered plugin takes the name it reports). Call it before the plugin
+// is registered.
+func (p *Plugin) Rename(name string) {
 	p.spec.Name = name
 	p.log = p.log.ResetNamed("switchboard." + name)
-	return nil
 }
-
-var serverNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
-
-func validServerName(s string) bool { return serverNameRE.MatchString(s) }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
@@ -21,17 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fixtures.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fixtures.Main(m) }
 
 func launch(t *testing.T, spec launcher.Spec) *launcher.Plugin {
 	t.Helper()

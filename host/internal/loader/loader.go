@@ -85,7 +85,12 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 	for i, j := range jobs {
 		p, err := results[i], errs[i]
 		if err == nil && j.discovered {
-			err = p.AdoptReportedName()
+			if name := p.Describe().GetName(); registry.NameRE.MatchString(name) {
+				p.Rename(name)
+			} else {
+				_ = p.Close(ctx)
+				err = fmt.Errorf("loader: plugin %s reports the name %q, which is not a valid server name ([a-z0-9_-]); give it a plugin block with a label", j.spec.Path, name)
+			}
 		}
 		if err == nil {
 			err = reg.Register(p, j.kind, j.source)

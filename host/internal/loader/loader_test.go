@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
@@ -21,17 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fixtures.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fixtures.Main(m) }
 
 // start writes src as a config in a fresh project, loads it, and returns
 // the registry (shut down when the test ends) and Load's error.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
+
+// NameRE is what a server name must match: lowercase letters, digits, '_'
+// and '-', at most 48, starting with a letter or digit.
+var NameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
 
 // Kind is the kind of a server.
 type Kind string
