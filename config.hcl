@@ -21,9 +21,8 @@ builtin "web" {}
 #   sha256 = "..."          # optional pin, checked before every start
 # }
 
-# permissions {
-#   default = "allow"                 # or "deny": only calls matching allow run
-#   allow   = ["filesystem.*", "git.git_status"]
-#   deny    = ["web.fetch:*.internal"]
-#   access  = "write"                 # "read": only READ tools are listed and callable
-# }
+permissions {
+  default = "allow"                 # or "deny": only calls matching allow run
+  deny    = ["bash.run:rm", "bash.start:rm", "bash.*:sudo"]   # bash patterns are every command a line would run
+  access  = "write"                 # "read": only READ tools are listed and callable
+}

@@ -90,15 +90,32 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 		Logger: log,
 		Test:   cfg.test,
 	}
+	// Shutdown runs once; a caller arriving while it runs (SIGTERM during
+	// a graceful stop) waits for it to finish.
+	var once sync.Once
+	shutdown := func() {
+		if sd, ok := h.(Shutdowner); ok {
+			once.Do(sd.Shutdown)
+		}
+	}
 	if cfg.test != nil {
 		plugin.Serve(sc)
+		shutdown()
 		return
 	}
 
 	guardStdout()
-	stop := watchHost(log)
+	stop := watchHost(log, shutdown)
 	defer stop()
 	plugin.Serve(sc)
+	shutdown()
+}
+
+// Shutdowner is implemented by handlers that hold resources beyond single
+// calls. ServeHandler calls Shutdown once the plugin stops serving, and
+// before it exits on SIGTERM or when the host dies.
+type Shutdowner interface {
+	Shutdown()
 }
 
 // guardStdout points file descriptor 1 at stderr and keeps the original
@@ -119,7 +136,7 @@ func guardStdout() {
 
 // watchHost ends the process when the host goes away or asks it to stop.
 // The host also sets a parent-death signal; this is the portable backstop.
-func watchHost(log hclog.Logger) (stop func()) {
+func watchHost(log hclog.Logger, shutdown func()) (stop func()) {
 	ppid := os.Getppid()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGHUP)
@@ -132,11 +149,14 @@ func watchHost(log hclog.Logger) (stop func()) {
 			case <-ctx.Done():
 				return
 			case s := <-sig:
-				log.Debug("stopping on signal", "signal", s.String())
-				exitNow(0, false)
+				orphaned := os.Getppid() != ppid
+				log.Debug("stopping on signal", "signal", s.String(), "orphaned", orphaned)
+				shutdown()
+				exitNow(0, orphaned)
 			case <-t.C:
 				if os.Getppid() != ppid {
 					log.Warn("host process is gone; exiting")
+					shutdown()
 					exitNow(1, true)
 				}
 			}

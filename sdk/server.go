@@ -100,6 +100,7 @@ type Server struct {
 	tools       map[string]*toolEntry
 	order       []string
 	onConfigure func(ctx context.Context, cfg Config) error
+	onShutdown  []func()
 	config      Config
 }
 
@@ -131,6 +132,27 @@ func (s *Server) OnConfigure(fn func(ctx context.Context, cfg Config) error) {
 	s.mu.Lock()
 	s.onConfigure = fn
 	s.mu.Unlock()
+}
+
+// OnShutdown adds a function run when the plugin stops (the host shut it
+// down, sent SIGTERM, or died): release what outlives calls, such as
+// background processes. Functions run in reverse order of addition.
+func (s *Server) OnShutdown(fn func()) {
+	s.mu.Lock()
+	s.onShutdown = append(s.onShutdown, fn)
+	s.mu.Unlock()
+}
+
+// Shutdown runs the OnShutdown functions; Serve calls it. It may be called
+// more than once; each function runs once.
+func (s *Server) Shutdown() {
+	s.mu.Lock()
+	fns := s.onShutdown
+	s.onShutdown = nil
+	s.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
 }
 
 // Config returns the configuration the host sent (zero before Configure).
@@ -233,9 +255,14 @@ type Request struct {
 	// Arguments are the raw arguments as the client sent them.
 	Arguments json.RawMessage
 
-	events protocol.EventSink
-	logger hclog.Logger
+	events       protocol.EventSink
+	logger       hclog.Logger
+	wantProgress bool
 }
+
+// WantsProgress reports whether the caller asked for progress, so a tool
+// can skip preparing progress it would not send.
+func (r *Request) WantsProgress() bool { return r.wantProgress }
 
 // Progress reports progress to the caller (if it asked for progress).
 // total is 0 when unknown.
@@ -367,8 +394,9 @@ func (s *Server) CallTool(ctx context.Context, call *pluginv1.Call, events proto
 	req := &Request{
 		Tool:      call.GetTool(),
 		Arguments: json.RawMessage(call.GetArguments()),
-		events:    events,
-		logger:    Logger().With("tool", call.GetTool()),
+		events:       events,
+		logger:       Logger().With("tool", call.GetTool()),
+		wantProgress: call.GetWantProgress(),
 	}
 	res, err := e.run(ctx, req)
 	if err != nil {

@@ -4,12 +4,14 @@
 package bash
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,21 +53,34 @@ type plugin struct {
 	maxTime   time.Duration
 	outputCap int
 	env       []string
+	outDir    string
+
+	outMu  sync.Mutex
+	outSeq int
+
+	jobs *jobs
 }
+
+// keepOutputs is how many saved outputs the data directory keeps.
+const keepOutputs = 200
 
 // New returns the bash plugin.
 func New() *sdk.Server {
 	s := sdk.NewServer(Name, Version, sdk.WithInstructions(
 		"Runs bash commands in the project directory. Commands get no stdin and a clean environment."))
 	p := &plugin{}
+	p.jobs = newJobs(p)
 	s.OnConfigure(func(_ context.Context, cfg sdk.Config) error { return p.configure(cfg) })
+	s.OnShutdown(p.jobs.killAll)
 	sdk.AddTool(s, sdk.Tool{
-		Name:        "run",
-		Title:       "Run a bash command",
-		Description: "Run a command with bash -c in the project directory (or cwd inside it). Returns the exit code and stdout+stderr in arrival order. On timeout the whole process group is killed.",
-		Destructive: sdk.Bool(true),
-		OpenWorld:   sdk.Bool(true),
+		Name:              "run",
+		Title:             "Run a bash command",
+		Description:       "Run a command with bash -c in the project directory (or cwd inside it). Returns the exit code and stdout+stderr in arrival order; long output is cut in the middle and saved whole to a file the result names. On timeout the whole process group is killed. For long-running commands use start.",
+		Destructive:       sdk.Bool(true),
+		OpenWorld:         sdk.Bool(true),
+		PermissionPattern: commandPatterns,
 	}, p.run)
+	p.jobs.addTools(s)
 	return s
 }
 
@@ -96,7 +111,26 @@ func (p *plugin) configure(cfg sdk.Config) error {
 		p.outputCap = st.OutputCap
 	}
 	p.env = CleanEnv(st.Env)
+	p.outDir = filepath.Join(cfg.DataDir, "outputs")
+	if cfg.DataDir == "" {
+		p.outDir = filepath.Join(os.TempDir(), "switchboard-bash-outputs")
+	}
+	if err := os.MkdirAll(p.outDir, 0o700); err != nil {
+		return fmt.Errorf("bash: cannot create %s for saved outputs: %w", p.outDir, err)
+	}
 	return nil
+}
+
+// commandPatterns is run's PermissionPattern: one pattern per command the
+// line would run (see Commands).
+func commandPatterns(_ context.Context, args json.RawMessage) ([]string, error) {
+	var a struct {
+		Command string `json:"command"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return nil, err
+	}
+	return Commands(a.Command), nil
 }
 
 // CleanEnv is the environment commands run with: PATH, HOME, LANG,
@@ -125,6 +159,18 @@ type runArgs struct {
 	Description string `json:"description,omitempty" jsonschema:"description=What the command does, in a few words"`
 }
 
+// start prepares bash -c line in its own process group with the clean
+// environment, no stdin, and output into out.
+func (p *plugin) command(line, cwd string, out *capture) *exec.Cmd {
+	cmd := exec.Command("bash", "-c", line)
+	cmd.Dir = cwd
+	cmd.Env = p.env
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
 func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Result, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return sdk.Errorf("command is empty"), nil
@@ -140,35 +186,53 @@ func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Re
 	if timeout > p.maxTime {
 		return sdk.Errorf("timeout_ms %d exceeds the maximum of %d", in.TimeoutMS, p.maxTime.Milliseconds()), nil
 	}
-
-	cmd := exec.Command("bash", "-c", in.Command)
-	cmd.Dir = cwd
-	cmd.Env = p.env
-	cmd.Stdin = nil // /dev/null
-	out := &lineWriter{onLine: func(line string) { req.Progress(0, 0, line) }}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	out, err := p.newCapture("run")
+	if err != nil {
+		return sdk.Errorf("cannot store the command's output: %v", err), nil
+	}
+	cmd := p.command(in.Command, cwd, out)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		_, _, _ = out.finish(false)
 		return sdk.Errorf("cannot start bash: %v", err), nil
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	var killed string
+	// New output lines go to the caller as progress, a batch at a time.
+	var tick <-chan time.Time
+	if req.WantsProgress() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case err = <-done:
-	case <-timer.C:
-		killed = fmt.Sprintf("timed out after %s", timeout)
-		err = killGroup(cmd.Process.Pid, done)
-	case <-ctx.Done():
-		killed = "cancelled"
-		err = killGroup(cmd.Process.Pid, done)
+	var killed string
+wait:
+	for {
+		select {
+		case err = <-done:
+			break wait
+		case <-tick:
+			if msg := out.takeLines(); msg != "" {
+				req.Progress(0, 0, msg)
+			}
+		case <-timer.C:
+			killed = fmt.Sprintf("timed out after %s", timeout)
+			err = killGroup(cmd.Process.Pid, done)
+			break wait
+		case <-ctx.Done():
+			killed = "cancelled"
+			err = killGroup(cmd.Process.Pid, done)
+			break wait
+		}
 	}
 	// Children that outlived bash (a background `sleep &`) die with it.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if msg := out.takeLines(); msg != "" && req.WantsProgress() {
+		req.Progress(0, 0, msg)
+	}
 
 	code := 0
 	var exitErr *exec.ExitError
@@ -176,9 +240,16 @@ func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Re
 	case errors.As(err, &exitErr):
 		code = exitErr.ExitCode()
 	case err != nil:
+		_, _, _ = out.finish(false)
 		return sdk.Errorf("command failed: %v", err), nil
 	}
-	text := capMiddle(out.String(), p.outputCap)
+	text, _, ferr := out.finish(false)
+	if ferr != nil {
+		return sdk.Errorf("reading the command's output: %v", ferr), nil
+	}
+	if killed == "cancelled" && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	var b strings.Builder
 	if killed != "" {
 		fmt.Fprintf(&b, "Killed: %s (process group sent SIGTERM, then SIGKILL).\n", killed)
@@ -186,14 +257,42 @@ func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Re
 		fmt.Fprintf(&b, "Exit code: %d (%.1fs)\n", code, time.Since(start).Seconds())
 	}
 	b.WriteString(text)
-	if killed == "cancelled" && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	r := sdk.Text(b.String())
 	if killed != "" || code != 0 {
-		r = sdk.Errorf("%s", b.String())
+		return sdk.Errorf("%s", b.String()), nil
 	}
-	return r, nil
+	return sdk.Text(b.String()), nil
+}
+
+// newCapture opens a new output file under the data directory.
+func (p *plugin) newCapture(kind string) (*capture, error) {
+	p.outMu.Lock()
+	p.outSeq++
+	name := fmt.Sprintf("%s-%s-%d-%d.log", kind, time.Now().UTC().Format("20060102T150405"), os.Getpid(), p.outSeq)
+	p.outMu.Unlock()
+	p.pruneOutputs()
+	return newCapture(filepath.Join(p.outDir, name), p.outputCap)
+}
+
+// pruneOutputs keeps the newest keepOutputs saved outputs.
+func (p *plugin) pruneOutputs() {
+	ents, err := os.ReadDir(p.outDir)
+	if err != nil || len(ents) <= keepOutputs {
+		return
+	}
+	type f struct {
+		name string
+		mod  time.Time
+	}
+	var files []f
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && !e.IsDir() {
+			files = append(files, f{e.Name(), info.ModTime()})
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].mod.After(files[j].mod) })
+	for _, old := range files[min(keepOutputs, len(files)):] {
+		_ = os.Remove(filepath.Join(p.outDir, old.name))
+	}
 }
 
 // killGroup sends SIGTERM to the process group, then SIGKILL after a grace
@@ -207,46 +306,4 @@ func killGroup(pid int, done <-chan error) error {
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	return <-done
-}
-
-// capMiddle keeps the head and tail of s within max characters and says
-// how much was cut.
-func capMiddle(s string, maxChars int) string {
-	r := []rune(s)
-	if len(r) <= maxChars {
-		return s
-	}
-	half := maxChars / 2
-	cut := len(r) - 2*half
-	return string(r[:half]) + fmt.Sprintf("\n\n[... %d characters cut from the middle ...]\n\n", cut) + string(r[len(r)-half:])
-}
-
-// lineWriter collects output and reports each complete line.
-type lineWriter struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	line   []byte
-	onLine func(string)
-}
-
-func (w *lineWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(b)
-	w.line = append(w.line, b...)
-	for {
-		i := bytes.IndexByte(w.line, '\n')
-		if i < 0 {
-			break
-		}
-		w.onLine(string(w.line[:i]))
-		w.line = w.line[i+1:]
-	}
-	return len(b), nil
-}
-
-func (w *lineWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }

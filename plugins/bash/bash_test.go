@@ -1,13 +1,19 @@
 package bash_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 
@@ -29,6 +35,20 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && s[i+2] != 'Z'
 }
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("process %d survived", pid)
+	}
+}
+
+var savedRE = regexp.MustCompile(`the full output is in (\S+) \.\.\.`)
 
 func TestRun(t *testing.T) {
 	t.Setenv("SWITCHBOARD_TEST_SECRET", "hunter2")
@@ -58,22 +78,64 @@ func TestRun(t *testing.T) {
 			t.Errorf("env lacks EXTRA=yes or TERM=dumb: %q", got)
 		}
 	})
-	t.Run("cwd outside refused", func(t *testing.T) {
-		res := p.Call("run", map[string]any{"command": "pwd", "cwd": "/"})
-		if !res.GetIsError() || !strings.Contains(sdktest.Text(res), "outside") {
-			t.Errorf("run cwd=/ = %q", sdktest.Text(res))
+	t.Run("stdin is empty", func(t *testing.T) {
+		got := sdktest.Text(p.Call("run", map[string]any{"command": "cat; echo done", "timeout_ms": 5000}))
+		if !strings.Contains(got, "Exit code: 0") || !strings.Contains(got, "done") {
+			t.Errorf("cat with no stdin = %q", got)
 		}
 	})
-	t.Run("output capped in the middle", func(t *testing.T) {
-		got := sdktest.Text(p.Call("run", map[string]any{"command": "seq 1 1000"}))
-		if !strings.Contains(got, "characters cut from the middle") || !strings.HasPrefix(strings.SplitN(got, "\n", 2)[1], "1\n2\n") || !strings.HasSuffix(got, "1000\n") {
-			t.Errorf("capped output = %q", got)
+	t.Run("cwd outside refused", func(t *testing.T) {
+		for _, cwd := range []string{"/", "..", project + "-evil"} {
+			res := p.Call("run", map[string]any{"command": "pwd", "cwd": cwd})
+			if !res.GetIsError() || !strings.Contains(sdktest.Text(res), "outside") {
+				t.Errorf("run cwd=%s = %q", cwd, sdktest.Text(res))
+			}
+		}
+	})
+	t.Run("output capped in the middle and saved whole", func(t *testing.T) {
+		got := sdktest.Text(p.Call("run", map[string]any{"command": "seq 1 100000"}))
+		if !strings.Contains(got, "characters cut from the middle") || !strings.Contains(got, "\n1\n2\n") || !strings.HasSuffix(got, "99999\n100000\n") {
+			t.Fatalf("capped output = %q", got)
+		}
+		m := savedRE.FindStringSubmatch(got)
+		if m == nil {
+			t.Fatalf("result does not name the saved output: %q", got)
+		}
+		f, err := os.Open(m[1])
+		if err != nil {
+			t.Fatalf("saved output: %v", err)
+		}
+		defer f.Close()
+		n := 0
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			n++
+			if sc.Text() != strconv.Itoa(n) {
+				t.Fatalf("saved output line %d = %q", n, sc.Text())
+			}
+		}
+		if n != 100000 {
+			t.Errorf("saved output has %d lines, want 100000", n)
+		}
+	})
+	t.Run("multibyte output under the cap is whole", func(t *testing.T) {
+		// 150 three-byte characters: under the 200-character cap.
+		got := sdktest.Text(p.Call("run", map[string]any{"command": "printf 'é%.0s' $(seq 1 150)"}))
+		if strings.Count(got, "é") != 150 || strings.Contains(got, "cut") {
+			t.Errorf("150 × é = %q", got)
+		}
+	})
+	t.Run("binary output", func(t *testing.T) {
+		res := p.Call("run", map[string]any{"command": "printf 'ok\\xff\\xfe\\x00bin'"})
+		got := sdktest.Text(res)
+		if res.GetIsError() || !utf8.ValidString(got) || !strings.Contains(got, "not valid UTF-8") || !strings.Contains(got, "ok") {
+			t.Errorf("binary output = %q", got)
 		}
 	})
 	t.Run("timeout kills grandchildren", func(t *testing.T) {
 		res := p.Call("run", map[string]any{"command": "sleep 100 & echo $!; wait", "timeout_ms": 300})
 		got := sdktest.Text(res)
-		if !res.GetIsError() || !strings.Contains(got, "timed out") {
+		if !res.GetIsError() || !strings.Contains(got, "timed out") || !strings.Contains(got, "Killed") {
 			t.Fatalf("run with timeout = %q", got)
 		}
 		lines := strings.Split(strings.TrimSpace(got), "\n")
@@ -81,32 +143,162 @@ func TestRun(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no pid in %q", got)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if alive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("background sleep %d survived the timeout", pid)
+		waitGone(t, pid)
+	})
+	t.Run("timeout above the maximum", func(t *testing.T) {
+		res := p.Call("run", map[string]any{"command": "true", "timeout_ms": 700000})
+		if !res.GetIsError() || !strings.Contains(sdktest.Text(res), "maximum") {
+			t.Errorf("timeout 700000 = %q", sdktest.Text(res))
 		}
 	})
 	t.Run("progress lines", func(t *testing.T) {
-		var lines []string
+		var msgs []string
 		_, err := p.CallContext(t.Context(), "run", map[string]any{"command": "echo a; echo b"}, func(ev *pluginv1.CallToolEvent) {
 			if pr := ev.GetProgress(); pr != nil {
-				lines = append(lines, pr.GetMessage())
+				msgs = append(msgs, pr.GetMessage())
 			}
 		})
-		if err != nil || strings.Join(lines, ",") != "a,b" {
-			t.Errorf("progress = %v, %v; want a,b", lines, err)
+		if err != nil || strings.Join(msgs, "\n") != "a\nb" {
+			t.Errorf("progress = %q, %v; want the lines a and b", msgs, err)
 		}
 	})
-	t.Run("cancel", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		defer cancel()
-		_, err := p.CallContext(ctx, "run", map[string]any{"command": "sleep 100"}, nil)
-		if err == nil {
-			t.Error("cancelled run returned no error")
+	t.Run("cancel kills the tree", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		pids := make(chan int, 1)
+		go func() {
+			_, _ = p.CallContext(ctx, "run", map[string]any{"command": "sleep 100 & echo $!; wait"}, func(ev *pluginv1.CallToolEvent) {
+				if pid, err := strconv.Atoi(ev.GetProgress().GetMessage()); err == nil {
+					pids <- pid
+				}
+			})
+		}()
+		var pid int
+		select {
+		case pid = <-pids:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no pid reported")
+		}
+		cancel()
+		waitGone(t, pid)
+	})
+	t.Run("permission patterns", func(t *testing.T) {
+		pats, err := p.Client.PermissionPattern(t.Context(), "run", []byte(`{"command":"ls && rm -rf ~"}`))
+		if err != nil || strings.Join(pats, ",") != "ls,rm" {
+			t.Errorf("PermissionPattern(ls && rm) = %v, %v", pats, err)
 		}
 	})
+}
+
+func TestJobs(t *testing.T) {
+	p := sdktest.StartInProcess(t, bash.New())
+	started := sdktest.Text(p.Call("start", map[string]any{"command": "for i in 1 2 3; do echo line$i; sleep 0.1; done"}))
+	if !strings.Contains(started, "j1") {
+		t.Fatalf("start = %q", started)
+	}
+	var out strings.Builder
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		got := sdktest.Text(p.Call("output", map[string]any{"job": "j1"}))
+		body, footer, _ := strings.Cut(got, "\n[job j1 ")
+		out.WriteString(body)
+		if strings.Contains(footer, "exited with code 0") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out.String() != "line1\nline2\nline3\n" {
+		t.Errorf("job output read piecewise = %q, want each line once", out.String())
+	}
+	if got := sdktest.Text(p.Call("output", map[string]any{"job": "j1", "offset": 6, "limit": 5})); !strings.HasPrefix(got, "line2") {
+		t.Errorf("output offset 6 limit 5 = %q", got)
+	}
+
+	p.Call("start", map[string]any{"command": "sleep 100 & echo $!; wait"})
+	var pid int
+	for time.Now().Before(deadline) && pid == 0 {
+		got := sdktest.Text(p.Call("output", map[string]any{"job": "j2", "offset": 0}))
+		pid, _ = strconv.Atoi(strings.SplitN(got, "\n", 2)[0])
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := sdktest.Text(p.Call("jobs", nil)); !strings.Contains(got, "j1\texited with code 0") || !strings.Contains(got, "j2\trunning") {
+		t.Errorf("jobs = %q", got)
+	}
+	if got := sdktest.Text(p.Call("kill", map[string]any{"job": "j2"})); !strings.Contains(got, "killed") {
+		t.Errorf("kill = %q", got)
+	}
+	waitGone(t, pid)
+	if res := p.Call("output", map[string]any{"job": "j9"}); !res.GetIsError() {
+		t.Errorf("output of an unknown job = %q", sdktest.Text(res))
+	}
+}
+
+// buildPlugin builds the standalone bash plugin binary.
+func buildPlugin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "switchboard-plugin-bash")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/switchboard-plugin-bash").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func peakRSS(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return kb
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+func TestFloodDoesNotGrowMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 200 MB")
+	}
+	p := sdktest.Start(t, buildPlugin(t), nil)
+	// 200 MB of output, as lines and as one endless line.
+	for _, cmd := range []string{"yes | head -c 200000000", "head -c 200000000 /dev/zero | tr '\\0' x"} {
+		res, err := p.CallContext(t.Context(), "run", map[string]any{"command": cmd}, func(*pluginv1.CallToolEvent) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sdktest.Text(res)
+		if !strings.Contains(got, "characters cut from the middle") {
+			t.Fatalf("%s: %q", cmd, got[:min(300, len(got))])
+		}
+		if m := savedRE.FindStringSubmatch(got); m != nil {
+			if st, err := os.Stat(m[1]); err != nil || st.Size() != 200000000 {
+				t.Errorf("%s: saved output %v, %v; want 200000000 bytes", cmd, st, err)
+			}
+			_ = os.Remove(m[1])
+		}
+	}
+	kb := peakRSS(t, p.PID)
+	t.Logf("plugin peak RSS after 400 MB of output: %d kB", kb)
+	if kb > 100*1024 {
+		t.Errorf("plugin peak RSS %d kB after 400 MB of output; want it bounded (< 100 MB)", kb)
+	}
+}
+
+func TestJobsDieWithThePlugin(t *testing.T) {
+	p := sdktest.Start(t, buildPlugin(t), nil)
+	p.Call("start", map[string]any{"command": "sleep 100 & echo $!; wait"})
+	var pid int
+	for i := 0; i < 500 && pid == 0; i++ {
+		got := sdktest.Text(p.Call("output", map[string]any{"job": "j1", "offset": 0}))
+		pid, _ = strconv.Atoi(strings.SplitN(got, "\n", 2)[0])
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pid == 0 || !alive(pid) {
+		t.Fatalf("job's sleep pid %d not alive", pid)
+	}
+	p.Stop()
+	waitGone(t, pid)
 }

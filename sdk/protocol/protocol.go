@@ -68,6 +68,15 @@ func GRPCDialOptions() []grpc.DialOption {
 	}
 }
 
+// OpaquePrefix starts a permission pattern that stands for something the
+// plugin could not read (a command line that does not parse, a command
+// whose name is computed at run time). The host never lets an allow rule
+// match such a pattern; only the default or a deny rule decides it.
+const OpaquePrefix = "\x00"
+
+// Opaque returns an opaque permission pattern with a reason for humans.
+func Opaque(reason string) string { return OpaquePrefix + reason }
+
 // Handler is what a plugin implements at the protocol level. The friendly
 // layer in package sdk implements it for typed Go handlers.
 //

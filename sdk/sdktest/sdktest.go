@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,16 @@ type Plugin struct {
 	Info *pluginv1.DescribeResponse
 	// PID is the plugin's process id (0 in process).
 	PID int
+
+	stopOnce sync.Once
+	stop     func()
+}
+
+// Stop stops the plugin as the host would (closing the connection, which
+// asks it to shut down gracefully). The test's cleanup calls it too; it may
+// be called more than once.
+func (p *Plugin) Stop() {
+	p.stopOnce.Do(p.stop)
 }
 
 // Option adjusts how a plugin is started.
@@ -92,7 +103,7 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 		Logger:           hclog.NewNullLogger(),
 	})
 	p := connect(t, client, opts)
-	t.Cleanup(func() {
+	p.stop = func() {
 		_ = p.Client.Close()
 		// Closing the connection asks the plugin to shut down; only if it
 		// does not is the serve context cancelled (doing both at once races
@@ -108,7 +119,8 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 		}
 		cancel()
 		client.Kill()
-	})
+	}
+	t.Cleanup(p.Stop)
 	return p
 }
 
@@ -130,10 +142,11 @@ func Start(t testing.TB, path string, args []string, opts ...Option) *Plugin {
 	if rc := client.ReattachConfig(); rc != nil {
 		p.PID = rc.Pid
 	}
-	t.Cleanup(func() {
+	p.stop = func() {
 		_ = p.Client.Close()
 		client.Kill()
-	})
+	}
+	t.Cleanup(p.Stop)
 	return p
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,7 +35,10 @@ type env struct {
 
 // setup writes a config with the four built-ins, the hello example and the
 // test plugin (as "fx") in a fresh project directory.
-func setup(t *testing.T) env {
+func setup(t *testing.T) env { return setupWith(t, "") }
+
+// setupWith is setup with extra config appended.
+func setupWith(t *testing.T, extra string) env {
 	t.Helper()
 	bins := fixtures.Build(t)
 	dir := t.TempDir()
@@ -58,7 +62,8 @@ plugin "fx" {
   path = %q
   env  = { FIXTURE_CANCEL_MARKER = %q }
 }
-`, bins.Hello, bins.TestPlugin, marker)
+%s
+`, bins.Hello, bins.TestPlugin, marker, extra)
 	path := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -453,4 +458,75 @@ func TestCLI(t *testing.T) {
 			t.Errorf("call with $SWITCHBOARD_CONFIG = %q, %v", out, err)
 		}
 	})
+}
+
+func TestBashThroughHost(t *testing.T) {
+	e := setupWith(t, `
+permissions {
+  default = "deny"
+  allow   = ["bash.run:ls", "bash.run:echo", "bash.run:sleep", "bash.run:wait", "hello.*", "fx.*"]
+  deny    = ["bash.run:rm"]
+}`)
+	c, _ := mcpClient(t, e)
+	pids := make(chan int, 4)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if msg, ok := n.Params.AdditionalFields["message"].(string); ok {
+			if pid, err := strconv.Atoi(strings.TrimSpace(msg)); err == nil {
+				pids <- pid
+			}
+		}
+	})
+	initialize(t, c)
+
+	tests := []struct {
+		command string
+		denied  string // substring of the refusal, "" = runs
+	}{
+		{"ls", ""},
+		{"echo hi", ""},
+		{"ls && rm -rf data", `rule "bash.run:rm"`},
+		{"echo $(rm -rf data)", `rule "bash.run:rm"`},
+		{"bash -c 'rm -rf data'", `rule "bash.run:rm"`},
+		{"/bin/rm -rf data", `rule "bash.run:rm"`},
+		{"ls; curl example.com", "no allow rule matches"},
+		{"ls && $CMD", "could not read"},
+		{"ls &&", "could not read"},
+	}
+	if err := os.WriteFile(filepath.Join(e.project, "data"), []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": tt.command}, nil)
+		if err != nil {
+			t.Fatalf("bash__run(%q): %v", tt.command, err)
+		}
+		got := resultText(res)
+		if tt.denied == "" {
+			if res.IsError || !strings.Contains(got, "Exit code: 0") {
+				t.Errorf("bash__run(%q) = %q, want it to run", tt.command, got)
+			}
+			continue
+		}
+		if !res.IsError || !strings.Contains(got, tt.denied) {
+			t.Errorf("bash__run(%q) = %q, want refused with %q", tt.command, got, tt.denied)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(e.project, "data")); err != nil || string(b) != "keep me" {
+		t.Errorf("a denied command touched the project: %q, %v", b, err)
+	}
+
+	// notifications/cancelled from the client kills the command's tree.
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { _, _ = callTool(ctx, c, "bash__run", map[string]any{"command": "sleep 100 & echo $!; wait"}, "bash-1") }()
+	var pid int
+	select {
+	case pid = <-pids:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the background pid never arrived as progress")
+	}
+	t.Cleanup(func() { fixtures.Kill([]int{pid}) })
+	cancel()
+	if alive := fixtures.WaitGone([]int{pid}, 10*time.Second); len(alive) > 0 {
+		t.Errorf("sleep %d survived the client's cancellation", pid)
+	}
 }

@@ -12,7 +12,9 @@ import (
 // "<server>.<tool>" (any arguments) or "<server>.<tool>:<pattern>", where
 // the pattern comes from the owning server's PermissionPattern. A call is
 // denied if ANY of its patterns matches a deny rule, and allowed if ALL of
-// them match an allow rule or the default allows.
+// them match an allow rule or the default allows. An opaque pattern
+// (protocol.OpaquePrefix: something the server could not read) is never
+// matched by an allow rule.
 type Policy struct {
 	Allow   []string
 	Deny    []string
@@ -40,6 +42,9 @@ func (p *Policy) Check(tool string, patterns []string) error {
 		return nil
 	}
 	for _, pat := range patterns {
+		if strings.HasPrefix(pat, protocol.OpaquePrefix) {
+			return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: the default is deny and no allow rule can approve what the server could not read", describe(tool, pat))
+		}
 		if _, ok := matchAny(p.Allow, tool, pat); !ok {
 			return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: no allow rule matches and the default is deny; add %q to permissions.allow to permit it", describe(tool, pat), suggestion(tool, pat))
 		}
@@ -48,6 +53,9 @@ func (p *Policy) Check(tool string, patterns []string) error {
 }
 
 func describe(tool, pat string) string {
+	if reason, ok := strings.CutPrefix(pat, protocol.OpaquePrefix); ok {
+		return tool + " (" + reason + ")"
+	}
 	if pat == "" || pat == tool[strings.IndexByte(tool, '.')+1:] {
 		return tool
 	}
@@ -61,6 +69,13 @@ func matchAny(rules []string, tool, pattern string) (string, bool) {
 	for _, rule := range rules {
 		head, tail, hasTail := strings.Cut(rule, ":")
 		if !Glob(head, tool) {
+			continue
+		}
+		if hasTail && strings.HasPrefix(pattern, protocol.OpaquePrefix) {
+			// Only a catch-all rule speaks for what could not be read.
+			if tail == "*" {
+				return rule, true
+			}
 			continue
 		}
 		if !hasTail || Glob(tail, pattern) {

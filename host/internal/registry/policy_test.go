@@ -33,7 +33,7 @@ func TestGlob(t *testing.T) {
 
 func TestPolicyCheck(t *testing.T) {
 	p := &Policy{
-		Allow:   []string{"bash.run:ls", "bash.run:git", "filesystem.*"},
+		Allow:   []string{"bash.run:ls", "bash.run:git", "filesystem.*", "bash.run:*"},
 		Deny:    []string{"bash.run:rm", "web.fetch:*.internal"},
 		Default: "deny",
 		Access:  "write",
@@ -46,11 +46,12 @@ func TestPolicyCheck(t *testing.T) {
 	}{
 		{"allowed by tool glob", "filesystem.read_text_file", []string{"/p/a"}, ""},
 		{"allowed by pattern", "bash.run", []string{"ls"}, ""},
-		{"all patterns must be allowed", "bash.run", []string{"ls", "curl"}, "no allow rule matches"},
+		{"all patterns must be allowed", "git.git_log", []string{"git_log", "x"}, "no allow rule matches"},
 		{"any pattern denied", "bash.run", []string{"ls", "rm"}, `rule "bash.run:rm"`},
 		{"deny wins over allow", "bash.run", []string{"rm"}, "denied by rule"},
 		{"deny by host glob", "web.fetch", []string{"db.internal"}, "denied"},
 		{"default deny", "git.git_status", []string{"git_status"}, "default is deny"},
+		{"opaque never allowed", "bash.run", []string{"ls", protocol.Opaque("does not parse")}, "could not read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,284 @@
+package bash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/sdk"
+)
+
+// maxJobs bounds the background jobs one plugin keeps.
+const maxJobs = 32
+
+// jobs are background commands: started by `start`, read by `output`,
+// stopped by `kill` or when the plugin stops.
+type jobs struct {
+	p    *plugin
+	mu   sync.Mutex
+	byID map[string]*job
+	ids  []string
+	next int
+}
+
+type job struct {
+	id, command, cwd string
+	started          time.Time
+	cmd              *exec.Cmd
+	out              *capture
+	done             chan struct{}
+
+	mu       sync.Mutex
+	state    string // running, exited, killed
+	exitCode int
+	ended    time.Time
+	cursor   int64 // where the next `output` without offset starts
+}
+
+func newJobs(p *plugin) *jobs { return &jobs{p: p, byID: map[string]*job{}} }
+
+func (js *jobs) addTools(s *sdk.Server) {
+	sdk.AddTool(s, sdk.Tool{
+		Name:              "start",
+		Title:             "Start a background command",
+		Description:       "Start a command with bash -c in the background (a job) and return its id at once. Read its output with output, stop it with kill, list jobs with jobs.",
+		OpenWorld:         sdk.Bool(true),
+		PermissionPattern: commandPatterns,
+	}, js.start)
+	sdk.AddTool(s, sdk.Tool{
+		Name:               "output",
+		Title:              "Read a job's output",
+		Description:        "Read a background job's output: by default what is new since the last read; offset and limit (bytes) read any part. Says whether the job is still running.",
+		ReadOnly:           true,
+		OpenWorld:          sdk.Bool(false),
+		SkipDuplicateCheck: true,
+	}, js.output)
+	sdk.AddTool(s, sdk.Tool{
+		Name:        "kill",
+		Title:       "Kill a job",
+		Description: "Stop a background job and everything it started (SIGTERM, then SIGKILL).",
+		Destructive: sdk.Bool(true),
+		OpenWorld:   sdk.Bool(false),
+	}, js.kill)
+	sdk.AddTool(s, sdk.Tool{
+		Name:               "jobs",
+		Title:              "List jobs",
+		Description:        "List background jobs: id, state, exit code, start time, command.",
+		ReadOnly:           true,
+		OpenWorld:          sdk.Bool(false),
+		SkipDuplicateCheck: true,
+	}, js.list)
+}
+
+type startArgs struct {
+	Command string `json:"command" jsonschema:"description=The command line, run with bash -c in the background"`
+	Cwd     string `json:"cwd,omitempty" jsonschema:"description=Working directory inside the project directory"`
+}
+
+func (js *jobs) start(_ context.Context, _ *sdk.Request, in startArgs) (*sdk.Result, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return sdk.Errorf("command is empty"), nil
+	}
+	cwd, err := js.p.roots.Resolve(in.Cwd)
+	if err != nil {
+		return sdk.Errorf("cwd refused: %v", err), nil
+	}
+	js.mu.Lock()
+	running := 0
+	for _, j := range js.byID {
+		if j.isRunning() {
+			running++
+		}
+	}
+	if running >= maxJobs {
+		js.mu.Unlock()
+		return sdk.Errorf("%d jobs are running already; kill one first", running), nil
+	}
+	js.next++
+	id := fmt.Sprintf("j%d", js.next)
+	js.mu.Unlock()
+
+	out, err := js.p.newCapture("job-" + id)
+	if err != nil {
+		return sdk.Errorf("cannot store the job's output: %v", err), nil
+	}
+	j := &job{id: id, command: in.Command, cwd: cwd, started: time.Now(), out: out, done: make(chan struct{}), state: "running"}
+	j.cmd = js.p.command(in.Command, cwd, out)
+	if err := j.cmd.Start(); err != nil {
+		_, _, _ = out.finish(false)
+		return sdk.Errorf("cannot start bash: %v", err), nil
+	}
+	go j.wait()
+	js.mu.Lock()
+	js.byID[id] = j
+	js.ids = append(js.ids, id)
+	js.mu.Unlock()
+	return sdk.Textf("Started job %s (pid %d). Read its output with output {\"job\": %q}.", id, j.cmd.Process.Pid, id), nil
+}
+
+func (j *job) wait() {
+	err := j.cmd.Wait()
+	// Children that outlived bash die with the job.
+	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+	j.mu.Lock()
+	if j.state == "running" {
+		j.state = "exited"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		j.exitCode = ee.ExitCode()
+	}
+	j.ended = time.Now()
+	j.mu.Unlock()
+	_, _, _ = j.out.finish(true) // the job's file is its output store
+	close(j.done)
+}
+
+func (j *job) isRunning() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.state == "running"
+}
+
+func (j *job) status() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch j.state {
+	case "running":
+		return fmt.Sprintf("running for %s", time.Since(j.started).Round(time.Second))
+	case "killed":
+		return "killed"
+	default:
+		return fmt.Sprintf("exited with code %d", j.exitCode)
+	}
+}
+
+func (js *jobs) get(id string) (*job, *sdk.Result) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if j, ok := js.byID[id]; ok {
+		return j, nil
+	}
+	return nil, sdk.Errorf("no job %q; list them with jobs", id)
+}
+
+type outputArgs struct {
+	Job    string `json:"job" jsonschema:"description=The job id from start"`
+	Offset *int64 `json:"offset,omitempty" jsonschema:"description=Byte offset to read from (default: where the last read ended),minimum=0"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"description=Bytes to read (default 30000),minimum=1"`
+}
+
+func (js *jobs) output(_ context.Context, _ *sdk.Request, in outputArgs) (*sdk.Result, error) {
+	j, errRes := js.get(in.Job)
+	if errRes != nil {
+		return errRes, nil
+	}
+	j.mu.Lock()
+	offset := j.cursor
+	j.mu.Unlock()
+	if in.Offset != nil {
+		offset = *in.Offset
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = js.p.outputCap
+	}
+	f, err := os.Open(j.out.path)
+	if err != nil {
+		return sdk.Errorf("job %s: output unavailable: %v", j.id, err), nil
+	}
+	defer f.Close()
+	buf := make([]byte, limit)
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return sdk.Errorf("job %s: reading output: %v", j.id, err), nil
+	}
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	next := offset + int64(n)
+	j.mu.Lock()
+	if next > j.cursor {
+		j.cursor = next
+	}
+	j.mu.Unlock()
+	text := strings.ToValidUTF8(string(buf[:n]), "\uFFFD")
+	return sdk.Textf("%s\n[job %s %s; read bytes %d-%d of %d; next offset %d]", text, j.id, j.status(), offset, next, size, next), nil
+}
+
+type jobArgs struct {
+	Job string `json:"job" jsonschema:"description=The job id from start"`
+}
+
+func (js *jobs) kill(_ context.Context, _ *sdk.Request, in jobArgs) (*sdk.Result, error) {
+	j, errRes := js.get(in.Job)
+	if errRes != nil {
+		return errRes, nil
+	}
+	if !j.isRunning() {
+		return sdk.Textf("job %s already %s", j.id, j.status()), nil
+	}
+	j.stop()
+	return sdk.Textf("job %s killed", j.id), nil
+}
+
+// stop kills the job's process group: SIGTERM, a grace period, SIGKILL.
+func (j *job) stop() {
+	j.mu.Lock()
+	if j.state == "running" {
+		j.state = "killed"
+	}
+	j.mu.Unlock()
+	pid := j.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-j.done:
+	case <-time.After(killGrace):
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-j.done
+	}
+}
+
+func (js *jobs) list(context.Context, *sdk.Request, struct{}) (*sdk.Result, error) {
+	js.mu.Lock()
+	ids := append([]string(nil), js.ids...)
+	js.mu.Unlock()
+	if len(ids) == 0 {
+		return sdk.Text("No jobs."), nil
+	}
+	var b strings.Builder
+	for _, id := range ids {
+		j, _ := js.get(id)
+		fmt.Fprintf(&b, "%s\t%s\tstarted %s\t%s\n", j.id, j.status(), j.started.UTC().Format(time.RFC3339), j.command)
+	}
+	return sdk.Text(b.String()), nil
+}
+
+// killAll stops every running job; the plugin runs it when it stops.
+func (js *jobs) killAll() {
+	js.mu.Lock()
+	var running []*job
+	for _, j := range js.byID {
+		if j.isRunning() {
+			running = append(running, j)
+		}
+	}
+	js.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, j := range running {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j.stop()
+		}()
+	}
+	wg.Wait()
+}
