@@ -392,8 +392,8 @@ func (s *Server) CallTool(ctx context.Context, call *pluginv1.Call, events proto
 		return nil, protocol.Errorf(protocol.CodeUnknownTool, "plugin %s has no tool %q (it has: %s)", s.name, call.GetTool(), strings.Join(s.toolNames(), ", "))
 	}
 	req := &Request{
-		Tool:      call.GetTool(),
-		Arguments: json.RawMessage(call.GetArguments()),
+		Tool:         call.GetTool(),
+		Arguments:    json.RawMessage(call.GetArguments()),
 		events:       events,
 		logger:       Logger().With("tool", call.GetTool()),
 		wantProgress: call.GetWantProgress(),

@@ -517,7 +517,9 @@ permissions {
 
 	// notifications/cancelled from the client kills the command's tree.
 	ctx, cancel := context.WithCancel(t.Context())
-	go func() { _, _ = callTool(ctx, c, "bash__run", map[string]any{"command": "sleep 100 & echo $!; wait"}, "bash-1") }()
+	go func() {
+		_, _ = callTool(ctx, c, "bash__run", map[string]any{"command": "sleep 100 & echo $!; wait"}, "bash-1")
+	}()
 	var pid int
 	select {
 	case pid = <-pids:
