@@ -141,7 +141,7 @@ func CleanEnv(extra map[string]string) []string {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
 	env := []string{"PATH=" + path, "TERM=dumb"}
-	for _, k := range []string{"HOME", "LANG", "LC_ALL", "USER", "TZ"} {
+	for _, k := range []string{"HOME", "LANG"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
