@@ -1,11 +1,14 @@
 // Package git is the built-in git plugin. It runs the real git binary
-// (never through a shell) with every repository-configured program
-// neutralised, on repositories inside the project directory only.
+// (never through a shell) on repositories inside the project directory
+// only, with every repository setting that could run a program
+// neutralised, and every user-supplied revision resolved to an object id
+// before it reaches a git command line.
 package git
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,16 +23,21 @@ import (
 const Name = "git"
 
 // Version is the plugin's version.
-const Version = "0.1.0"
+const Version = "0.2.0"
 
-// outputCap bounds the characters of git output returned.
-const outputCap = 60000
+// DefaultOutputCap bounds the characters of git output returned.
+const DefaultOutputCap = 60000
 
 // Settings is the `builtin "git" {}` block.
 type Settings struct {
 	// AllowHooks lets repository hooks run (off by default: a cloned
 	// repository's hooks are someone else's code).
 	AllowHooks bool `hcl:"allow_hooks,optional" json:"allow_hooks,omitempty"`
+	// AllowFilters lets clean/smudge/process filter drivers (Git LFS
+	// among them) and textconv run.
+	AllowFilters bool `hcl:"allow_filters,optional" json:"allow_filters,omitempty"`
+	// OutputCap is the number of characters of output returned.
+	OutputCap int `hcl:"output_cap,optional" json:"output_cap,omitempty"`
 }
 
 type plugin struct {
@@ -46,102 +54,509 @@ func New() *sdk.Server {
 		if err := cfg.Decode(&p.settings); err != nil {
 			return err
 		}
+		if p.settings.OutputCap <= 0 {
+			p.settings.OutputCap = DefaultOutputCap
+		}
 		var err error
 		p.roots, err = confine.New(cfg.ProjectDir)
 		return err
 	})
-	sdk.AddTool(s, sdk.Tool{
-		Name:        "git_status",
-		Title:       "Git status",
-		Description: "Show the working tree status of a repository.",
-		ReadOnly:    true,
-		Idempotent:  sdk.Bool(true),
-		OpenWorld:   sdk.Bool(false),
-	}, p.status)
+	p.addTools(s)
 	return s
 }
 
-type statusArgs struct {
+func read(name, title, desc string) sdk.Tool {
+	return sdk.Tool{Name: name, Title: title, Description: desc, ReadOnly: true, Idempotent: sdk.Bool(true), OpenWorld: sdk.Bool(false)}
+}
+
+func write(name, title, desc string, destructive bool) sdk.Tool {
+	return sdk.Tool{Name: name, Title: title, Description: desc, Destructive: sdk.Bool(destructive), OpenWorld: sdk.Bool(false)}
+}
+
+func (p *plugin) addTools(s *sdk.Server) {
+	sdk.AddTool(s, read("git_status", "Git status", "Show the working tree status of a repository."), p.status)
+	sdk.AddTool(s, read("git_diff_unstaged", "Diff of unstaged changes", "Show changes in the working tree that are not staged."), p.diffUnstaged)
+	sdk.AddTool(s, read("git_diff_staged", "Diff of staged changes", "Show changes staged for the next commit."), p.diffStaged)
+	sdk.AddTool(s, read("git_diff", "Diff against a revision", "Show the differences between the working tree and a branch, tag or commit."), p.diff)
+	sdk.AddTool(s, read("git_log", "Commit log", "Show commit history, optionally limited by count, dates and path."), p.log)
+	sdk.AddTool(s, read("git_show", "Show a commit", "Show a commit (or another object) and its changes."), p.show)
+	sdk.AddTool(s, read("git_branch", "List branches", "List local, remote or all branches, optionally only those containing (or not containing) a commit."), p.branch)
+	sdk.AddTool(s, read("git_blame", "Blame a file", "Show which commit last changed each line of a file."), p.blame)
+	sdk.AddTool(s, write("git_add", "Stage files", "Add files' contents to the index.", false), p.add)
+	sdk.AddTool(s, write("git_commit", "Commit", "Record the staged changes as a new commit with a message.", false), p.commit)
+	sdk.AddTool(s, write("git_reset", "Unstage files", "Unstage the given files, or everything when files is empty. The working tree is not touched.", true), p.reset)
+	sdk.AddTool(s, write("git_create_branch", "Create a branch", "Create a new branch from the current HEAD or from base_branch.", false), p.createBranch)
+	sdk.AddTool(s, write("git_checkout", "Switch branches", "Switch to an existing local branch.", true), p.checkout)
+}
+
+type repoArgs struct {
 	RepoPath string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
 }
 
-func (p *plugin) status(ctx context.Context, _ *sdk.Request, in statusArgs) (*sdk.Result, error) {
-	repo, err := p.repo(in.RepoPath)
-	if err != nil {
-		return sdk.Errorf("%v", err), nil
-	}
-	out, err := p.git(ctx, repo, "status")
-	if err != nil {
-		return sdk.Errorf("%v", err), nil
-	}
-	return sdk.Text("Repository status:\n" + out), nil
+type diffArgs struct {
+	RepoPath     string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	ContextLines *int   `json:"context_lines,omitempty" jsonschema:"description=Lines of context around each change (default 3),minimum=0,maximum=1000"`
 }
 
-// repo resolves repo_path inside the project and checks that it is a work
-// tree whose git directory is inside the project too.
-func (p *plugin) repo(path string) (string, error) {
-	dir, err := p.roots.Resolve(path)
-	if err != nil {
-		return "", fmt.Errorf("repo_path refused: %w", err)
+func contextFlag(n *int) (string, error) {
+	if n == nil {
+		return "--unified=3", nil
 	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("repo_path %s is not a directory", dir)
+	if *n < 0 || *n > 1000 {
+		return "", fmt.Errorf("context_lines must be between 0 and 1000")
 	}
-	// A .git file may point anywhere; the repository it names must be
-	// inside the project as well.
-	if gitFile, err := os.ReadFile(filepath.Join(dir, ".git")); err == nil {
-		line := strings.TrimSpace(string(gitFile))
-		if target, ok := strings.CutPrefix(line, "gitdir:"); ok {
-			target = strings.TrimSpace(target)
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(dir, target)
+	return fmt.Sprintf("--unified=%d", *n), nil
+}
+
+func (p *plugin) status(ctx context.Context, _ *sdk.Request, in repoArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		out, err := r.git(ctx, "status")
+		return "Repository status:\n" + out, err
+	})
+}
+
+func (p *plugin) diffUnstaged(ctx context.Context, _ *sdk.Request, in diffArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		u, err := contextFlag(in.ContextLines)
+		if err != nil {
+			return "", err
+		}
+		return orNone(r.git(ctx, "diff", "--no-ext-diff", "--no-textconv", u))
+	})
+}
+
+func (p *plugin) diffStaged(ctx context.Context, _ *sdk.Request, in diffArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		u, err := contextFlag(in.ContextLines)
+		if err != nil {
+			return "", err
+		}
+		return orNone(r.git(ctx, "diff", "--cached", "--no-ext-diff", "--no-textconv", u))
+	})
+}
+
+type targetArgs struct {
+	RepoPath     string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	Target       string `json:"target" jsonschema:"description=Branch, tag or commit to compare the working tree with"`
+	ContextLines *int   `json:"context_lines,omitempty" jsonschema:"description=Lines of context around each change (default 3),minimum=0,maximum=1000"`
+}
+
+func (p *plugin) diff(ctx context.Context, _ *sdk.Request, in targetArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		u, err := contextFlag(in.ContextLines)
+		if err != nil {
+			return "", err
+		}
+		id, err := r.resolve(ctx, in.Target, "commit")
+		if err != nil {
+			return "", err
+		}
+		return orNone(r.git(ctx, "diff", "--no-ext-diff", "--no-textconv", u, id, "--"))
+	})
+}
+
+type logArgs struct {
+	RepoPath string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	MaxCount int    `json:"max_count,omitempty" jsonschema:"description=Number of commits to show (default 10),minimum=1,maximum=1000"`
+	Since    string `json:"since,omitempty" jsonschema:"description=Only commits after this date (e.g. 2026-01-01 or '2 weeks ago')"`
+	Until    string `json:"until,omitempty" jsonschema:"description=Only commits before this date"`
+	Path     string `json:"path,omitempty" jsonschema:"description=Only commits touching this path"`
+}
+
+func (p *plugin) log(ctx context.Context, _ *sdk.Request, in logArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		n := in.MaxCount
+		if n <= 0 {
+			n = 10
+		}
+		if n > 1000 {
+			return "", fmt.Errorf("max_count must be at most 1000")
+		}
+		args := []string{"log", fmt.Sprintf("--max-count=%d", n), "--no-ext-diff", "--no-textconv",
+			"--format=commit %H%nAuthor: %an <%ae>%nDate:   %aI%n%n%w(0,4,4)%B"}
+		if in.Since != "" {
+			args = append(args, "--since="+in.Since)
+		}
+		if in.Until != "" {
+			args = append(args, "--until="+in.Until)
+		}
+		args = append(args, "--end-of-options", "HEAD", "--")
+		if in.Path != "" {
+			rel, err := r.path(in.Path)
+			if err != nil {
+				return "", err
 			}
-			if _, err := p.roots.Resolve(target); err != nil {
-				return "", fmt.Errorf("repo_path %s: its .git file points outside the project (%s)", dir, target)
+			args = append(args, rel)
+		}
+		return orNone(r.git(ctx, args...))
+	})
+}
+
+type showArgs struct {
+	RepoPath string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	Revision string `json:"revision" jsonschema:"description=Commit, branch or tag to show"`
+}
+
+func (p *plugin) show(ctx context.Context, _ *sdk.Request, in showArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		id, err := r.resolve(ctx, in.Revision, "")
+		if err != nil {
+			return "", err
+		}
+		return r.git(ctx, "show", "--no-ext-diff", "--no-textconv", id, "--")
+	})
+}
+
+type branchArgs struct {
+	RepoPath    string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	BranchType  string `json:"branch_type,omitempty" jsonschema:"description=Which branches: local (default) or remote or all,enum=local,enum=remote,enum=all"`
+	Contains    string `json:"contains,omitempty" jsonschema:"description=Only branches that contain this commit"`
+	NotContains string `json:"not_contains,omitempty" jsonschema:"description=Only branches that do not contain this commit"`
+}
+
+func (p *plugin) branch(ctx context.Context, _ *sdk.Request, in branchArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		args := []string{"branch", "--no-color"}
+		switch in.BranchType {
+		case "", "local":
+		case "remote":
+			args = append(args, "--remotes")
+		case "all":
+			args = append(args, "--all")
+		default:
+			return "", fmt.Errorf("branch_type %q must be local, remote or all", in.BranchType)
+		}
+		for flag, rev := range map[string]string{"--contains=": in.Contains, "--no-contains=": in.NotContains} {
+			if rev == "" {
+				continue
+			}
+			id, err := r.resolve(ctx, rev, "commit")
+			if err != nil {
+				return "", err
+			}
+			args = append(args, flag+id)
+		}
+		return orNone(r.git(ctx, args...))
+	})
+}
+
+type blameArgs struct {
+	RepoPath  string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	Path      string `json:"path" jsonschema:"description=File to blame"`
+	StartLine int    `json:"start_line,omitempty" jsonschema:"description=First line (1-based),minimum=1"`
+	EndLine   int    `json:"end_line,omitempty" jsonschema:"description=Last line,minimum=1"`
+}
+
+func (p *plugin) blame(ctx context.Context, _ *sdk.Request, in blameArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		rel, err := r.path(in.Path)
+		if err != nil {
+			return "", err
+		}
+		args := []string{"blame", "--no-textconv"}
+		if in.StartLine > 0 || in.EndLine > 0 {
+			start, end := max(in.StartLine, 1), in.EndLine
+			if end > 0 && end < start {
+				return "", fmt.Errorf("end_line %d is before start_line %d", end, start)
+			}
+			if end > 0 {
+				args = append(args, fmt.Sprintf("-L%d,%d", start, end))
+			} else {
+				args = append(args, fmt.Sprintf("-L%d,", start))
 			}
 		}
-	}
-	return dir, nil
+		return r.git(ctx, append(args, "--", rel)...)
+	})
 }
 
-// safeConfig neutralises every repository setting that can run a program.
-func (p *plugin) safeConfig() []string {
+type filesArgs struct {
+	RepoPath string   `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	Files    []string `json:"files" jsonschema:"description=Paths to stage, inside the repository"`
+}
+
+func (p *plugin) add(ctx context.Context, _ *sdk.Request, in filesArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		if len(in.Files) == 0 {
+			return "", fmt.Errorf("files is empty: name the paths to stage")
+		}
+		rels, err := r.paths(in.Files)
+		if err != nil {
+			return "", err
+		}
+		if _, err := r.git(ctx, append([]string{"add", "--"}, rels...)...); err != nil {
+			return "", err
+		}
+		return "Staged: " + strings.Join(rels, ", "), nil
+	})
+}
+
+type commitArgs struct {
+	RepoPath string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	Message  string `json:"message" jsonschema:"description=The commit message"`
+}
+
+func (p *plugin) commit(ctx context.Context, _ *sdk.Request, in commitArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		if strings.TrimSpace(in.Message) == "" {
+			return "", fmt.Errorf("message is empty")
+		}
+		if _, err := r.git(ctx, "commit", "--quiet", "--no-edit", "--message", in.Message); err != nil {
+			return "", err
+		}
+		id, err := r.git(ctx, "rev-parse", "--verify", "--end-of-options", "HEAD")
+		return "Committed " + strings.TrimSpace(id), err
+	})
+}
+
+type resetArgs struct {
+	RepoPath string   `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	Files    []string `json:"files,omitempty" jsonschema:"description=Paths to unstage (default: everything)"`
+}
+
+func (p *plugin) reset(ctx context.Context, _ *sdk.Request, in resetArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		rels, err := r.paths(in.Files)
+		if err != nil {
+			return "", err
+		}
+		if _, err := r.git(ctx, append([]string{"reset", "--quiet", "--"}, rels...)...); err != nil {
+			return "", err
+		}
+		if len(rels) == 0 {
+			return "Unstaged everything.", nil
+		}
+		return "Unstaged: " + strings.Join(rels, ", "), nil
+	})
+}
+
+type createBranchArgs struct {
+	RepoPath   string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	BranchName string `json:"branch_name" jsonschema:"description=Name of the new branch"`
+	BaseBranch string `json:"base_branch,omitempty" jsonschema:"description=Branch or commit to start from (default: HEAD)"`
+}
+
+func (p *plugin) createBranch(ctx context.Context, _ *sdk.Request, in createBranchArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		if err := r.checkBranchName(ctx, in.BranchName); err != nil {
+			return "", err
+		}
+		base := "HEAD"
+		if in.BaseBranch != "" {
+			base = in.BaseBranch
+		}
+		id, err := r.resolve(ctx, base, "commit")
+		if err != nil {
+			return "", err
+		}
+		if _, err := r.git(ctx, "branch", "--end-of-options", in.BranchName, id); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Created branch %s at %s", in.BranchName, id[:min(12, len(id))]), nil
+	})
+}
+
+type checkoutArgs struct {
+	RepoPath   string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
+	BranchName string `json:"branch_name" jsonschema:"description=Existing local branch to switch to"`
+}
+
+func (p *plugin) checkout(ctx context.Context, _ *sdk.Request, in checkoutArgs) (*sdk.Result, error) {
+	return p.run(ctx, in.RepoPath, func(r *repo) (string, error) {
+		if err := r.checkBranchName(ctx, in.BranchName); err != nil {
+			return "", err
+		}
+		if _, err := r.git(ctx, "show-ref", "--verify", "--quiet", "refs/heads/"+in.BranchName); err != nil {
+			return "", fmt.Errorf("there is no local branch %q; list them with git_branch", in.BranchName)
+		}
+		if _, err := r.git(ctx, "checkout", "--quiet", in.BranchName, "--"); err != nil {
+			return "", err
+		}
+		return "Switched to branch " + in.BranchName, nil
+	})
+}
+
+// run resolves the repository and runs fn, turning an error into an error
+// result.
+func (p *plugin) run(ctx context.Context, repoPath string, fn func(*repo) (string, error)) (*sdk.Result, error) {
+	r, err := p.open(ctx, repoPath)
+	if err != nil {
+		return sdk.Errorf("%v", err), nil
+	}
+	out, err := fn(r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return sdk.Errorf("%v", err), nil
+	}
+	return sdk.Text(out), nil
+}
+
+func orNone(out string, err error) (string, error) {
+	if err == nil && strings.TrimSpace(out) == "" {
+		return "(no output)", nil
+	}
+	return out, err
+}
+
+// repo is a repository whose work tree and git directories were checked to
+// be inside the project.
+type repo struct {
+	p       *plugin
+	dir     string // work tree
+	gitDir  string
+	config  []string // -c overrides
+	errText string
+}
+
+// open resolves repo_path inside the project and finds its git directory:
+// a .git folder, or a .git file whose gitdir (and that git directory's
+// commondir) must be inside the project too. Nothing else is searched, so
+// a repository above the project is never used.
+func (p *plugin) open(ctx context.Context, path string) (*repo, error) {
+	dir, err := p.roots.Resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("repo_path refused: %w", err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("repo_path %s is not a directory", dir)
+	}
+	dotGit := filepath.Join(dir, ".git")
+	st, err := os.Lstat(dotGit)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a git repository (no .git); this server does not create repositories", dir)
+	}
+	gitDir := dotGit
+	if !st.IsDir() {
+		b, err := os.ReadFile(dotGit)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %v", dotGit, err)
+		}
+		target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+		if !ok {
+			return nil, fmt.Errorf("%s is neither a directory nor a gitdir file", dotGit)
+		}
+		gitDir = strings.TrimSpace(target)
+		if !filepath.IsAbs(gitDir) {
+			gitDir = filepath.Join(dir, gitDir)
+		}
+	}
+	real, err := p.roots.Resolve(gitDir)
+	if err != nil {
+		return nil, fmt.Errorf("repo_path %s: its git directory lies outside the project (%s)", dir, gitDir)
+	}
+	gitDir = real
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+		if _, err := p.roots.Resolve(common); err != nil {
+			return nil, fmt.Errorf("repo_path %s: its commondir lies outside the project (%s)", dir, common)
+		}
+	}
+	r := &repo{p: p, dir: dir, gitDir: gitDir}
+	if err := r.prepareConfig(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// prepareConfig builds the -c overrides that neutralise every setting
+// which could make git run a program.
+func (r *repo) prepareConfig(ctx context.Context) error {
 	c := []string{
 		"core.fsmonitor=false",
 		"core.sshCommand=false",
 		"core.pager=cat",
 		"core.editor=false",
 		"core.askPass=false",
+		"sequence.editor=false",
 		"credential.helper=",
 		"diff.external=",
 		"gpg.program=false",
+		"commit.gpgSign=false",
+		"tag.gpgSign=false",
 		"protocol.ext.allow=never",
 		"uploadpack.packObjectsHook=",
+		"core.worktree=" + r.dir,
 	}
-	if !p.settings.AllowHooks {
+	if !r.p.settings.AllowHooks {
 		c = append(c, "core.hooksPath=/dev/null")
 	}
-	args := make([]string, 0, 2*len(c))
-	for _, kv := range c {
-		args = append(args, "-c", kv)
+	if !r.p.settings.AllowFilters {
+		// Filter drivers have user-chosen names: find every one configured
+		// (in any scope) and blank it. Reading config runs nothing.
+		out, _ := r.rawGit(ctx, nil, "config", "--name-only", "--get-regexp", `^(filter|diff)\.`)
+		seen := map[string]bool{}
+		for _, key := range strings.Fields(out) {
+			sect, rest, _ := strings.Cut(key, ".")
+			i := strings.LastIndexByte(rest, '.')
+			if i < 0 {
+				continue
+			}
+			driver := rest[:i]
+			id := sect + "." + driver
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if sect == "filter" {
+				c = append(c, id+".clean=", id+".smudge=", id+".process=", id+".required=false")
+			} else {
+				c = append(c, id+".textconv=", id+".command=")
+			}
+		}
 	}
-	return args
+	for _, kv := range c {
+		r.config = append(r.config, "-c", kv)
+	}
+	return nil
 }
 
-// git runs git in repo with the safe configuration and returns its capped
-// output.
-func (p *plugin) git(ctx context.Context, repo string, args ...string) (string, error) {
-	full := append(append([]string{"--no-pager", "--no-optional-locks"}, p.safeConfig()...), args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(),
+// env is the environment git runs with: the plugin's own, with the
+// repository pinned (no discovery) and no system config or prompts.
+func (r *repo) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"GIT_DIR="+r.gitDir,
+		"GIT_WORK_TREE="+r.dir,
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_PAGER=cat",
 		"PAGER=cat",
+		"GIT_EDITOR=false",
+		"GIT_ASKPASS=false",
+		"SSH_ASKPASS=false",
 		"GIT_EXTERNAL_DIFF=",
-		"GIT_CEILING_DIRECTORIES="+filepath.Dir(p.roots.Dirs()[0]),
+		"GIT_OPTIONAL_LOCKS=0",
 	)
+}
+
+// git runs a git subcommand with the safe configuration and returns its
+// output, capped.
+func (r *repo) git(ctx context.Context, args ...string) (string, error) {
+	out, err := r.rawGit(ctx, r.config, args...)
+	if err != nil {
+		return "", err
+	}
+	if capped := capOutput(out, r.p.settings.OutputCap); capped != out {
+		return capped, nil
+	}
+	return out, nil
+}
+
+func (r *repo) rawGit(ctx context.Context, config []string, args ...string) (string, error) {
+	full := append(append([]string{"--no-pager", "--literal-pathspecs"}, config...), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = r.dir
+	cmd.Env = r.env()
+	cmd.Stdin = nil
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
@@ -149,11 +564,94 @@ func (p *plugin) git(ctx context.Context, repo string, args ...string) (string, 
 		if msg == "" {
 			msg = err.Error()
 		}
-		return "", fmt.Errorf("git %s failed: %s", args[0], msg)
+		return out.String(), fmt.Errorf("git %s failed: %s", args[0], msg)
 	}
-	s := out.String()
-	if len(s) > outputCap {
-		s = s[:outputCap] + fmt.Sprintf("\n[... output cut at %d characters ...]", outputCap)
+	return out.String(), nil
+}
+
+func capOutput(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
 	}
-	return s, nil
+	return string(r[:max]) + fmt.Sprintf("\n[... output cut at %d of %d characters ...]", max, len(r))
+}
+
+var errDash = errors.New("must not start with '-'")
+
+// resolve turns a user's revision into an object id, so that no user text
+// reaches a git command line as a revision. kind ("commit", or "" for any
+// object) is what it must peel to.
+func (r *repo) resolve(ctx context.Context, rev, kind string) (string, error) {
+	rev = strings.TrimSpace(rev)
+	switch {
+	case rev == "":
+		return "", fmt.Errorf("revision is empty")
+	case strings.HasPrefix(rev, "-"):
+		return "", fmt.Errorf("revision %q refused: %w", rev, errDash)
+	case strings.ContainsAny(rev, "\x00\n"):
+		return "", fmt.Errorf("revision %q contains control characters", rev)
+	}
+	spec := rev
+	if kind != "" {
+		spec += "^{" + kind + "}"
+	}
+	out, err := r.rawGit(ctx, r.config, "rev-parse", "--verify", "--quiet", "--end-of-options", spec)
+	if err != nil || strings.TrimSpace(out) == "" {
+		return "", fmt.Errorf("%q is not a known revision in %s", rev, r.dir)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// checkBranchName refuses names git would read as options or reject.
+func (r *repo) checkBranchName(ctx context.Context, name string) error {
+	if name == "" {
+		return fmt.Errorf("branch_name is empty")
+	}
+	if strings.HasPrefix(name, "-") {
+		return fmt.Errorf("branch name %q refused: %w", name, errDash)
+	}
+	if _, err := r.rawGit(ctx, nil, "check-ref-format", "--branch", name); err != nil {
+		return fmt.Errorf("%q is not a valid branch name", name)
+	}
+	return nil
+}
+
+// path resolves a user path inside both the project and the repository's
+// work tree and returns it relative to the work tree.
+func (r *repo) path(p string) (string, error) {
+	if strings.HasPrefix(p, "-") {
+		return "", fmt.Errorf("path %q refused: %w", p, errDash)
+	}
+	full := p
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(r.dir, p)
+	}
+	real, err := r.p.roots.Resolve(full)
+	if err != nil {
+		return "", fmt.Errorf("path refused: %w", err)
+	}
+	if !confine.Within(real, r.dir) {
+		return "", fmt.Errorf("path refused: %s is outside the repository %s", p, r.dir)
+	}
+	if strings.HasPrefix(real, r.gitDir+string(filepath.Separator)) || real == r.gitDir {
+		return "", fmt.Errorf("path refused: %s is inside the git directory", p)
+	}
+	rel, err := filepath.Rel(r.dir, real)
+	if err != nil {
+		return "", err
+	}
+	return rel, nil
+}
+
+func (r *repo) paths(ps []string) ([]string, error) {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		rel, err := r.path(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rel)
+	}
+	return out, nil
 }

@@ -17,60 +17,315 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(sdktest.ReattachWaitFunction))
 }
 
-func gitCmd(t *testing.T, dir string, args ...string) {
+func gitCmd(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func TestGitStatus(t *testing.T) {
+// newRepo makes a repository with one commit.
+func newRepo(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitCmd(t, dir, "init", "-q", "-b", "main")
+	gitCmd(t, dir, "config", "user.email", "t@example.com")
+	gitCmd(t, dir, "config", "user.name", "Tester")
+	writeFile(t, filepath.Join(dir, "README.md"), "hello\n", 0o644)
+	gitCmd(t, dir, "add", "README.md")
+	gitCmd(t, dir, "commit", "-q", "-m", "initial")
+}
+
+type fixture struct {
+	base, project, outside string
+	p                      *sdktest.Plugin
+}
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	base := t.TempDir()
+	f := fixture{base: base, project: filepath.Join(base, "project"), outside: filepath.Join(base, "outside")}
+	newRepo(t, f.project)
+	newRepo(t, f.outside)
+	f.p = sdktest.StartInProcess(t, git.New(), sdktest.WithProjectDir(f.project))
+	return f
+}
+
+func (f fixture) call(t *testing.T, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	res := f.p.Call(tool, args)
+	return sdktest.Text(res), res.GetIsError()
+}
+
+func TestWorkflow(t *testing.T) {
+	f := setup(t)
+	writeFile(t, filepath.Join(f.project, "a.txt"), "one\ntwo\n", 0o644)
+	writeFile(t, filepath.Join(f.project, "README.md"), "hello\nworld\n", 0o644)
+
+	steps := []struct {
+		tool    string
+		args    map[string]any
+		want    string
+		isError bool
+	}{
+		{"git_status", nil, "a.txt", false},
+		{"git_diff_unstaged", map[string]any{"context_lines": 0}, "+world", false},
+		{"git_add", map[string]any{"files": []string{"a.txt", "README.md"}}, "Staged: a.txt, README.md", false},
+		{"git_diff_staged", nil, "+one", false},
+		{"git_reset", map[string]any{"files": []string{"README.md"}}, "Unstaged: README.md", false},
+		{"git_diff_staged", nil, "a.txt", false},
+		{"git_commit", map[string]any{"message": "add a.txt"}, "Committed ", false},
+		{"git_log", map[string]any{"max_count": 1}, "add a.txt", false},
+		{"git_log", map[string]any{"path": "README.md"}, "initial", false},
+		{"git_show", map[string]any{"revision": "HEAD"}, "+one", false},
+		{"git_blame", map[string]any{"path": "a.txt", "start_line": 2, "end_line": 2}, "two", false},
+		{"git_create_branch", map[string]any{"branch_name": "feature", "base_branch": "HEAD~1"}, "Created branch feature", false},
+		{"git_branch", nil, "feature", false},
+		{"git_branch", map[string]any{"branch_type": "all", "contains": "HEAD"}, "main", false},
+		{"git_stash_does_not_exist", nil, "", true},
+		{"git_checkout", map[string]any{"branch_name": "feature"}, "Switched to branch feature", false},
+		{"git_diff", map[string]any{"target": "main"}, "-one", false},
+		{"git_checkout", map[string]any{"branch_name": "nope"}, "no local branch", true},
+		{"git_commit", map[string]any{"message": ""}, "message is empty", true},
+		{"git_show", map[string]any{"revision": "no-such-rev"}, "not a known revision", true},
+	}
+	for _, s := range steps {
+		if s.tool == "git_stash_does_not_exist" {
+			_, err := f.p.CallContext(t.Context(), s.tool, nil, nil)
+			if err == nil {
+				t.Error("an unknown tool ran")
+			}
+			continue
+		}
+		got, isErr := f.call(t, s.tool, s.args)
+		if isErr != s.isError || !strings.Contains(got, s.want) {
+			t.Errorf("%s(%v) = %q (isError %v), want %q (isError %v)", s.tool, s.args, got, isErr, s.want, s.isError)
+		}
+	}
+	if got := gitCmd(t, f.project, "branch", "--show-current"); strings.TrimSpace(got) != "feature" {
+		t.Errorf("current branch = %q after git_checkout", got)
+	}
+}
+
+// TestNoInit: CVE-2025-68143. There is no git_init, and nothing creates a
+// repository where there is none.
+func TestNoInit(t *testing.T) {
+	f := setup(t)
+	if f.p.Tool("git_init") != nil {
+		t.Fatal("git_init exists")
+	}
+	plain := filepath.Join(f.project, "plain")
+	if err := os.Mkdir(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for tool, args := range map[string]map[string]any{
+		"git_status": {"repo_path": "plain"},
+		"git_log":    {"repo_path": "plain"},
+		"git_add":    {"repo_path": "plain", "files": []string{"x"}},
+		"git_commit": {"repo_path": "plain", "message": "m"},
+	} {
+		got, isErr := f.call(t, tool, args)
+		if !isErr || !strings.Contains(got, "not a git repository") {
+			t.Errorf("%s in a plain folder = %q, want refused", tool, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(plain, ".git")); err == nil {
+		t.Error("a repository was created")
+	}
+}
+
+// TestOptionInjection: CVE-2025-68144. Values that look like options never
+// reach git as options.
+func TestOptionInjection(t *testing.T) {
+	f := setup(t)
+	victim := filepath.Join(f.base, "overwritten")
+	cases := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"git_diff", map[string]any{"target": "--output=" + victim}},
+		{"git_diff", map[string]any{"target": "HEAD --output=" + victim}},
+		{"git_show", map[string]any{"revision": "--output=" + victim}},
+		{"git_branch", map[string]any{"contains": "--output=" + victim}},
+		{"git_create_branch", map[string]any{"branch_name": "--output=" + victim}},
+		{"git_create_branch", map[string]any{"branch_name": "x", "base_branch": "--output=" + victim}},
+		{"git_checkout", map[string]any{"branch_name": "--orphan=x"}},
+		{"git_add", map[string]any{"files": []string{"--output=" + victim}}},
+		{"git_blame", map[string]any{"path": "--output=" + victim}},
+		{"git_log", map[string]any{"path": "--output=" + victim}},
+	}
+	for _, c := range cases {
+		got, isErr := f.call(t, c.tool, c.args)
+		if !isErr {
+			t.Errorf("%s(%v) = %q, want refused", c.tool, c.args, got)
+		}
+	}
+	if _, err := os.Stat(victim); err == nil {
+		t.Errorf("%s was written", victim)
+	}
+	// A commit message that looks like an option is just a message.
+	writeFile(t, filepath.Join(f.project, "m.txt"), "m", 0o644)
+	f.call(t, "git_add", map[string]any{"files": []string{"m.txt"}})
+	if got, isErr := f.call(t, "git_commit", map[string]any{"message": "--amend"}); isErr {
+		t.Errorf("commit with message --amend = %q", got)
+	}
+	if got := gitCmd(t, f.project, "log", "-1", "--format=%s"); strings.TrimSpace(got) != "--amend" {
+		t.Errorf("last commit subject = %q, want --amend", got)
+	}
+}
+
+// TestConfinement: CVE-2025-68145 (repository not enforced),
+// CVE-2026-27735 (git_add ../ out of tree), GHSA-w766-5x43-whvw (nested
+// .git file pointing outside), GHSA-6663-fm5v-gqm5 (commondir).
+func TestConfinement(t *testing.T) {
+	f := setup(t)
+	if err := os.Symlink(f.outside, filepath.Join(f.project, "out-link")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(f.project, "nested", ".git"), "gitdir: "+filepath.Join(f.outside, ".git")+"\n", 0o644)
+	writeFile(t, filepath.Join(f.project, "relnested", ".git"), "gitdir: ../../outside/.git\n", 0o644)
+	// A git directory inside the project whose commondir points outside.
+	wt := filepath.Join(f.project, "wt")
+	writeFile(t, filepath.Join(wt, ".git"), "gitdir: "+filepath.Join(f.project, ".git", "worktrees", "wt")+"\n", 0o644)
+	writeFile(t, filepath.Join(f.project, ".git", "worktrees", "wt", "commondir"), filepath.Join(f.outside, ".git")+"\n", 0o644)
+	writeFile(t, filepath.Join(f.outside, "secret.txt"), "secret", 0o644)
+	writeFile(t, filepath.Join(f.base, "project-evil", "x"), "x", 0o644)
+
+	for _, repo := range []string{f.outside, "../outside", "out-link", "nested", "relnested", "wt", "../project-evil", "/"} {
+		got, isErr := f.call(t, "git_status", map[string]any{"repo_path": repo})
+		if !isErr || !strings.Contains(got, "outside") && !strings.Contains(got, "not a git repository") {
+			t.Errorf("git_status(repo_path=%q) = %q, want refused", repo, got)
+		}
+	}
+	for _, file := range []string{"../outside/secret.txt", f.outside + "/secret.txt", "out-link/secret.txt", ".git/config"} {
+		got, isErr := f.call(t, "git_add", map[string]any{"files": []string{file}})
+		if !isErr {
+			t.Errorf("git_add(%q) = %q, want refused", file, got)
+		}
+	}
+	if got := gitCmd(t, f.outside, "status", "--porcelain"); strings.TrimSpace(got) != "?? secret.txt" {
+		t.Errorf("the outside repository changed: %q", got)
+	}
+}
+
+// TestRepositoryConfigCannotRunPrograms: GHSA-6663-fm5v-gqm5 and friends.
+// A repository whose config sets an fsmonitor, a clean/smudge filter (via
+// .gitattributes), hooks, a pager, an external diff and a textconv driver:
+// running every tool creates none of their marker files.
+func TestRepositoryConfigCannotRunPrograms(t *testing.T) {
+	f := setup(t)
+	markers := filepath.Join(f.base, "markers")
+	if err := os.Mkdir(markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := func(name string) string {
+		path := filepath.Join(f.base, name+".sh")
+		writeFile(t, path, "#!/bin/sh\ntouch "+filepath.Join(markers, name)+"\ncat\n", 0o755)
+		return path
+	}
+	for key, name := range map[string]string{
+		"core.fsmonitor":      "fsmonitor",
+		"filter.evil.clean":   "clean",
+		"filter.evil.smudge":  "smudge",
+		"filter.evil.process": "process",
+		"filter.lfs.clean":    "lfs",
+		"core.pager":          "pager",
+		"diff.external":       "extdiff",
+		"diff.evil.textconv":  "textconv",
+		"diff.evil.command":   "diffcmd",
+		"core.editor":         "editor",
+		"gpg.program":         "gpg",
+		"credential.helper":   "credential",
+		"core.sshCommand":     "ssh",
+		"commit.gpgSign":      "",
+	} {
+		value := "true"
+		if name != "" {
+			value = script(name)
+		}
+		gitCmd(t, f.project, "config", key, value)
+	}
+	writeFile(t, filepath.Join(f.project, ".gitattributes"), "* filter=evil diff=evil\n", 0o644)
+	for _, hook := range []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "reference-transaction", "post-index-change"} {
+		writeFile(t, filepath.Join(f.project, ".git", "hooks", hook), "#!/bin/sh\ntouch "+filepath.Join(markers, hook)+"\n", 0o755)
+	}
+	hooksDir := filepath.Join(f.base, "hooks")
+	writeFile(t, filepath.Join(hooksDir, "pre-commit"), "#!/bin/sh\ntouch "+filepath.Join(markers, "hookspath")+"\n", 0o755)
+	gitCmd(t, f.project, "config", "core.hooksPath", hooksDir)
+	writeFile(t, filepath.Join(f.project, "a.txt"), "one\n", 0o644)
+	writeFile(t, filepath.Join(f.project, "README.md"), "changed\n", 0o644)
+
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"git_status", nil},
+		{"git_diff_unstaged", nil},
+		{"git_add", map[string]any{"files": []string{"a.txt", ".gitattributes"}}},
+		{"git_diff_staged", nil},
+		{"git_commit", map[string]any{"message": "c1"}},
+		{"git_log", nil},
+		{"git_show", map[string]any{"revision": "HEAD"}},
+		{"git_diff", map[string]any{"target": "HEAD~1"}},
+		{"git_blame", map[string]any{"path": "a.txt"}},
+		{"git_branch", nil},
+		{"git_create_branch", map[string]any{"branch_name": "b2"}},
+		{"git_checkout", map[string]any{"branch_name": "b2"}},
+		{"git_reset", nil},
+	}
+	for _, c := range calls {
+		if got, isErr := f.call(t, c.tool, c.args); isErr {
+			t.Errorf("%s(%v) failed: %q", c.tool, c.args, got)
+		}
+	}
+	ents, _ := os.ReadDir(markers)
+	for _, e := range ents {
+		t.Errorf("a program from the repository's configuration ran: %s", e.Name())
+	}
+}
+
+func TestOptInHooks(t *testing.T) {
 	base := t.TempDir()
 	project := filepath.Join(base, "project")
-	outside := filepath.Join(base, "outside")
-	for _, d := range []string{project, outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		gitCmd(t, d, "init", "-q", "-b", "main")
+	newRepo(t, project)
+	marker := filepath.Join(base, "hook-ran")
+	writeFile(t, filepath.Join(project, ".git", "hooks", "pre-commit"), "#!/bin/sh\ntouch "+marker+"\n", 0o755)
+	p := sdktest.StartInProcess(t, git.New(), sdktest.WithProjectDir(project), sdktest.WithSettings(map[string]any{"allow_hooks": true}))
+	writeFile(t, filepath.Join(project, "a.txt"), "a", 0o644)
+	p.Call("git_add", map[string]any{"files": []string{"a.txt"}})
+	if res := p.Call("git_commit", map[string]any{"message": "m"}); res.GetIsError() {
+		t.Fatalf("commit: %s", sdktest.Text(res))
 	}
-	if err := os.WriteFile(filepath.Join(project, "new.txt"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(marker); err != nil {
+		t.Error("allow_hooks = true, but the pre-commit hook did not run")
 	}
-	// A hostile repository config: fsmonitor runs a program on status.
-	marker := filepath.Join(base, "pwned")
-	hook := filepath.Join(base, "hook.sh")
-	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gitCmd(t, project, "config", "core.fsmonitor", hook)
-	// A nested folder whose .git file points outside the project.
-	nested := filepath.Join(project, "nested")
-	if err := os.MkdirAll(nested, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(nested, ".git"), []byte("gitdir: "+filepath.Join(outside, ".git")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(outside, filepath.Join(project, "out-link")); err != nil {
-		t.Fatal(err)
-	}
+}
 
-	p := sdktest.StartInProcess(t, git.New(), sdktest.WithProjectDir(project))
-	res := p.Call("git_status", nil)
-	if res.GetIsError() || !strings.Contains(sdktest.Text(res), "new.txt") {
-		t.Errorf("git_status = %q", sdktest.Text(res))
-	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Error("core.fsmonitor from the repository config ran a program")
-	}
-	for _, repo := range []string{outside, "../outside", "out-link", "nested"} {
-		res := p.Call("git_status", map[string]any{"repo_path": repo})
-		if !res.GetIsError() || !strings.Contains(sdktest.Text(res), "outside") {
-			t.Errorf("git_status(repo_path=%q) = %q, want refused", repo, sdktest.Text(res))
-		}
+func TestOutputCap(t *testing.T) {
+	base := t.TempDir()
+	project := filepath.Join(base, "project")
+	newRepo(t, project)
+	writeFile(t, filepath.Join(project, "README.md"), strings.Repeat("line\n", 1000), 0o644)
+	p := sdktest.StartInProcess(t, git.New(), sdktest.WithProjectDir(project), sdktest.WithSettings(map[string]any{"output_cap": 300}))
+	got := sdktest.Text(p.Call("git_diff_unstaged", nil))
+	if got != sdktest.Text(p.Call("git_diff_unstaged", nil)) || !strings.Contains(got, "output cut at 300") {
+		t.Errorf("diff of a big file = %q", got)
 	}
 }
