@@ -81,6 +81,17 @@ func (r *Result) WithStructured(raw json.RawMessage) *Result {
 	return r
 }
 
+// Texts returns the result's text blocks.
+func (r *Result) Texts() []string {
+	var out []string
+	for _, c := range r.content {
+		if t := c.GetText(); t != nil {
+			out = append(out, t.GetText())
+		}
+	}
+	return out
+}
+
 // IsError reports whether the result is an error result.
 func (r *Result) IsError() bool { return r.isError }
 

@@ -1,16 +1,21 @@
 // Package filesystem is the built-in filesystem plugin: file tools confined
 // to the project directory (and any extra roots in its config block).
+//
+// Every path is resolved (symlinks followed) and must lie inside a root by
+// whole path components; the operation itself then runs through os.Root,
+// relative to the root's directory descriptor, so a symlink swapped in
+// after the check cannot lead outside. Writes go to a temporary file in the
+// same folder that is renamed over the target, and `if_match` (a sha256
+// the caller saw) refuses a write to a file that changed since.
 package filesystem
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"os"
 	"strings"
-	"unicode/utf8"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
@@ -20,12 +25,17 @@ import (
 const Name = "filesystem"
 
 // Version is the plugin's version.
-const Version = "0.1.0"
+const Version = "0.2.0"
+
+// DefaultMaxReadBytes caps what one read returns.
+const DefaultMaxReadBytes = 10 << 20
 
 // Settings is the `builtin "filesystem" {}` block.
 type Settings struct {
 	// Roots are extra directories the tools may use besides project_dir.
 	Roots []string `hcl:"roots,optional" json:"roots,omitempty"`
+	// MaxReadBytes caps one read (default 10 MB).
+	MaxReadBytes int64 `hcl:"max_read_bytes,optional" json:"max_read_bytes,omitempty"`
 }
 
 // ResolvePaths makes relative roots absolute.
@@ -35,14 +45,20 @@ func (s *Settings) ResolvePaths(resolve func(string) string) {
 	}
 }
 
-// maxLineBytes bounds one line read by read_text_file.
-const maxLineBytes = 16 << 20
+type plugin struct {
+	roots   *confine.Roots
+	maxRead int64
+
+	mu      sync.Mutex
+	osRoots map[string]*os.Root
+}
 
 // New returns the filesystem plugin.
 func New() *sdk.Server {
 	s := sdk.NewServer(Name, Version, sdk.WithInstructions(
-		"Reads files inside the project directory. Paths are relative to the project directory."))
-	p := &plugin{}
+		"Reads, writes and searches files inside the allowed directories. Relative paths are relative to the project directory. "+
+			"Pass if_match (the sha256 from a read or get_file_info) when writing to avoid overwriting someone else's change."))
+	p := &plugin{osRoots: map[string]*os.Root{}}
 	s.OnConfigure(func(_ context.Context, cfg sdk.Config) error {
 		var st Settings
 		if err := cfg.Decode(&st); err != nil {
@@ -53,133 +69,107 @@ func New() *sdk.Server {
 			return fmt.Errorf("filesystem: %w", err)
 		}
 		p.roots = roots
+		p.maxRead = st.MaxReadBytes
+		if p.maxRead <= 0 {
+			p.maxRead = DefaultMaxReadBytes
+		}
 		return nil
 	})
-	sdk.AddTool(s, sdk.Tool{
-		Name:              "read_text_file",
-		Title:             "Read text file",
-		Description:       "Read a text file inside the allowed directories. Use head or tail for the first or last N lines, or offset and limit for a range of lines (1-based).",
-		ReadOnly:          true,
-		Idempotent:        sdk.Bool(true),
-		OpenWorld:         sdk.Bool(false),
-		PermissionPattern: p.pathPattern,
-	}, p.readTextFile)
-	sdk.AddTool(s, sdk.Tool{
-		Name:        "list_allowed_directories",
-		Title:       "List allowed directories",
-		Description: "List the directories this server may read and write.",
-		ReadOnly:    true,
-		Idempotent:  sdk.Bool(true),
-		OpenWorld:   sdk.Bool(false),
-	}, func(context.Context, *sdk.Request, struct{}) (*sdk.Result, error) {
-		return sdk.Text("Allowed directories:\n" + strings.Join(p.roots.Dirs(), "\n")), nil
-	})
+	s.OnShutdown(p.close)
+	p.addReadTools(s)
+	p.addWriteTools(s)
+	p.addSearchTools(s)
 	return s
 }
 
-type plugin struct {
-	roots *confine.Roots
+func (p *plugin) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.osRoots {
+		_ = r.Close()
+	}
+	p.osRoots = map[string]*os.Root{}
 }
 
-// pathPattern makes the resolved path the permission pattern, so rules
-// like "filesystem.read_text_file:/home/me/project/docs/*" work.
-func (p *plugin) pathPattern(_ context.Context, args json.RawMessage) ([]string, error) {
-	var a struct {
-		Path string `json:"path"`
+// root returns the os.Root for a root directory, opening it once.
+func (p *plugin) root(dir string) (*os.Root, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.osRoots[dir]; ok {
+		return r, nil
 	}
-	if err := json.Unmarshal(args, &a); err != nil {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
 		return nil, err
 	}
-	real, err := p.roots.Resolve(a.Path)
-	if err != nil {
-		// Outside paths get a pattern no allow rule written for the roots
-		// can match; the tool itself refuses them anyway.
-		return []string{"outside:" + a.Path}, nil
-	}
-	return []string{real}, nil
+	p.osRoots[dir] = r
+	return r, nil
 }
 
-type readArgs struct {
-	Path   string `json:"path" jsonschema:"description=File to read, relative to the project directory or absolute inside an allowed directory"`
-	Head   int    `json:"head,omitempty" jsonschema:"description=Return only the first N lines,minimum=1"`
-	Tail   int    `json:"tail,omitempty" jsonschema:"description=Return only the last N lines,minimum=1"`
-	Offset int    `json:"offset,omitempty" jsonschema:"description=First line to return (1-based),minimum=1"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"description=Number of lines to return from offset,minimum=1"`
+// loc is a located path with its os.Root.
+type loc struct {
+	confine.Location
+	root *os.Root
+	arg  string // the path as the caller wrote it
 }
 
-func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) (*sdk.Result, error) {
-	if in.Head > 0 && in.Tail > 0 {
-		return sdk.Errorf("pass head or tail, not both"), nil
+// locate resolves a caller's path. Paths with characters the OS would read
+// differently than a human (NUL, trailing spaces or quotes that some
+// checkers strip) are refused rather than guessed at.
+func (p *plugin) locate(path string) (loc, error) {
+	if path == "" {
+		return loc{}, fmt.Errorf("path is empty")
 	}
-	if (in.Head > 0 || in.Tail > 0) && (in.Offset > 0 || in.Limit > 0) {
-		return sdk.Errorf("head/tail cannot be combined with offset/limit"), nil
+	if strings.TrimRight(path, " \t\r\n'\"") != path || strings.TrimLeft(path, " \t\r\n'\"") != path {
+		return loc{}, fmt.Errorf("path %q starts or ends with spaces or quotes; pass the exact path", path)
 	}
-	if in.Head < 0 || in.Tail < 0 || in.Offset < 0 || in.Limit < 0 {
-		return sdk.Errorf("head, tail, offset and limit must be positive"), nil
-	}
-	f, err := p.roots.Open(in.Path)
+	l, err := p.roots.Locate(path)
 	if err != nil {
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return loc{}, err
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return sdk.Errorf("%s is a directory; list it with list_directory", in.Path), nil
+	r, err := p.root(l.Root)
+	if err != nil {
+		return loc{}, err
 	}
+	return loc{Location: l, root: r, arg: path}, nil
+}
 
-	if in.Head == 0 && in.Tail == 0 && in.Offset == 0 && in.Limit == 0 {
-		b, err := io.ReadAll(f)
-		if err != nil {
-			return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
-		}
-		if !utf8.Valid(b) {
-			return sdk.Errorf("%s is not UTF-8 text; use read_media_file for binary files", in.Path), nil
-		}
-		return sdk.Text(string(b)), nil
-	}
+func (p *plugin) display(l loc) string { return p.roots.Display(l.Real) }
 
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), maxLineBytes)
-	var (
-		lines []string
-		n     int
-	)
-	first, last := 1, 0 // inclusive line range; last 0 = unbounded
-	switch {
-	case in.Head > 0:
-		last = in.Head
-	case in.Offset > 0 || in.Limit > 0:
-		first = max(in.Offset, 1)
-		if in.Limit > 0 {
-			last = first + in.Limit - 1
+// pathPatterns makes the root-relative path(s) of a call its permission
+// patterns, so rules like "filesystem.write_file:docs/*" work.
+func (p *plugin) pathPatterns(fields ...string) func(context.Context, json.RawMessage) ([]string, error) {
+	return func(_ context.Context, args json.RawMessage) ([]string, error) {
+		var m map[string]any
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, err
 		}
-	}
-	for sc.Scan() {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		n++
-		switch {
-		case in.Tail > 0:
-			lines = append(lines, sc.Text())
-			if len(lines) > in.Tail {
-				lines = lines[1:]
+		var out []string
+		add := func(v string) {
+			if real, err := p.roots.Resolve(v); err == nil {
+				out = append(out, p.roots.Display(real))
+			} else {
+				// Refused by the tool anyway; no allow rule for the roots
+				// should match it.
+				out = append(out, "outside:"+v)
 			}
-		case n >= first && (last == 0 || n <= last):
-			lines = append(lines, sc.Text())
 		}
-		if last > 0 && n >= last && in.Tail == 0 {
-			break
+		for _, f := range fields {
+			switch v := m[f].(type) {
+			case string:
+				add(v)
+			case []any:
+				for _, e := range v {
+					if s, ok := e.(string); ok {
+						add(s)
+					}
+				}
+			case nil:
+				if f == "path" {
+					add(".")
+				}
+			}
 		}
+		return out, nil
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return sdk.Errorf("%s has a line longer than %d bytes", in.Path, maxLineBytes), nil
-		}
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
-	}
-	text := strings.Join(lines, "\n")
-	if !utf8.ValidString(text) {
-		return sdk.Errorf("%s is not UTF-8 text; use read_media_file for binary files", in.Path), nil
-	}
-	return sdk.Text(text), nil
 }

@@ -394,6 +394,9 @@ func TestCLI(t *testing.T) {
 		{"validate", []string{"validate", cfg}, 0, "is valid", "", false},
 		{"version", []string{"version"}, 0, "switchboard", "", false},
 		{"usage", []string{"call", cfg}, 2, "", "usage", true},
+		{"filesystem write", []string{"call", cfg, "filesystem.write_file", `{"path":"cli.txt","content":"via the CLI\n"}`}, 0, "Wrote 12 bytes to cli.txt", "", false},
+		{"filesystem read", []string{"call", cfg, "filesystem.read_text_file", `{"path":"cli.txt"}`}, 0, "via the CLI", "", false},
+		{"filesystem outside", []string{"call", cfg, "filesystem.read_text_file", `{"path":"../config.hcl"}`}, 1, "outside the allowed directories", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

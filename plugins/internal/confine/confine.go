@@ -162,3 +162,40 @@ func (r *Roots) Open(p string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// Location is a resolved path: the root it lies in, its path relative to
+// that root (for os.Root operations), and its real absolute path.
+type Location struct {
+	Root string
+	Rel  string
+	Real string
+}
+
+// Locate resolves p like Resolve and says which root holds it.
+func (r *Roots) Locate(p string) (Location, error) {
+	real, err := r.Resolve(p)
+	if err != nil {
+		return Location{}, err
+	}
+	for _, d := range r.dirs {
+		if Within(real, d) {
+			rel, err := filepath.Rel(d, real)
+			if err != nil {
+				return Location{}, err
+			}
+			return Location{Root: d, Rel: rel, Real: real}, nil
+		}
+	}
+	return Location{}, fmt.Errorf("%w: %s", ErrOutside, p)
+}
+
+// Display is how a path is shown to the model: relative to the first root
+// (the project directory) when inside it, else absolute.
+func (r *Roots) Display(real string) string {
+	if Within(real, r.dirs[0]) {
+		if rel, err := filepath.Rel(r.dirs[0], real); err == nil {
+			return rel
+		}
+	}
+	return real
+}

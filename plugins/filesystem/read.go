@@ -1,0 +1,416 @@
+package filesystem
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gabriel-vasile/mimetype"
+
+	"github.com/switchboard-mcp/switchboard/sdk"
+)
+
+func readTool(name, title, desc string) sdk.Tool {
+	return sdk.Tool{Name: name, Title: title, Description: desc, ReadOnly: true, Idempotent: sdk.Bool(true), OpenWorld: sdk.Bool(false)}
+}
+
+func (p *plugin) addReadTools(s *sdk.Server) {
+	t := readTool("read_text_file", "Read text file",
+		"Read a UTF-8 text file. Use head or tail for the first or last N lines, or offset and limit for a range of lines (1-based). The result ends with the file's sha256, to pass as if_match when writing.")
+	t.PermissionPattern = p.pathPatterns("path")
+	sdk.AddTool(s, t, p.readTextFile)
+
+	t = readTool("read_media_file", "Read image or audio file", "Read an image or audio file and return it as base64 data with its MIME type.")
+	t.PermissionPattern = p.pathPatterns("path")
+	sdk.AddTool(s, t, p.readMediaFile)
+
+	t = readTool("read_multiple_files", "Read several files", "Read several text files at once; a file that cannot be read is reported without stopping the others.")
+	t.PermissionPattern = p.pathPatterns("paths")
+	sdk.AddTool(s, t, p.readMultipleFiles)
+
+	t = readTool("get_file_info", "File information", "Size, modification and access times, permissions, type and (for files) sha256 of a path.")
+	t.PermissionPattern = p.pathPatterns("path")
+	sdk.AddTool(s, t, p.getFileInfo)
+
+	t = readTool("list_directory", "List a directory", "List a directory's entries, each marked [DIR] or [FILE].")
+	t.PermissionPattern = p.pathPatterns("path")
+	sdk.AddTool(s, t, p.listDirectory)
+
+	t = readTool("list_directory_with_sizes", "List a directory with sizes", "List a directory's entries with their sizes, sorted by name or size, and totals.")
+	t.PermissionPattern = p.pathPatterns("path")
+	sdk.AddTool(s, t, p.listDirectoryWithSizes)
+
+	sdk.AddTool(s, readTool("list_allowed_directories", "List allowed directories", "List the directories this server may read and write."),
+		func(context.Context, *sdk.Request, struct{}) (*sdk.Result, error) {
+			return sdk.Text("Allowed directories:\n" + strings.Join(p.roots.Dirs(), "\n")), nil
+		})
+}
+
+type readArgs struct {
+	Path   string `json:"path" jsonschema:"description=File to read, relative to the project directory or absolute inside an allowed directory"`
+	Head   int    `json:"head,omitempty" jsonschema:"description=Return only the first N lines,minimum=1"`
+	Tail   int    `json:"tail,omitempty" jsonschema:"description=Return only the last N lines,minimum=1"`
+	Offset int    `json:"offset,omitempty" jsonschema:"description=First line to return (1-based),minimum=1"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"description=Number of lines to return from offset,minimum=1"`
+}
+
+// maxLineBytes bounds one line read by read_text_file.
+const maxLineBytes = 16 << 20
+
+// openFile opens a located regular file for reading through its os.Root.
+func (p *plugin) openFile(path string) (*os.File, loc, error) {
+	l, err := p.locate(path)
+	if err != nil {
+		return nil, loc{}, err
+	}
+	f, err := l.root.Open(l.Rel)
+	if err != nil {
+		return nil, l, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, l, err
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, l, fmt.Errorf("%s is a directory; list it with list_directory", path)
+	}
+	return f, l, nil
+}
+
+func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) (*sdk.Result, error) {
+	if in.Head > 0 && in.Tail > 0 {
+		return sdk.Errorf("pass head or tail, not both"), nil
+	}
+	if (in.Head > 0 || in.Tail > 0) && (in.Offset > 0 || in.Limit > 0) {
+		return sdk.Errorf("head/tail cannot be combined with offset/limit"), nil
+	}
+	if in.Head < 0 || in.Tail < 0 || in.Offset < 0 || in.Limit < 0 {
+		return sdk.Errorf("head, tail, offset and limit must be positive"), nil
+	}
+	f, _, err := p.openFile(in.Path)
+	if err != nil {
+		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+	}
+	defer f.Close()
+	whole := in.Head == 0 && in.Tail == 0 && in.Offset == 0 && in.Limit == 0
+	st, _ := f.Stat()
+	if whole && st.Size() > p.maxRead {
+		return sdk.Errorf("%s is %d bytes, over the %d-byte read limit; read part of it with head, tail or offset/limit", in.Path, st.Size(), p.maxRead), nil
+	}
+	// Hash while reading, so the sha256 is of exactly what was read.
+	h := sha256.New()
+	r := io.TeeReader(f, h)
+	var text string
+	if whole {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		}
+		if !utf8.Valid(b) {
+			return sdk.Errorf("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
+		}
+		text = string(b)
+	} else {
+		var err error
+		if text, err = readLines(ctx, r, in, p.maxRead); err != nil {
+			return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil { // finish the hash
+			return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		}
+	}
+	return sdk.Text(text).WithText("sha256: " + hex.EncodeToString(h.Sum(nil))), nil
+}
+
+func readLines(ctx context.Context, r io.Reader, in readArgs, maxBytes int64) (string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLineBytes)
+	var (
+		lines []string
+		n     int
+		size  int64
+	)
+	first, last := 1, 0
+	switch {
+	case in.Head > 0:
+		last = in.Head
+	case in.Offset > 0 || in.Limit > 0:
+		first = max(in.Offset, 1)
+		if in.Limit > 0 {
+			last = first + in.Limit - 1
+		}
+	}
+	for sc.Scan() {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		n++
+		switch {
+		case in.Tail > 0:
+			lines = append(lines, sc.Text())
+			if len(lines) > in.Tail {
+				lines = lines[1:]
+			}
+		case n >= first && (last == 0 || n <= last):
+			lines = append(lines, sc.Text())
+			size += int64(len(sc.Bytes()))
+			if size > maxBytes {
+				return "", fmt.Errorf("the lines asked for exceed the %d-byte read limit; ask for fewer", maxBytes)
+			}
+		}
+		if last > 0 && n >= last && in.Tail == 0 {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return "", fmt.Errorf("a line is longer than %d bytes", maxLineBytes)
+		}
+		return "", err
+	}
+	text := strings.Join(lines, "\n")
+	if !utf8.ValidString(text) {
+		return "", fmt.Errorf("not UTF-8 text; use read_media_file for images and audio")
+	}
+	return text, nil
+}
+
+type pathArgs struct {
+	Path string `json:"path" jsonschema:"description=Path relative to the project directory, or absolute inside an allowed directory"`
+}
+
+func (p *plugin) readMediaFile(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
+	f, _, err := p.openFile(in.Path)
+	if err != nil {
+		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, p.maxRead+1))
+	if err != nil {
+		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+	}
+	if int64(len(b)) > p.maxRead {
+		return sdk.Errorf("%s is over the %d-byte read limit", in.Path, p.maxRead), nil
+	}
+	mt := mimetype.Detect(b).String()
+	mt, _, _ = strings.Cut(mt, ";")
+	switch {
+	case strings.HasPrefix(mt, "image/"):
+		return (&sdk.Result{}).WithImage(b, mt), nil
+	case strings.HasPrefix(mt, "audio/"):
+		return (&sdk.Result{}).WithAudio(b, mt), nil
+	default:
+		return sdk.Errorf("%s is %s, not an image or audio file; read text with read_text_file", in.Path, mt), nil
+	}
+}
+
+type pathsArgs struct {
+	Paths []string `json:"paths" jsonschema:"description=Files to read"`
+}
+
+func (p *plugin) readMultipleFiles(ctx context.Context, req *sdk.Request, in pathsArgs) (*sdk.Result, error) {
+	if len(in.Paths) == 0 {
+		return sdk.Errorf("paths is empty"), nil
+	}
+	var b strings.Builder
+	var total int64
+	for i, path := range in.Paths {
+		if i > 0 {
+			b.WriteString("\n---\n")
+		}
+		res, _ := p.readTextFile(ctx, req, readArgs{Path: path})
+		text := resultText(res)
+		if res.IsError() {
+			fmt.Fprintf(&b, "%s: Error - %s", path, text)
+			continue
+		}
+		total += int64(len(text))
+		if total > p.maxRead {
+			fmt.Fprintf(&b, "%s: Error - skipped: the files read so far exceed the %d-byte read limit", path, p.maxRead)
+			continue
+		}
+		fmt.Fprintf(&b, "%s:\n%s", path, text)
+	}
+	return sdk.Text(b.String()), nil
+}
+
+func (p *plugin) getFileInfo(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
+	l, err := p.locate(in.Path)
+	if err != nil {
+		return sdk.Errorf("cannot stat %s: %v", in.Path, err), nil
+	}
+	st, err := l.root.Stat(l.Rel)
+	if err != nil {
+		return sdk.Errorf("cannot stat %s: %v", in.Path, err), nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "path: %s\n", p.display(l))
+	fmt.Fprintf(&b, "type: %s\n", fileType(st))
+	fmt.Fprintf(&b, "size: %d\n", st.Size())
+	fmt.Fprintf(&b, "modified: %s\n", st.ModTime().UTC().Format("2006-01-02T15:04:05.000Z"))
+	if at, ok := accessTime(st); ok {
+		fmt.Fprintf(&b, "accessed: %s\n", at.UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
+	fmt.Fprintf(&b, "permissions: %04o\n", st.Mode().Perm())
+	if st.Mode().IsRegular() {
+		sum, err := p.hash(l)
+		if err != nil {
+			return sdk.Errorf("cannot hash %s: %v", in.Path, err), nil
+		}
+		fmt.Fprintf(&b, "sha256: %s\n", sum)
+	}
+	return sdk.Text(b.String()), nil
+}
+
+func fileType(st fs.FileInfo) string {
+	switch {
+	case st.IsDir():
+		return "directory"
+	case st.Mode().IsRegular():
+		return "file"
+	case st.Mode()&fs.ModeSymlink != 0:
+		return "symlink"
+	default:
+		return "other"
+	}
+}
+
+// hash returns the sha256 of a located file, or "" when it does not exist.
+func (p *plugin) hash(l loc) (string, error) {
+	f, err := l.root.Open(l.Rel)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (p *plugin) readDir(path string) (loc, []fs.DirEntry, error) {
+	if path == "" {
+		path = "."
+	}
+	l, err := p.locate(path)
+	if err != nil {
+		return loc{}, nil, err
+	}
+	f, err := l.root.Open(l.Rel)
+	if err != nil {
+		return l, nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return l, nil, err
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	return l, ents, nil
+}
+
+func (p *plugin) listDirectory(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
+	_, ents, err := p.readDir(in.Path)
+	if err != nil {
+		return sdk.Errorf("cannot list %s: %v", in.Path, err), nil
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		kind := "[FILE]"
+		if e.IsDir() {
+			kind = "[DIR]"
+		}
+		fmt.Fprintf(&b, "%s %s\n", kind, e.Name())
+	}
+	if len(ents) == 0 {
+		b.WriteString("(empty directory)\n")
+	}
+	return sdk.Text(b.String()), nil
+}
+
+type sizesArgs struct {
+	Path   string `json:"path" jsonschema:"description=Directory to list"`
+	SortBy string `json:"sortBy,omitempty" jsonschema:"description=Sort entries by name (default) or size,enum=name,enum=size"`
+}
+
+func (p *plugin) listDirectoryWithSizes(_ context.Context, _ *sdk.Request, in sizesArgs) (*sdk.Result, error) {
+	if in.SortBy != "" && in.SortBy != "name" && in.SortBy != "size" {
+		return sdk.Errorf("sortBy must be name or size"), nil
+	}
+	_, ents, err := p.readDir(in.Path)
+	if err != nil {
+		return sdk.Errorf("cannot list %s: %v", in.Path, err), nil
+	}
+	type row struct {
+		name string
+		dir  bool
+		size int64
+	}
+	rows := make([]row, 0, len(ents))
+	var total int64
+	files, dirs := 0, 0
+	for _, e := range ents {
+		r := row{name: e.Name(), dir: e.IsDir()}
+		if info, err := e.Info(); err == nil && !e.IsDir() {
+			r.size = info.Size()
+		}
+		if r.dir {
+			dirs++
+		} else {
+			files++
+			total += r.size
+		}
+		rows = append(rows, r)
+	}
+	if in.SortBy == "size" {
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].size > rows[j].size })
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		if r.dir {
+			fmt.Fprintf(&b, "[DIR]  %-40s\n", r.name)
+		} else {
+			fmt.Fprintf(&b, "[FILE] %-40s %10s\n", r.name, humanSize(r.size))
+		}
+	}
+	fmt.Fprintf(&b, "\nTotal: %d files, %d directories\nCombined size: %s\n", files, dirs, humanSize(total))
+	return sdk.Text(b.String()), nil
+}
+
+func humanSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %cB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// resultText returns a result's text blocks, for tools built on others.
+func resultText(r *sdk.Result) string {
+	var b bytes.Buffer
+	for i, t := range r.Texts() {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
