@@ -182,7 +182,7 @@ func TestMCPClientOverStdio(t *testing.T) {
 			t.Fatalf("hello__greet = %v, %v", res, err)
 		}
 		res, err = callTool(t.Context(), c, "filesystem__read_text_file", map[string]any{"path": "notes.txt", "head": 1}, nil)
-		if err != nil || resultText(res) != "line one" {
+		if err != nil || !strings.HasPrefix(resultText(res), "line one\nsha256: ") {
 			t.Errorf("read_text_file head=1 = %q, %v", resultText(res), err)
 		}
 		res, err = callTool(t.Context(), c, "filesystem__read_text_file", map[string]any{"path": "../config.hcl"}, nil)
