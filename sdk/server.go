@@ -75,6 +75,9 @@ type Config struct {
 	HostVersion string
 	// Settings is the plugin's config block as a JSON object (may be empty).
 	Settings json.RawMessage
+	// HostDataDir is the host's own state directory. A plugin that works
+	// with files must refuse paths inside it.
+	HostDataDir string
 }
 
 // Decode decodes Settings into v, refusing unknown fields so that a typo in
@@ -316,6 +319,7 @@ func (s *Server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 		DataDir:     req.GetDataDir(),
 		HostVersion: req.GetHostVersion(),
 		Settings:    json.RawMessage(req.GetSettingsJson()),
+		HostDataDir: req.GetHostDataDir(),
 	}
 	s.mu.Lock()
 	s.config = cfg

@@ -227,7 +227,11 @@ type ConfigureRequest struct {
 	// The plugin's settings from its config block, as a JSON object.
 	SettingsJson []byte `protobuf:"bytes,4,opt,name=settings_json,json=settingsJson,proto3" json:"settings_json,omitempty"`
 	// The host's version, for logging and feature checks.
-	HostVersion   string `protobuf:"bytes,5,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
+	HostVersion string `protobuf:"bytes,5,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
+	// The host's own state directory (permissions, audit log). Plugins that
+	// touch files must refuse paths inside it, even under a root, so an
+	// agent cannot edit its own permissions.
+	HostDataDir   string `protobuf:"bytes,6,opt,name=host_data_dir,json=hostDataDir,proto3" json:"host_data_dir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -293,6 +297,13 @@ func (x *ConfigureRequest) GetSettingsJson() []byte {
 func (x *ConfigureRequest) GetHostVersion() string {
 	if x != nil {
 		return x.HostVersion
+	}
+	return ""
+}
+
+func (x *ConfigureRequest) GetHostDataDir() string {
+	if x != nil {
+		return x.HostDataDir
 	}
 	return ""
 }
@@ -1656,7 +1667,7 @@ var File_switchboard_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"\"switchboard/plugin/v1/plugin.proto\x12\x15switchboard.plugin.v1\"\xb7\x01\n" +
+	"\"switchboard/plugin/v1/plugin.proto\x12\x15switchboard.plugin.v1\"\xdb\x01\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vserver_name\x18\x01 \x01(\tR\n" +
 	"serverName\x12\x1f\n" +
@@ -1664,7 +1675,8 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"projectDir\x12\x19\n" +
 	"\bdata_dir\x18\x03 \x01(\tR\adataDir\x12#\n" +
 	"\rsettings_json\x18\x04 \x01(\fR\fsettingsJson\x12!\n" +
-	"\fhost_version\x18\x05 \x01(\tR\vhostVersion\"\x13\n" +
+	"\fhost_version\x18\x05 \x01(\tR\vhostVersion\x12\"\n" +
+	"\rhost_data_dir\x18\x06 \x01(\tR\vhostDataDir\"\x13\n" +
 	"\x11ConfigureResponse\"\x11\n" +
 	"\x0fDescribeRequest\"\xc5\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +

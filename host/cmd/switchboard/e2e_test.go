@@ -386,7 +386,7 @@ func TestCLI(t *testing.T) {
 		{"call unknown tool", []string{"call", cfg, "hello.nope"}, 2, "", "has no tool", true},
 		{"call unknown server", []string{"call", cfg, "nope.x"}, 2, "", "no server named", true},
 		{"call bad json", []string{"call", cfg, "hello.greet", `{name}`}, 2, "", "must be a JSON object", true},
-		{"call bad arguments", []string{"call", cfg, "hello.greet", `{"name": 5}`}, 2, "", `argument "name"`, true},
+		{"call bad arguments", []string{"call", cfg, "hello.greet", `{"name": 5}`}, 2, "", `argument /name: got number, want string`, true},
 		{"call json", []string{"call", "--json", cfg, "hello.greet", `{"name":"Bo"}`}, 0, `"text": "Hello, Bo!"`, "", false},
 		{"tools", []string{"tools", cfg}, 0, "hello.greet", "", false},
 		{"tools json", []string{"tools", "--json", cfg}, 0, `"mcp_name": "hello__greet"`, "", false},

@@ -60,6 +60,11 @@ type Config struct {
 	Plugins []*Plugin
 	// Permissions are the call rules; nil when there is no block.
 	Permissions *Permissions
+	// DuplicateCallLimit refuses the n-th identical call in a row from one
+	// client; 0 turns the guard off.
+	DuplicateCallLimit int
+	// AuditMaxBytes rotates audit.jsonl past this size.
+	AuditMaxBytes int64
 }
 
 // Builtin is one enabled `builtin "NAME" {}` block.
@@ -174,14 +179,16 @@ func ResolvePath(flag string) string {
 }
 
 type fileSchema struct {
-	ProjectDir    *string         `hcl:"project_dir,optional"`
-	DataDir       *string         `hcl:"data_dir,optional"`
-	PluginDirs    []string        `hcl:"plugin_dirs,optional"`
-	LogLevel      *string         `hcl:"log_level,optional"`
-	ShutdownGrace *string         `hcl:"shutdown_grace,optional"`
-	Builtins      []builtinSchema `hcl:"builtin,block"`
-	Plugins       []pluginSchema  `hcl:"plugin,block"`
-	Permissions   []permSchema    `hcl:"permissions,block"`
+	ProjectDir         *string         `hcl:"project_dir,optional"`
+	DataDir            *string         `hcl:"data_dir,optional"`
+	PluginDirs         []string        `hcl:"plugin_dirs,optional"`
+	LogLevel           *string         `hcl:"log_level,optional"`
+	ShutdownGrace      *string         `hcl:"shutdown_grace,optional"`
+	DuplicateCallLimit *int            `hcl:"duplicate_call_limit,optional"`
+	AuditMaxBytes      *int64          `hcl:"audit_max_bytes,optional"`
+	Builtins           []builtinSchema `hcl:"builtin,block"`
+	Plugins            []pluginSchema  `hcl:"plugin,block"`
+	Permissions        []permSchema    `hcl:"permissions,block"`
 }
 
 type builtinSchema struct {
@@ -306,7 +313,19 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rr})
 	}
 
-	cfg := &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second}
+	cfg := &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20}
+	if fs.DuplicateCallLimit != nil {
+		if *fs.DuplicateCallLimit < 0 || *fs.DuplicateCallLimit == 1 {
+			errAt(at("duplicate_call_limit"), "Invalid duplicate_call_limit", "duplicate_call_limit must be 0 (off) or at least 2.")
+		}
+		cfg.DuplicateCallLimit = *fs.DuplicateCallLimit
+	}
+	if fs.AuditMaxBytes != nil {
+		if *fs.AuditMaxBytes < 4096 {
+			errAt(at("audit_max_bytes"), "Invalid audit_max_bytes", "audit_max_bytes must be at least 4096.")
+		}
+		cfg.AuditMaxBytes = *fs.AuditMaxBytes
+	}
 	cfg.ProjectDir = dir
 	if fs.ProjectDir != nil {
 		cfg.ProjectDir = resolve(dir, *fs.ProjectDir)
@@ -420,8 +439,8 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		if p.Access != nil {
 			perm.Access = *p.Access
 		}
-		if !slices.Contains([]string{"allow", "deny"}, perm.Default) {
-			errAt(in(p.Range, "default"), "Invalid permissions default", fmt.Sprintf("default = %q is not supported by this version; use \"allow\" or \"deny\".", perm.Default))
+		if !slices.Contains([]string{"allow", "ask", "deny"}, perm.Default) {
+			errAt(in(p.Range, "default"), "Invalid permissions default", fmt.Sprintf("default = %q must be \"allow\", \"ask\" or \"deny\".", perm.Default))
 		}
 		if !slices.Contains([]string{"read", "write"}, perm.Access) {
 			errAt(in(p.Range, "access"), "Invalid permissions access", fmt.Sprintf("access = %q must be \"read\" or \"write\".", perm.Access))

@@ -78,6 +78,9 @@ type Spec struct {
 	// ProjectDir and DataDir are sent to Configure.
 	ProjectDir string
 	DataDir    string
+	// HostDataDir is the host's own state directory, which plugins must
+	// leave alone (sent to Configure).
+	HostDataDir string
 	// StartTimeout bounds the handshake, Configure and Describe together.
 	StartTimeout time.Duration
 	// KillGrace is how long each shutdown step waits (default 2s).
@@ -198,6 +201,7 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (p *Plugin, err er
 		DataDir:      spec.DataDir,
 		SettingsJson: spec.Settings,
 		HostVersion:  HostVersion,
+		HostDataDir:  spec.HostDataDir,
 	}); err != nil {
 		return nil, fmt.Errorf("launcher: plugin %s refused its configuration: %v", spec.Name, err)
 	}

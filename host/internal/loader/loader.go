@@ -21,6 +21,14 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
 
+// Files in the data directory.
+const (
+	// PermissionsFile holds the "always allow / always deny" decisions.
+	PermissionsFile = "permissions.json"
+	// AuditFile is the audit log, one JSON line per call.
+	AuditFile = "audit.jsonl"
+)
+
 // PluginPrefix is the file name prefix of plugin binaries.
 const PluginPrefix = "switchboard-plugin-"
 
@@ -61,12 +69,21 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 		return nil, fmt.Errorf("loader: cannot create data_dir %s: %w", cfg.DataDir, err)
 	}
 
-	var reg *registry.Registry
+	policy := &registry.Policy{Default: "allow", Access: "write", Source: filepath.Base(cfg.File)}
 	if p := cfg.Permissions; p != nil {
-		reg = registry.New(&registry.Policy{Allow: p.Allow, Deny: p.Deny, Default: p.Default, Access: p.Access})
-	} else {
-		reg = registry.New(nil)
+		policy.Allow, policy.Deny, policy.Default, policy.Access = p.Allow, p.Deny, p.Default, p.Access
 	}
+	if err := policy.Load(filepath.Join(cfg.DataDir, PermissionsFile)); err != nil {
+		return nil, err
+	}
+	audit, err := registry.OpenAudit(filepath.Join(cfg.DataDir, AuditFile), cfg.AuditMaxBytes, 3)
+	if err != nil {
+		return nil, err
+	}
+	reg := registry.New(policy,
+		registry.WithAudit(audit),
+		registry.WithDuplicateLimit(cfg.DuplicateCallLimit),
+		registry.WithWarnings(log.Warn))
 
 	jobs := Jobs(cfg, self)
 	results := make([]*launcher.Plugin, len(jobs))
@@ -117,7 +134,7 @@ func Jobs(cfg *config.Config, self string) []job {
 		jobs = append(jobs, job{
 			spec: launcher.Spec{
 				Name: b.Name, Path: self, Args: []string{"plugin-serve", b.Name},
-				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, b.Name),
+				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, b.Name), HostDataDir: cfg.DataDir,
 			},
 			kind:   registry.KindBuiltin,
 			source: fmt.Sprintf("builtin %q (%s)", b.Name, rangeText(cfg, b.Range.Filename, b.Range.Start.Line)),
@@ -130,7 +147,7 @@ func Jobs(cfg *config.Config, self string) []job {
 			spec: launcher.Spec{
 				Name: p.Name, Path: p.Path, Args: p.Args, Env: p.Env, SHA256: p.SHA256,
 				Settings: p.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, "plugins", p.Name),
-				StartTimeout: p.StartTimeout,
+				StartTimeout: p.StartTimeout, HostDataDir: cfg.DataDir,
 			},
 			kind:   registry.KindPlugin,
 			source: fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
@@ -143,7 +160,7 @@ func Jobs(cfg *config.Config, self string) []job {
 		name := strings.TrimPrefix(filepath.Base(path), PluginPrefix)
 		jobs = append(jobs, job{
 			spec: launcher.Spec{
-				Name: name, Path: path, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, "plugins", name),
+				Name: name, Path: path, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, "plugins", name), HostDataDir: cfg.DataDir,
 			},
 			kind:       registry.KindPlugin,
 			source:     fmt.Sprintf("discovered plugin %s", path),

@@ -185,7 +185,7 @@ permissions {
 	if _, statErr := os.Stat(marker); statErr == nil {
 		t.Error("denied command ran anyway")
 	}
-	if _, err := reg.Call(t.Context(), "fx.echo", []byte(`{}`), false, nil); !errors.Is(err, protocol.ErrPermissionDenied) {
+	if _, err := reg.Call(t.Context(), "fx.echo", []byte(`{"text":"x"}`), false, nil); !errors.Is(err, protocol.ErrPermissionDenied) {
 		t.Errorf("fx.echo err = %v, want denied", err)
 	}
 }

@@ -1,8 +1,14 @@
 package registry
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
@@ -12,14 +18,61 @@ import (
 // "<server>.<tool>" (any arguments) or "<server>.<tool>:<pattern>", where
 // the pattern comes from the owning server's PermissionPattern. A call is
 // denied if ANY of its patterns matches a deny rule, and allowed if ALL of
-// them match an allow rule or the default allows. An opaque pattern
-// (protocol.OpaquePrefix: something the server could not read) is never
-// matched by an allow rule.
+// them match an allow rule; otherwise the default decides (allow, ask or
+// deny). An opaque pattern (protocol.OpaquePrefix: something the server
+// could not read) is never matched by an allow rule.
+//
+// Besides the config's rules, a Policy keeps the "always allow" and
+// "always deny" decisions users make when asked, in a file in the data
+// directory, so they survive restarts. A Policy is safe for concurrent use.
 type Policy struct {
 	Allow   []string
 	Deny    []string
-	Default string // "allow" or "deny"
+	Default string // "allow", "ask" or "deny"
 	Access  string // "read" or "write"
+	// Source names where the rules live, for messages ("config.hcl").
+	Source string
+
+	mu           sync.RWMutex
+	runtimeAllow []string
+	runtimeDeny  []string
+	storePath    string
+}
+
+// Decision is the verdict on one call.
+type Decision struct {
+	// Verdict is "allow", "deny" or "ask".
+	Verdict string
+	// Rule is the rule that decided, or "default".
+	Rule string
+	// Pending are the call's patterns ("tool:pattern") that no allow rule
+	// matched, for an "ask" verdict.
+	Pending []string
+}
+
+// ApprovalRequiredError is returned for a call the policy wants a person
+// to approve.
+type ApprovalRequiredError struct {
+	Tool    string
+	Pending []string
+	Source  string
+}
+
+func (e *ApprovalRequiredError) Error() string {
+	return fmt.Sprintf("%s needs approval: no allow rule matches %s and the default is ask; approve it when asked, or add %s to permissions.allow in %s",
+		e.Tool, strings.Join(e.Pending, ", "), quoteList(e.Pending), e.Source)
+}
+
+// Is makes errors.Is(err, protocol.ErrPermissionDenied) true: the call did
+// not run.
+func (e *ApprovalRequiredError) Is(target error) bool { return target == protocol.ErrPermissionDenied }
+
+func quoteList(ps []string) string {
+	q := make([]string, len(ps))
+	for i, p := range ps {
+		q[i] = fmt.Sprintf("%q", p)
+	}
+	return strings.Join(q, ", ")
 }
 
 // Visible reports whether a tool is listed at all: with access "read" the
@@ -31,25 +84,74 @@ func (p *Policy) AccessAllows(t Tool) bool {
 	return p.Access != "read" || t.Access() == pluginv1.Access_ACCESS_READ
 }
 
-// Check judges a call of tool (canonical name) with its patterns.
+// Decide judges a call of tool (canonical name) with its patterns.
+func (p *Policy) Decide(tool string, patterns []string) Decision {
+	p.mu.RLock()
+	deny := slices.Concat(p.Deny, p.runtimeDeny)
+	allow := slices.Concat(p.Allow, p.runtimeAllow)
+	p.mu.RUnlock()
+	for _, pat := range patterns {
+		if rule, ok := matchAny(deny, tool, pat, false); ok {
+			return Decision{Verdict: "deny", Rule: rule}
+		}
+	}
+	var pending []string
+	rule := ""
+	for _, pat := range patterns {
+		r, ok := matchAny(allow, tool, pat, true)
+		if !ok {
+			pending = append(pending, describe(tool, pat))
+			continue
+		}
+		rule = r
+	}
+	if len(pending) == 0 {
+		return Decision{Verdict: "allow", Rule: rule}
+	}
+	switch p.Default {
+	case "allow", "":
+		return Decision{Verdict: "allow", Rule: "default"}
+	case "ask":
+		return Decision{Verdict: "ask", Rule: "default", Pending: pending}
+	default:
+		return Decision{Verdict: "deny", Rule: "default", Pending: pending}
+	}
+}
+
+// Check judges a call and returns nil when it may run, or the refusal.
 func (p *Policy) Check(tool string, patterns []string) error {
-	for _, pat := range patterns {
-		if rule, ok := matchAny(p.Deny, tool, pat); ok {
-			return protocol.Errorf(protocol.CodePermissionDenied, "%s denied by rule %q in the permissions block", describe(tool, pat), rule)
-		}
-	}
-	if p.Default == "allow" {
+	return p.errorFor(tool, p.Decide(tool, patterns), false)
+}
+
+// errorFor turns a decision into the refusal (nil to run). approved means
+// a person approved this very call.
+func (p *Policy) errorFor(tool string, d Decision, approved bool) error {
+	switch d.Verdict {
+	case "allow":
 		return nil
-	}
-	for _, pat := range patterns {
-		if strings.HasPrefix(pat, protocol.OpaquePrefix) {
-			return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: the default is deny and no allow rule can approve what the server could not read", describe(tool, pat))
+	case "ask":
+		if approved {
+			return nil
 		}
-		if _, ok := matchAny(p.Allow, tool, pat); !ok {
-			return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: no allow rule matches and the default is deny; add %q to permissions.allow to permit it", describe(tool, pat), suggestion(tool, pat))
+		return &ApprovalRequiredError{Tool: tool, Pending: d.Pending, Source: p.source()}
+	}
+	if d.Rule != "default" {
+		return protocol.Errorf(protocol.CodePermissionDenied, "%s denied by rule %q in the permissions block", tool, d.Rule)
+	}
+	for _, pat := range d.Pending {
+		if strings.Contains(pat, " (") {
+			return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: the default is deny and no allow rule can approve what the server could not read", pat)
 		}
 	}
-	return nil
+	return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: no allow rule matches and the default is deny; add %s to permissions.allow in %s to permit it",
+		strings.Join(d.Pending, ", "), quoteList(d.Pending), p.source())
+}
+
+func (p *Policy) source() string {
+	if p.Source == "" {
+		return "the config"
+	}
+	return p.Source
 }
 
 func describe(tool, pat string) string {
@@ -62,17 +164,20 @@ func describe(tool, pat string) string {
 	return tool + ":" + pat
 }
 
-func suggestion(tool, pat string) string { return describe(tool, pat) }
-
-// matchAny returns the first rule matching the call.
-func matchAny(rules []string, tool, pattern string) (string, bool) {
+// matchAny returns the first rule matching the call. An opaque pattern is
+// never matched by an allow rule; a deny rule matches it only when its
+// pattern part is "*" or absent.
+func matchAny(rules []string, tool, pattern string, allow bool) (string, bool) {
+	opaque := strings.HasPrefix(pattern, protocol.OpaquePrefix)
+	if opaque && allow {
+		return "", false
+	}
 	for _, rule := range rules {
 		head, tail, hasTail := strings.Cut(rule, ":")
 		if !Glob(head, tool) {
 			continue
 		}
-		if hasTail && strings.HasPrefix(pattern, protocol.OpaquePrefix) {
-			// Only a catch-all rule speaks for what could not be read.
+		if hasTail && opaque {
 			if tail == "*" {
 				return rule, true
 			}
@@ -123,4 +228,80 @@ func Glob(pattern, s string) bool {
 // String summarises the policy for logs.
 func (p *Policy) String() string {
 	return fmt.Sprintf("default=%s access=%s allow=%d deny=%d", p.Default, p.Access, len(p.Allow), len(p.Deny))
+}
+
+// storedRules is the permissions file's format.
+type storedRules struct {
+	Version int      `json:"version"`
+	Allow   []string `json:"allow"`
+	Deny    []string `json:"deny"`
+}
+
+// Load reads the "always" decisions from path (a missing file is empty)
+// and keeps path for Remember.
+func (p *Policy) Load(path string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.storePath = path
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("registry: reading saved permissions: %w", err)
+	}
+	var s storedRules
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("registry: saved permissions %s are not valid JSON (%v); fix or delete the file", path, err)
+	}
+	p.runtimeAllow, p.runtimeDeny = s.Allow, s.Deny
+	return nil
+}
+
+// Remember adds "always allow" (allow) or "always deny" rules, effective
+// from the next call, and saves them (atomically) when a file was loaded.
+func (p *Policy) Remember(rules []string, allow bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range rules {
+		if allow && !slices.Contains(p.runtimeAllow, r) {
+			p.runtimeAllow = append(p.runtimeAllow, r)
+		}
+		if !allow && !slices.Contains(p.runtimeDeny, r) {
+			p.runtimeDeny = append(p.runtimeDeny, r)
+		}
+	}
+	if p.storePath == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(storedRules{Version: 1, Allow: p.runtimeAllow, Deny: p.runtimeDeny}, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p.storePath), ".permissions-*.json")
+	if err != nil {
+		return fmt.Errorf("registry: saving permissions: %w", err)
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), p.storePath)
+}
+
+// Remembered returns the saved "always" rules.
+func (p *Policy) Remembered() (allow, deny []string) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return slices.Clone(p.runtimeAllow), slices.Clone(p.runtimeDeny)
 }

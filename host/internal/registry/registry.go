@@ -10,7 +10,10 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -18,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
@@ -77,9 +82,10 @@ type Entry struct {
 	Kind   Kind
 	// Source says where the server came from, e.g. `builtin "git"` or
 	// `plugin "hello" (config.hcl:12)`.
-	Source string
-	order  int
-	tools  map[string]*pluginv1.Tool
+	Source  string
+	order   int
+	tools   map[string]*pluginv1.Tool
+	schemas map[string]*jsonschema.Schema
 }
 
 // Failure is a server that was configured but could not be registered.
@@ -92,7 +98,13 @@ type Failure struct {
 
 // Registry routes calls to servers. Its zero value is not usable; use New.
 type Registry struct {
-	policy *Policy
+	policy   *Policy
+	audit    *Audit
+	dupLimit int
+	log      func(msg string, args ...any)
+
+	dupMu sync.Mutex
+	last  map[string]dupState // client -> its last call
 
 	mu       sync.RWMutex
 	entries  map[string]*Entry
@@ -106,14 +118,68 @@ type Registry struct {
 	cancel   context.CancelFunc
 }
 
+type dupState struct {
+	key   string
+	count int
+}
+
+// Option configures a Registry.
+type Option func(*Registry)
+
+// WithAudit records every call in a.
+func WithAudit(a *Audit) Option { return func(r *Registry) { r.audit = a } }
+
+// WithDuplicateLimit refuses the n-th identical call in a row from one
+// client (same tool and arguments), unless the tool skips the check. 0
+// turns the guard off.
+func WithDuplicateLimit(n int) Option { return func(r *Registry) { r.dupLimit = n } }
+
+// WithWarnings sends problems that do not stop anything (a tool schema
+// that does not compile) to fn.
+func WithWarnings(fn func(msg string, args ...any)) Option { return func(r *Registry) { r.log = fn } }
+
+// DefaultDuplicateLimit is the duplicate guard's default.
+const DefaultDuplicateLimit = 3
+
 // New returns an empty registry that checks calls against policy (nil
 // allows everything).
-func New(policy *Policy) *Registry {
+func New(policy *Policy, opts ...Option) *Registry {
 	ctx, cancel := context.WithCancel(context.Background())
 	if policy == nil {
 		policy = &Policy{Default: "allow", Access: "write"}
 	}
-	return &Registry{policy: policy, entries: map[string]*Entry{}, baseCtx: ctx, cancel: cancel}
+	r := &Registry{policy: policy, entries: map[string]*Entry{}, baseCtx: ctx, cancel: cancel,
+		dupLimit: DefaultDuplicateLimit, last: map[string]dupState{}, log: func(string, ...any) {}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+type ctxKey int
+
+const (
+	clientKey ctxKey = iota
+	approvedKey
+)
+
+// WithClient tags ctx with the calling client's identity (an MCP session
+// id, "cli"); the duplicate guard and the audit log use it.
+func WithClient(ctx context.Context, client string) context.Context {
+	return context.WithValue(ctx, clientKey, client)
+}
+
+// WithApproval marks a call as approved by a person, which satisfies an
+// "ask" verdict (never a deny rule).
+func WithApproval(ctx context.Context) context.Context {
+	return context.WithValue(ctx, approvedKey, true)
+}
+
+func clientOf(ctx context.Context) string {
+	if c, ok := ctx.Value(clientKey).(string); ok && c != "" {
+		return c
+	}
+	return "unknown"
 }
 
 // Register adds a server. A name already taken is refused with a
@@ -130,10 +196,18 @@ func (r *Registry) Register(s Server, kind Kind, source string) error {
 		r.failures = append(r.failures, Failure{Name: s.Name(), Kind: kind, Source: source, Err: err})
 		return err
 	}
-	e := &Entry{Server: s, Kind: kind, Source: source, order: r.next, tools: map[string]*pluginv1.Tool{}}
+	e := &Entry{Server: s, Kind: kind, Source: source, order: r.next, tools: map[string]*pluginv1.Tool{}, schemas: map[string]*jsonschema.Schema{}}
 	r.next++
 	for _, t := range s.Describe().GetTools() {
 		e.tools[t.GetName()] = t
+		// Compiled once, here; a schema that does not compile is reported
+		// and the plugin is left to check its own arguments.
+		sch, err := compileSchema(s.Name()+"."+t.GetName(), t.GetInputSchema())
+		if err != nil {
+			r.log("tool input schema does not compile; its arguments are not validated by the host", "tool", s.Name()+"."+t.GetName(), "error", err)
+			continue
+		}
+		e.schemas[t.GetName()] = sch
 	}
 	r.entries[s.Name()] = e
 	r.order = append(r.order, e)
@@ -228,14 +302,40 @@ func (r *Registry) names() []string {
 	return names
 }
 
-// Call routes one call to "<server>.<tool>". The policy is checked first
-// (deny before anything reaches the plugin). An error means the tool did
-// not run, or was cut short; it is always a *protocol.Error. A result with
-// IsError means the tool ran and failed.
-func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+// Call routes one call to "<server>.<tool>". Before anything reaches the
+// plugin it checks, in order: that the tool exists, the access level, the
+// arguments against the tool's input schema, the permission rules (deny
+// first; an "ask" verdict needs WithApproval), and the duplicate guard.
+// Every call, allowed or not, gets one audit record.
+//
+// An error means the tool did not run, or was cut short; it is a
+// *protocol.Error (or an *ApprovalRequiredError). A result with IsError
+// means the tool ran and failed.
+func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (res *pluginv1.Result, err error) {
+	start := time.Now()
+	args = normalizeArgs(args)
+	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args)}
+	defer func() {
+		rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		switch {
+		case err != nil && rec.Outcome == "":
+			rec.Outcome, rec.Error = "error", err.Error()
+		case err != nil:
+			rec.Error = err.Error()
+		case res.GetIsError():
+			rec.Outcome = "tool_error"
+		default:
+			rec.Outcome = "ok"
+		}
+		if aerr := r.audit.Write(rec); aerr != nil {
+			r.log("audit record not written", "error", aerr)
+		}
+	}()
+
 	r.mu.RLock()
 	if r.closing {
 		r.mu.RUnlock()
+		rec.Decision, rec.Outcome = "refused", "refused"
 		return nil, ErrShuttingDown
 	}
 	r.inflight.Add(1)
@@ -245,12 +345,28 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgr
 
 	t, err := r.Lookup(name)
 	if err != nil {
+		rec.Decision, rec.Outcome = "unknown", "refused"
 		return nil, err
 	}
-	if len(args) == 0 {
-		args = []byte("{}")
+	if err := r.validate(t, args); err != nil {
+		rec.Decision, rec.Outcome = "invalid", "refused"
+		return nil, err
 	}
-	if err := r.authorize(ctx, t, args); err != nil {
+	d, err := r.decide(ctx, t, args)
+	rec.Decision, rec.Rule = d.Verdict, d.Rule
+	if err != nil {
+		rec.Outcome = "refused"
+		return nil, err
+	}
+	if err := r.policy.errorFor(t.Name, d, ctx.Value(approvedKey) == true); err != nil {
+		rec.Outcome = "refused"
+		return nil, err
+	}
+	if d.Verdict == "ask" {
+		rec.Decision = "approved"
+	}
+	if err := r.checkDuplicate(ctx, t, args); err != nil {
+		rec.Decision, rec.Outcome = "duplicate", "refused"
 		return nil, err
 	}
 	// The call ends when the caller cancels or when shutdown gives up on it.
@@ -261,21 +377,84 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgr
 	return t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, wantProgress, onProgress)
 }
 
-func (r *Registry) authorize(ctx context.Context, t Tool, args []byte) error {
+// Decide returns the policy's verdict on a call without running it (the
+// front ends use it to ask before calling).
+func (r *Registry) Decide(ctx context.Context, name string, args []byte) (Tool, Decision, error) {
+	t, err := r.Lookup(name)
+	if err != nil {
+		return t, Decision{}, err
+	}
+	args = normalizeArgs(args)
+	if err := r.validate(t, args); err != nil {
+		return t, Decision{}, err
+	}
+	d, err := r.decide(ctx, t, args)
+	return t, d, err
+}
+
+func (r *Registry) validate(t Tool, args []byte) error {
 	if !r.policy.AccessAllows(t) {
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and this host is configured with access = \"read\"", t.Name)
 	}
+	if sch := t.Entry.schemas[t.Tool.GetName()]; sch != nil {
+		return validateArgs(t.Name, sch, args)
+	}
+	return nil
+}
+
+func (r *Registry) decide(ctx context.Context, t Tool, args []byte) (Decision, error) {
 	patterns := []string{t.Tool.GetName()}
 	if t.Tool.GetCustomPermissionPattern() {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		pats, err := t.Entry.Server.PermissionPatterns(pctx, t.Tool.GetName(), args)
 		if err != nil {
-			return protocol.Errorf(protocol.CodeInvalidArguments, "%s: cannot judge the call's permissions: %v", t.Name, err)
+			return Decision{Verdict: "deny", Rule: "pattern-error"}, protocol.Errorf(protocol.CodeInvalidArguments, "%s: cannot judge the call's permissions: %v", t.Name, err)
+		}
+		if len(pats) == 0 {
+			pats = []string{t.Tool.GetName()}
 		}
 		patterns = pats
 	}
-	return r.policy.Check(t.Name, patterns)
+	return r.policy.Decide(t.Name, patterns), nil
+}
+
+// checkDuplicate refuses the dupLimit-th identical call in a row.
+func (r *Registry) checkDuplicate(ctx context.Context, t Tool, args []byte) error {
+	if r.dupLimit <= 0 || t.Tool.GetSkipDuplicateCheck() {
+		return nil
+	}
+	client := clientOf(ctx)
+	key := t.Name + "\x00" + sha256Hex(args)
+	r.dupMu.Lock()
+	defer r.dupMu.Unlock()
+	st := r.last[client]
+	if st.key == key {
+		st.count++
+	} else {
+		st = dupState{key: key, count: 1}
+	}
+	r.last[client] = st
+	if st.count >= r.dupLimit {
+		return protocol.Errorf(protocol.CodeInvalidArguments,
+			"%s was called %d times in a row with the same arguments; the result will not change, so this call was refused. Change the arguments or do something else",
+			t.Name, st.count)
+	}
+	return nil
+}
+
+// normalizeArgs treats absent and null arguments as an empty object, as MCP
+// does.
+func normalizeArgs(args []byte) []byte {
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+		return []byte("{}")
+	}
+	return args
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Shutdown stops the registry: no new calls; in-flight calls get grace to
@@ -322,6 +501,9 @@ func (r *Registry) Shutdown(ctx context.Context, grace time.Duration) error {
 				errs = append(errs, fmt.Errorf("closing %s: %w", e.Server.Name(), err))
 			}
 		}
+	}
+	if err := r.audit.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the audit log: %w", err))
 	}
 	return errors.Join(errs...)
 }
