@@ -68,6 +68,7 @@ func New() *sdk.Server {
 		if err != nil {
 			return fmt.Errorf("filesystem: %w", err)
 		}
+		roots.Exclude(cfg.HostDataDir)
 		p.roots = roots
 		p.maxRead = st.MaxReadBytes
 		if p.maxRead <= 0 {

@@ -58,8 +58,11 @@ func New() *sdk.Server {
 			p.settings.OutputCap = DefaultOutputCap
 		}
 		var err error
-		p.roots, err = confine.New(cfg.ProjectDir)
-		return err
+		if p.roots, err = confine.New(cfg.ProjectDir); err != nil {
+			return err
+		}
+		p.roots.Exclude(cfg.HostDataDir)
+		return nil
 	})
 	p.addTools(s)
 	return s

@@ -271,6 +271,7 @@ func (a *app) printJSON(v any) error {
 }
 
 func (a *app) callCmd() *cobra.Command {
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "call SERVER.TOOL ['JSON ARGS']",
 		Short: "Call one tool and print its result",
@@ -305,7 +306,25 @@ func (a *app) callCmd() *cobra.Command {
 					}
 				}
 			}
+			ctx = registry.WithClient(ctx, "cli")
 			res, err := reg.Call(ctx, args[0], raw, false, nil)
+			var ask *registry.ApprovalRequiredError
+			if errors.As(err, &ask) {
+				decision := ""
+				switch {
+				case yes:
+					decision = frontend.AllowOnce
+				case a.isTerminal():
+					decision = a.prompt(ask)
+				default:
+					return fail(2, "%v (or pass --yes to approve this one call)", err)
+				}
+				approved, aerr := frontend.Apply(ctx, reg.Policy(), args[0], ask.Pending, decision)
+				if aerr != nil {
+					return fail(2, "%v", aerr)
+				}
+				res, err = reg.Call(approved, args[0], raw, false, nil)
+			}
 			if err != nil {
 				return fail(2, "%v", err)
 			}
@@ -327,7 +346,30 @@ func (a *app) callCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print the whole result as JSON")
+	cmd.Flags().BoolVar(&yes, "yes", false, "approve this call if the permissions would ask")
 	return cmd
+}
+
+func (a *app) isTerminal() bool {
+	f, ok := a.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// prompt asks on the terminal, as MCP elicitation would.
+func (a *app) prompt(ask *registry.ApprovalRequiredError) string {
+	fmt.Fprintf(a.stderr, "%s needs approval for: %s\nAllow? [y] once, [a] always, [n] no, [d] never: ", ask.Tool, strings.Join(ask.Pending, ", "))
+	var line string
+	_, _ = fmt.Fscanln(a.stdin, &line)
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return frontend.AllowOnce
+	case "a", "always":
+		return frontend.AlwaysAllow
+	case "d", "never":
+		return frontend.AlwaysDeny
+	default:
+		return frontend.DenyOnce
+	}
 }
 
 func resultText(r *pluginv1.Result) string {

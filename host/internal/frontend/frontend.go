@@ -6,7 +6,9 @@ package frontend
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +22,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 // Workers is how many tool calls one stdio client may have running at
@@ -178,19 +179,43 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 			}
 		}
 	}
+	ctx = registry.WithClient(ctx, clientID(ctx))
+	if decision := answer(req, canonical, args); decision != "" {
+		_, d, err := f.reg.Decide(ctx, canonical, args)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		if ctx, err = Apply(ctx, f.reg.Policy(), canonical, d.Pending, decision); err != nil {
+			f.log.Info("call refused by the user", "tool", canonical, "decision", decision)
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+	}
 	res, err := f.reg.Call(ctx, canonical, args, token != nil, onProgress)
+	var ask *registry.ApprovalRequiredError
+	if errors.As(err, &ask) && clientCanElicit(ctx) {
+		return askResult(canonical, args, ask), nil
+	}
 	if err != nil {
 		// The call did not run (or was cut short): an error result the
 		// model can read, per MCP's guidance for tool failures.
-		var perr *protocol.Error
-		msg := err.Error()
-		if errors.As(err, &perr) {
-			msg = perr.Error()
-		}
-		f.log.Debug("call failed", "tool", canonical, "error", msg)
-		return mcp.NewToolResultError(msg), nil
+		f.log.Debug("call failed", "tool", canonical, "error", err)
+		return mcp.NewToolResultError(err.Error()), nil
 	}
 	return ToMCP(res), nil
+}
+
+// clientID identifies the MCP client for the duplicate guard and the audit
+// log.
+func clientID(ctx context.Context) string {
+	if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
+		return "mcp:" + s.SessionID()
+	}
+	return "mcp"
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // ToMCP converts a plugin result to MCP, keeping structured content raw.

@@ -18,7 +18,27 @@ var ErrOutside = errors.New("path is outside the allowed directories")
 // Roots is a set of directories, the first of which relative paths resolve
 // against.
 type Roots struct {
-	dirs []string // absolute, symlinks resolved
+	dirs     []string // absolute, symlinks resolved
+	excluded []string // never allowed, even under a root
+}
+
+// Exclude refuses paths inside dirs even when a root contains them (the
+// host's own state, which an agent must not edit). Missing dirs are
+// excluded by their absolute path.
+func (r *Roots) Exclude(dirs ...string) {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		if real, err := realPath(filepath.Clean(abs)); err == nil {
+			abs = real
+		}
+		r.excluded = append(r.excluded, abs)
+	}
 }
 
 // New resolves each directory; it fails if one does not exist.
@@ -69,6 +89,11 @@ func (r *Roots) Resolve(p string) (string, error) {
 	real, err := realPath(filepath.Clean(p))
 	if err != nil {
 		return "", err
+	}
+	for _, x := range r.excluded {
+		if Within(real, x) {
+			return "", fmt.Errorf("%w: %s is inside the host's own state directory %s, which tools may not touch", ErrOutside, p, x)
+		}
 	}
 	for _, d := range r.dirs {
 		if Within(real, d) {

@@ -98,3 +98,24 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+func TestExclude(t *testing.T) {
+	base := t.TempDir()
+	state := filepath.Join(base, "home", ".local", "state", "switchboard")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(filepath.Join(base, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Exclude(state)
+	for _, p := range []string{state, filepath.Join(state, "permissions.json"), ".local/state/switchboard/audit.jsonl"} {
+		if _, err := r.Resolve(p); !errors.Is(err, ErrOutside) {
+			t.Errorf("Resolve(%q) = %v, want refused (host state)", p, err)
+		}
+	}
+	if _, err := r.Resolve(".local/state/other"); err != nil {
+		t.Errorf("Resolve(sibling of the state dir) = %v", err)
+	}
+}

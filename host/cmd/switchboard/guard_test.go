@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// elicitor answers elicitation requests from a queue and counts them.
+type elicitor struct {
+	mu      sync.Mutex
+	answers []string
+	asked   []string
+}
+
+func (e *elicitor) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked = append(e.asked, req.Params.Message)
+	if len(e.answers) == 0 {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+	}
+	a := e.answers[0]
+	e.answers = e.answers[1:]
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"decision": a},
+	}}, nil
+}
+
+func (e *elicitor) will(a string) {
+	e.mu.Lock()
+	e.answers = append(e.answers, a)
+	e.mu.Unlock()
+}
+
+func (e *elicitor) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.asked)
+}
+
+// guardedClient starts `switchboard serve` under a real mcp-go client,
+// with elicitation support when el is not nil.
+func guardedClient(t *testing.T, e env, el *elicitor, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	if el != nil {
+		opts = append(opts, client.WithElicitationHandler(el))
+	}
+	c, err := client.NewStdioMCPClientWithOptions(e.bins.Switchboard, nil, []string{"serve", "--config", e.config},
+		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, command, args...)
+			cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn")
+			return cmd, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	initialize(t, c)
+	return c
+}
+
+func mustCall(t *testing.T, c *client.Client, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := callTool(t.Context(), c, tool, args, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return resultText(res), res.IsError
+}
+
+const guardConfig = `
+permissions {
+  default = "ask"
+  allow   = ["hello.*", "fx.calls", "filesystem.read_*"]
+  deny    = ["fx.count"]
+}`
+
+func TestApprovalByElicitation(t *testing.T) {
+	for _, era := range []struct {
+		name string
+		opts []client.ClientOption
+	}{
+		{"2026-07-28", nil},
+		{"legacy 2025-11-25", []client.ClientOption{client.WithLegacyProtocolOnly()}},
+	} {
+		t.Run(era.name, func(t *testing.T) {
+			e := setupWith(t, guardConfig)
+			el := &elicitor{}
+			c := guardedClient(t, e, el, era.opts...)
+
+			// Allow once: runs, and the next call asks again.
+			el.will("allow_once")
+			if got, isErr := mustCall(t, c, "fx__echo", map[string]any{"text": "one"}); isErr || got != "one" {
+				t.Fatalf("allow once: %q (isError %v)", got, isErr)
+			}
+			// Deny: refused; the plugin never sees it.
+			el.will("deny")
+			if got, isErr := mustCall(t, c, "fx__echo", map[string]any{"text": "two"}); !isErr || !strings.Contains(got, "denied by the user") {
+				t.Errorf("deny: %q", got)
+			}
+			// Always allow: runs now and later without asking.
+			el.will("always_allow")
+			if got, _ := mustCall(t, c, "fx__echo", map[string]any{"text": "three"}); got != "three" {
+				t.Errorf("always allow: %q", got)
+			}
+			asked := el.count()
+			if got, _ := mustCall(t, c, "fx__echo", map[string]any{"text": "four"}); got != "four" {
+				t.Errorf("after always allow: %q", got)
+			}
+			// Always deny: refused now and later without asking.
+			el.will("always_deny")
+			if got, isErr := mustCall(t, c, "fx__env", nil); !isErr || !strings.Contains(got, "from now on") {
+				t.Errorf("always deny: %q", got)
+			}
+			if got, isErr := mustCall(t, c, "fx__env", nil); !isErr || !strings.Contains(got, `"fx.env"`) {
+				t.Errorf("after always deny: %q", got)
+			}
+			if n := el.count(); n != asked+1 {
+				t.Errorf("asked %d times, want %d: \"always\" answers must not ask again", n, asked+1)
+			}
+			if !strings.Contains(el.asked[0], "fx.echo") {
+				t.Errorf("the question does not name the tool: %q", el.asked[0])
+			}
+			_ = c.Close()
+
+			// The "always" answers survive a restart.
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(e.config), "state", "permissions.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var saved struct{ Allow, Deny []string }
+			if json.Unmarshal(b, &saved) != nil || strings.Join(saved.Allow, ",") != "fx.echo" || strings.Join(saved.Deny, ",") != "fx.env" {
+				t.Errorf("permissions.json = %s", b)
+			}
+			el2 := &elicitor{}
+			c2 := guardedClient(t, e, el2, era.opts...)
+			defer c2.Close()
+			if got, _ := mustCall(t, c2, "fx__echo", map[string]any{"text": "five"}); got != "five" {
+				t.Errorf("after restart, always-allowed call = %q", got)
+			}
+			if _, isErr := mustCall(t, c2, "fx__env", nil); !isErr {
+				t.Error("after restart, always-denied call ran")
+			}
+			if el2.count() != 0 {
+				t.Errorf("asked %d times after restart, want 0", el2.count())
+			}
+		})
+	}
+}
+
+func TestGuards(t *testing.T) {
+	e := setupWith(t, guardConfig+"\nduplicate_call_limit = 3\n")
+	c := guardedClient(t, e, nil) // cannot elicit
+	defer c.Close()
+
+	t.Run("client that cannot elicit gets the config line", func(t *testing.T) {
+		got, isErr := mustCall(t, c, "fx__progress", map[string]any{"steps": 1})
+		if !isErr || !strings.Contains(got, `add "fx.progress" to permissions.allow in config.hcl`) {
+			t.Errorf("ask without elicitation = %q", got)
+		}
+	})
+	t.Run("deny before routing", func(t *testing.T) {
+		got, isErr := mustCall(t, c, "fx__count", map[string]any{"n": 1})
+		if !isErr || !strings.Contains(got, `rule "fx.count"`) {
+			t.Errorf("denied call = %q", got)
+		}
+		if got, _ := mustCall(t, c, "fx__calls", nil); got != "0" {
+			t.Errorf("the plugin saw %s calls of a denied tool, want 0", got)
+		}
+	})
+	t.Run("schema errors name the field", func(t *testing.T) {
+		got, isErr := mustCall(t, c, "hello__greet", map[string]any{"name": 42})
+		if !isErr || !strings.Contains(got, "argument /name") || !strings.Contains(got, "want string") {
+			t.Errorf("bad argument = %q", got)
+		}
+		got, isErr = mustCall(t, c, "filesystem__read_text_file", map[string]any{"path": "notes.txt", "head": "two"})
+		if !isErr || !strings.Contains(got, "argument /head") {
+			t.Errorf("bad head = %q", got)
+		}
+	})
+	t.Run("duplicate guard", func(t *testing.T) {
+		for i := 1; i <= 3; i++ {
+			got, isErr := mustCall(t, c, "hello__greet", map[string]any{"name": "Rep"})
+			if i < 3 && isErr {
+				t.Errorf("call %d refused: %q", i, got)
+			}
+			if i == 3 && (!isErr || !strings.Contains(got, "3 times in a row")) {
+				t.Errorf("third identical call = %q, want refused", got)
+			}
+		}
+		if _, isErr := mustCall(t, c, "hello__greet", map[string]any{"name": "Other"}); isErr {
+			t.Error("a different call after the repeats was refused")
+		}
+		for i := 0; i < 4; i++ { // calls skips the check
+			if got, isErr := mustCall(t, c, "fx__calls", nil); isErr {
+				t.Errorf("skip-duplicate-check tool refused: %q", got)
+			}
+		}
+	})
+	t.Run("one audit line per decision", func(t *testing.T) {
+		f, err := os.Open(filepath.Join(filepath.Dir(e.config), "state", "audit.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		counts := map[string]int{}
+		lines := 0
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var r struct {
+				Tool, Decision, Outcome, Client string
+				ArgsSHA256                      string `json:"args_sha256"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("audit line %q: %v", sc.Text(), err)
+			}
+			if r.Client == "" || r.Tool == "" || len(r.ArgsSHA256) != 64 {
+				t.Errorf("audit line lacks client or tool: %s", sc.Text())
+			}
+			counts[r.Decision]++
+			lines++
+		}
+		// progress: ask; count: deny; calls: allow; two invalid; greet three
+		// times (allow, allow, duplicate); greet Other: allow; calls four
+		// times: allow. 13 calls, 13 lines.
+		want := map[string]int{"ask": 1, "deny": 1, "invalid": 2, "duplicate": 1, "allow": 1 + 2 + 1 + 4}
+		for k, v := range want {
+			if counts[k] != v {
+				t.Errorf("audit decisions %q = %d, want %d (all: %v)", k, counts[k], v, counts)
+			}
+		}
+		if lines != 13 {
+			t.Errorf("audit has %d lines for 13 calls", lines)
+		}
+	})
+}
+
+func TestReadOnlyAccess(t *testing.T) {
+	e := setupWith(t, "permissions {\n  access = \"read\"\n}\n")
+	c := guardedClient(t, e, nil)
+	defer c.Close()
+	tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tl := range tools.Tools {
+		names[tl.Name] = true
+	}
+	for _, w := range []string{"bash__run", "filesystem__write_file", "git__git_commit", "fx__count"} {
+		if names[w] {
+			t.Errorf("WRITE tool %s is listed in read-only mode", w)
+		}
+	}
+	for _, r := range []string{"filesystem__read_text_file", "git__git_status", "hello__greet"} {
+		if !names[r] {
+			t.Errorf("READ tool %s is missing in read-only mode", r)
+		}
+	}
+	res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "true"}, nil)
+	if err == nil && !res.IsError {
+		t.Errorf("WRITE tool callable in read-only mode: %q", resultText(res))
+	}
+}
+
+func TestCLIApproval(t *testing.T) {
+	e := setupWith(t, guardConfig)
+	_, errOut, code := run(t, e, "call", "--config", e.config, "fx.echo", `{"text":"x"}`)
+	if code != 2 || !strings.Contains(errOut, `add "fx.echo" to permissions.allow`) || !strings.Contains(errOut, "--yes") {
+		t.Errorf("call needing approval without a terminal = %d %q", code, errOut)
+	}
+	out, _, code := run(t, e, "call", "--yes", "--config", e.config, "fx.echo", `{"text":"approved"}`)
+	if code != 0 || !strings.Contains(out, "approved") {
+		t.Errorf("call --yes = %d %q", code, out)
+	}
+	_, errOut, code = run(t, e, "call", "--yes", "--config", e.config, "fx.count", `{"n":1}`)
+	if code != 2 || !strings.Contains(errOut, "denied by rule") {
+		t.Errorf("--yes must not override a deny rule: %d %q", code, errOut)
+	}
+}
