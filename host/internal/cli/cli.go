@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/plugins/git"
@@ -157,13 +159,33 @@ func (a *app) serveCmd() *cobra.Command {
 			if httpAddr != "" {
 				return fail(2, "--http: streamable HTTP is not served by this version yet; use stdio (no --http)")
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
+			// SIGTERM: finish in-flight calls within shutdown_grace, then stop.
+			// SIGINT (Ctrl-C): cancel every in-flight call at once, then stop.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			var interrupted atomic.Bool
+			go func() {
+				select {
+				case s := <-sigs:
+					interrupted.Store(s == syscall.SIGINT)
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			cfg, reg, log, err := a.start(ctx, false)
 			if err != nil {
 				return err
 			}
-			defer a.stop(reg, cfg)
+			defer func() {
+				grace := cfg.ShutdownGrace
+				if interrupted.Load() {
+					grace = 0
+				}
+				_ = reg.Shutdown(context.Background(), grace)
+			}()
 			fe := frontend.New(reg, Version, log)
 			n := len(reg.Tools()) - len(fe.Refusals())
 			log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
@@ -394,18 +416,78 @@ func resultText(r *pluginv1.Result) string {
 	return strings.Join(parts, "\n")
 }
 
-// ServerInfo is one row of `inspect`.
+// ServerInfo is one row of `inspect` and `status`.
 type ServerInfo struct {
 	Name     string `json:"name"`
 	Kind     string `json:"kind"`
 	Source   string `json:"source"`
+	Origin   string `json:"origin"` // builtin, config, mcp_json, runtime
 	Status   string `json:"status"`
 	Protocol int    `json:"protocol,omitempty"`
 	Version  string `json:"version,omitempty"`
 	SDK      string `json:"sdk_version,omitempty"`
 	PID      int    `json:"pid,omitempty"`
 	Tools    int    `json:"tools"`
+	Restarts int    `json:"restarts"`
+	Attempt  int    `json:"attempt,omitempty"`
 	Error    string `json:"error,omitempty"`
+}
+
+// ServerInfos describes every server of a registry, failures included.
+func ServerInfos(reg *registry.Registry) []ServerInfo {
+	var rows []ServerInfo
+	for _, e := range reg.Entries() {
+		d := e.Server.Describe()
+		si := ServerInfo{Name: e.Server.Name(), Kind: string(e.Kind), Source: e.Source, Origin: origin(e.Kind, e.Source), Status: "ready",
+			Version: d.GetPluginVersion(), SDK: d.GetSdkVersion(), Tools: len(d.GetTools())}
+		if p, ok := e.Server.(registry.Process); ok {
+			si.PID, si.Protocol = p.PID(), p.ProtocolVersion()
+		}
+		if s, ok := e.Server.(*supervisor.Server); ok {
+			st := s.Status()
+			si.Status, si.Restarts, si.Error = string(st.State), st.Restarts, st.LastErr
+			if st.State == supervisor.Reconnecting {
+				si.Attempt = st.Attempt
+			}
+		}
+		rows = append(rows, si)
+	}
+	for _, f := range reg.Failures() {
+		rows = append(rows, ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Origin: origin(f.Kind, f.Source), Status: "failed", Error: oneLine(f.Err.Error())})
+	}
+	return rows
+}
+
+func origin(k registry.Kind, source string) string {
+	switch {
+	case k == registry.KindBuiltin:
+		return "builtin"
+	case strings.HasPrefix(source, "runtime"):
+		return "runtime"
+	case strings.Contains(source, ".mcp.json"):
+		return "mcp_json"
+	default:
+		return "config"
+	}
+}
+
+// PrintServers writes the inspect/status table.
+func PrintServers(w io.Writer, rows []ServerInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tKIND\tSTATUS\tPROTOCOL\tVERSION\tPID\tTOOLS\tRESTARTS\tSOURCE")
+	for _, r := range rows {
+		status := r.Status
+		if r.Attempt > 0 {
+			status = fmt.Sprintf("%s (attempt %d)", r.Status, r.Attempt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, r.Kind, status, orDash(r.Protocol), dashIfEmpty(r.Version), orDash(r.PID), r.Tools, r.Restarts, r.Source)
+	}
+	_ = tw.Flush()
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(w, "\n%s: %s\n", r.Name, r.Error)
+		}
+	}
 }
 
 func (a *app) inspectCmd() *cobra.Command {
@@ -419,36 +501,11 @@ func (a *app) inspectCmd() *cobra.Command {
 				return err
 			}
 			defer a.stop(reg, cfg)
-			var rows []ServerInfo
-			for _, e := range reg.Entries() {
-				d := e.Server.Describe()
-				si := ServerInfo{Name: e.Server.Name(), Kind: string(e.Kind), Source: e.Source, Status: "ready",
-					Version: d.GetPluginVersion(), SDK: d.GetSdkVersion(), Tools: len(d.GetTools())}
-				if p, ok := e.Server.(registry.Process); ok {
-					si.PID, si.Protocol = p.PID(), p.ProtocolVersion()
-					if p.Exited() {
-						si.Status = "exited"
-					}
-				}
-				rows = append(rows, si)
-			}
-			for _, f := range reg.Failures() {
-				rows = append(rows, ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Status: "failed", Error: oneLine(f.Err.Error())})
-			}
+			rows := ServerInfos(reg)
 			if a.jsonOut {
 				return a.printJSON(rows)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SERVER\tKIND\tSTATUS\tPROTOCOL\tVERSION\tPID\tTOOLS\tSOURCE")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Kind, r.Status, orDash(r.Protocol), dashIfEmpty(r.Version), orDash(r.PID), r.Tools, r.Source)
-			}
-			_ = tw.Flush()
-			for _, r := range rows {
-				if r.Error != "" {
-					fmt.Fprintf(a.stdout, "\n%s: %s\n", r.Name, r.Error)
-				}
-			}
+			PrintServers(a.stdout, rows)
 			return nil
 		},
 	}

@@ -65,11 +65,81 @@ type Config struct {
 	DuplicateCallLimit int
 	// AuditMaxBytes rotates audit.jsonl past this size.
 	AuditMaxBytes int64
+	// Restart is the default restart policy (the top-level restart block).
+	Restart Restart
+}
+
+// Restart is a `restart {}` block: how a lost server is brought back.
+// Unset fields keep the defaults (or the top-level block's values).
+type Restart struct {
+	BaseDelay      time.Duration
+	MaxDelay       time.Duration
+	Jitter         float64
+	MaxAttempts    int
+	StableAfter    time.Duration
+	HealthInterval time.Duration
+	HealthTimeout  time.Duration
+}
+
+// DefaultRestart is 1 s doubling to 30 s, 10 % jitter, 10 attempts, stable
+// after a minute, a health check every 15 s (5 s timeout).
+var DefaultRestart = Restart{
+	BaseDelay: time.Second, MaxDelay: 30 * time.Second, Jitter: 0.1, MaxAttempts: 10,
+	StableAfter: time.Minute, HealthInterval: 15 * time.Second, HealthTimeout: 5 * time.Second,
+}
+
+type restartSchema struct {
+	BaseDelay      *string   `hcl:"base_delay,optional"`
+	MaxDelay       *string   `hcl:"max_delay,optional"`
+	Jitter         *float64  `hcl:"jitter,optional"`
+	MaxAttempts    *int      `hcl:"max_attempts,optional"`
+	StableAfter    *string   `hcl:"stable_after,optional"`
+	HealthInterval *string   `hcl:"health_interval,optional"`
+	HealthTimeout  *string   `hcl:"health_timeout,optional"`
+	Range          hcl.Range `hcl:",def_range"`
+}
+
+// apply overlays a restart block on base.
+func (rs *restartSchema) apply(base Restart, errAt func(hcl.Range, string, string)) Restart {
+	r := base
+	dur := func(name string, v *string, dst *time.Duration, allowZero bool) {
+		if v == nil {
+			return
+		}
+		d, err := time.ParseDuration(*v)
+		if err != nil || d < 0 || (d == 0 && !allowZero) {
+			errAt(rs.Range, "Invalid restart setting", fmt.Sprintf("%s = %q is not a duration such as \"1s\".", name, *v))
+			return
+		}
+		*dst = d
+	}
+	dur("base_delay", rs.BaseDelay, &r.BaseDelay, false)
+	dur("max_delay", rs.MaxDelay, &r.MaxDelay, false)
+	dur("stable_after", rs.StableAfter, &r.StableAfter, true)
+	dur("health_interval", rs.HealthInterval, &r.HealthInterval, true)
+	dur("health_timeout", rs.HealthTimeout, &r.HealthTimeout, false)
+	if rs.Jitter != nil {
+		if *rs.Jitter < 0 || *rs.Jitter > 1 {
+			errAt(rs.Range, "Invalid restart setting", "jitter must be between 0 and 1 (0.1 = up to 10 %).")
+		}
+		r.Jitter = *rs.Jitter
+	}
+	if rs.MaxAttempts != nil {
+		if *rs.MaxAttempts < 0 {
+			errAt(rs.Range, "Invalid restart setting", "max_attempts must be 0 (no limit) or more.")
+		}
+		r.MaxAttempts = *rs.MaxAttempts
+	}
+	if r.MaxDelay < r.BaseDelay {
+		r.MaxDelay = r.BaseDelay
+	}
+	return r
 }
 
 // Builtin is one enabled `builtin "NAME" {}` block.
 type Builtin struct {
-	Name string
+	Name    string
+	Restart Restart
 	// Settings are the block's attributes as a JSON object for the plugin.
 	Settings []byte
 	Range    hcl.Range
@@ -78,6 +148,7 @@ type Builtin struct {
 // Plugin is one `plugin "NAME" {}` block.
 type Plugin struct {
 	Name         string
+	Restart      Restart
 	Path         string
 	Args         []string
 	Env          map[string]string
@@ -186,16 +257,18 @@ type fileSchema struct {
 	ShutdownGrace      *string         `hcl:"shutdown_grace,optional"`
 	DuplicateCallLimit *int            `hcl:"duplicate_call_limit,optional"`
 	AuditMaxBytes      *int64          `hcl:"audit_max_bytes,optional"`
+	Restart            []restartSchema `hcl:"restart,block"`
 	Builtins           []builtinSchema `hcl:"builtin,block"`
 	Plugins            []pluginSchema  `hcl:"plugin,block"`
 	Permissions        []permSchema    `hcl:"permissions,block"`
 }
 
 type builtinSchema struct {
-	Name    string    `hcl:"name,label"`
-	Enabled *bool     `hcl:"enabled,optional"`
-	Rest    hcl.Body  `hcl:",remain"`
-	Range   hcl.Range `hcl:",def_range"`
+	Name    string          `hcl:"name,label"`
+	Enabled *bool           `hcl:"enabled,optional"`
+	Restart []restartSchema `hcl:"restart,block"`
+	Rest    hcl.Body        `hcl:",remain"`
+	Range   hcl.Range       `hcl:",def_range"`
 }
 
 type pluginSchema struct {
@@ -207,6 +280,7 @@ type pluginSchema struct {
 	SHA256       *string           `hcl:"sha256,optional"`
 	Settings     *cty.Value        `hcl:"config,optional"`
 	StartTimeout *string           `hcl:"start_timeout,optional"`
+	Restart      []restartSchema   `hcl:"restart,block"`
 	Range        hcl.Range         `hcl:",def_range"`
 }
 
@@ -361,6 +435,23 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		cfg.ShutdownGrace = d
 	}
 
+	cfg.Restart = DefaultRestart
+	if len(fs.Restart) > 1 {
+		errAt(fs.Restart[1].Range, "Duplicate restart block", "Only one top-level restart block is allowed.")
+	}
+	if len(fs.Restart) > 0 {
+		cfg.Restart = fs.Restart[0].apply(DefaultRestart, errAt)
+	}
+	serverRestart := func(blocks []restartSchema) Restart {
+		if len(blocks) > 1 {
+			errAt(blocks[1].Range, "Duplicate restart block", "Only one restart block per server is allowed.")
+		}
+		if len(blocks) == 0 {
+			return cfg.Restart
+		}
+		return blocks[0].apply(cfg.Restart, errAt)
+	}
+
 	seen := map[string]hcl.Range{}
 	for _, b := range fs.Builtins {
 		if prev, dup := seen["builtin "+b.Name]; dup {
@@ -378,7 +469,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		if b.Enabled != nil && !*b.Enabled {
 			continue
 		}
-		cfg.Builtins = append(cfg.Builtins, &Builtin{Name: b.Name, Settings: settings, Range: b.Range})
+		cfg.Builtins = append(cfg.Builtins, &Builtin{Name: b.Name, Settings: settings, Range: b.Range, Restart: serverRestart(b.Restart)})
 	}
 
 	for _, p := range fs.Plugins {
@@ -394,7 +485,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		if p.Enabled != nil && !*p.Enabled {
 			continue
 		}
-		pl := &Plugin{Name: p.Name, Path: resolve(dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second}
+		pl := &Plugin{Name: p.Name, Path: resolve(dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: serverRestart(p.Restart)}
 		if p.Path == "" {
 			errAt(p.Range, "Missing plugin path", fmt.Sprintf("plugin %q needs path = \"...\" pointing at its binary.", p.Name))
 		}

@@ -14,7 +14,10 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -40,30 +43,75 @@ type Refusal struct {
 
 // Frontend is the MCP face of a registry.
 type Frontend struct {
-	reg      *registry.Registry
-	log      hclog.Logger
-	srv      *server.MCPServer
+	reg *registry.Registry
+	log hclog.Logger
+	srv *server.MCPServer
+
+	mu       sync.Mutex
 	refusals []Refusal
+	total    atomic.Int64 // tools with handlers
 }
 
 // New builds the MCP server for reg. version is the host's version.
 func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend {
 	f := &Frontend{reg: reg, log: logger.Named("mcp")}
-	tools := f.serverTools()
+	tools, refusals := f.serverTools()
 	f.srv = server.NewMCPServer("switchboard", version,
 		server.WithToolCapabilities(true),
-		server.WithInstructions(Instructions(reg, f.refusals)),
+		server.WithInstructions(Instructions(reg, refusals)),
 		server.WithRecovery(),
+		server.WithToolFilter(f.listReady),
 	)
-	f.srv.SetTools(tools...)
-	for _, r := range f.refusals {
-		f.log.Error("tool not exposed", "tool", r.Tool, "reason", r.Reason)
-	}
+	f.setTools(tools, refusals)
+	reg.Subscribe(f.Refresh)
 	return f
 }
 
+// Refresh re-reads the registry's tools; clients get
+// notifications/tools/list_changed.
+func (f *Frontend) Refresh() {
+	tools, refusals := f.serverTools()
+	f.setTools(tools, refusals)
+}
+
+func (f *Frontend) setTools(tools []server.ServerTool, refusals []Refusal) {
+	f.mu.Lock()
+	f.refusals = refusals
+	f.mu.Unlock()
+	f.total.Store(int64(len(tools)))
+	f.srv.SetTools(tools...)
+	for _, r := range refusals {
+		f.log.Error("tool not exposed", "tool", r.Tool, "reason", r.Reason)
+	}
+}
+
+// listReady hides the tools of servers that are not ready. mcp-go runs
+// tool filters for listings (all tools) and for calls (the one tool
+// called); a call is let through, so its handler can say why the server
+// cannot take it ("git is reconnecting: attempt 3 …").
+func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
+	if len(tools) == 1 && f.total.Load() > 1 {
+		return tools
+	}
+	ready := map[string]bool{}
+	for _, t := range f.reg.Tools() {
+		ready[MCPName(t.Server, t.Tool.GetName(), DefaultNameBudget)] = true
+	}
+	out := tools[:0:0]
+	for _, t := range tools {
+		if ready[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Refusals lists the tools that could not be exposed and why.
-func (f *Frontend) Refusals() []Refusal { return f.refusals }
+func (f *Frontend) Refusals() []Refusal {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.refusals)
+}
 
 // MCPServer returns the underlying mcp-go server.
 func (f *Frontend) MCPServer() *server.MCPServer { return f.srv }
@@ -103,24 +151,25 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	return b.String()
 }
 
-func (f *Frontend) serverTools() []server.ServerTool {
+func (f *Frontend) serverTools() ([]server.ServerTool, []Refusal) {
 	var out []server.ServerTool
+	var refusals []Refusal
 	seen := map[string]string{}
-	for _, t := range f.reg.Tools() {
+	for _, t := range f.reg.AllTools() {
 		name := MCPName(t.Server, t.Tool.GetName(), DefaultNameBudget)
 		if prev, dup := seen[name]; dup {
-			f.refusals = append(f.refusals, Refusal{Tool: t.Name, Reason: fmt.Sprintf("its MCP name %q is already used by %s", name, prev)})
+			refusals = append(refusals, Refusal{Tool: t.Name, Reason: fmt.Sprintf("its MCP name %q is already used by %s", name, prev)})
 			continue
 		}
 		st, err := f.serverTool(name, t)
 		if err != nil {
-			f.refusals = append(f.refusals, Refusal{Tool: t.Name, Reason: err.Error()})
+			refusals = append(refusals, Refusal{Tool: t.Name, Reason: err.Error()})
 			continue
 		}
 		seen[name] = t.Name
 		out = append(out, st)
 	}
-	return out
+	return out, refusals
 }
 
 func (f *Frontend) serverTool(name string, t registry.Tool) (st server.ServerTool, err error) {

@@ -363,32 +363,42 @@ func (p *Plugin) PermissionPatterns(ctx context.Context, tool string, args []byt
 }
 
 // Close stops the plugin: it closes the call stream (cancelling calls still
-// on it), asks go-plugin for a graceful shutdown, then SIGTERM and SIGKILL
-// to the process group, and finally sweeps the group for children that
-// outlived the plugin. Every step is bounded; Close may be called more
-// than once.
+// on it), asks for a graceful shutdown and waits up to KillGrace for the
+// process to exit, then sends SIGTERM and, after KillGrace, SIGKILL to its
+// process group, and finally sweeps the group for children that outlived
+// the plugin. A plugin that no longer answers (hung, stopped) cannot hold
+// Close up: go-plugin's own Kill may block on its shutdown RPC, so it only
+// gets the graceful window. Close may be called more than once.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
 		if p.proto != nil {
 			_ = p.proto.Close()
 		}
-		done := make(chan struct{})
+		killed := make(chan struct{})
 		go func() {
-			p.client.Kill() // graceful, then runner.Kill (SIGTERM, SIGKILL)
-			close(done)
+			p.client.Kill()
+			close(killed)
 		}()
-		select {
-		case <-done:
-		case <-ctx.Done():
-		case <-time.After(4*p.spec.KillGrace + time.Second):
-		}
-		if p.runner != nil {
-			p.runner.sweep()
+		if p.runner == nil {
 			select {
-			case <-done:
-			case <-time.After(p.spec.KillGrace):
-				p.log.Warn("plugin shutdown did not finish in time", "pid", p.runner.pid)
+			case <-killed:
+			case <-ctx.Done():
+			case <-time.After(4 * p.spec.KillGrace):
 			}
+			return
+		}
+		select {
+		case <-p.runner.exited:
+		case <-ctx.Done():
+		case <-time.After(p.spec.KillGrace):
+			p.log.Warn("plugin did not stop gracefully; sending SIGTERM, then SIGKILL", "pid", p.runner.pid)
+			_ = p.runner.Kill(ctx)
+		}
+		p.runner.sweep()
+		select {
+		case <-killed:
+		case <-time.After(p.spec.KillGrace):
+			p.log.Debug("go-plugin's shutdown did not return in time", "pid", p.runner.pid)
 		}
 	})
 	return nil
@@ -400,4 +410,30 @@ func (p *Plugin) Close(ctx context.Context) error {
 func (p *Plugin) Rename(name string) {
 	p.spec.Name = name
 	p.log = p.log.ResetNamed("switchboard." + name)
+}
+
+// Done is closed when the plugin process exits.
+func (p *Plugin) Done() <-chan struct{} {
+	if p.runner == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return p.runner.exited
+}
+
+// Ping checks the plugin's gRPC health service, bounded by ctx.
+func (p *Plugin) Ping(ctx context.Context) error {
+	rpc, err := p.client.Client()
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- rpc.Ping() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("plugin %s did not answer its health check: %w", p.spec.Name, ctx.Err())
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 )
 
 // Files in the data directory.
@@ -42,9 +43,10 @@ type Options struct {
 }
 
 type job struct {
-	spec   launcher.Spec
-	kind   registry.Kind
-	source string
+	spec    launcher.Spec
+	kind    registry.Kind
+	source  string
+	restart config.Restart
 	// discovered plugins are named by what they report.
 	discovered bool
 }
@@ -85,6 +87,9 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 		registry.WithDuplicateLimit(cfg.DuplicateCallLimit),
 		registry.WithWarnings(log.Warn))
 
+	sup := supervisor.New(log, reg.Refresh)
+	reg.AtShutdown(sup.Stop)
+
 	jobs := Jobs(cfg, self)
 	results := make([]*launcher.Plugin, len(jobs))
 	errs := make([]error, len(jobs))
@@ -110,9 +115,10 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 			}
 		}
 		if err == nil {
-			err = reg.Register(p, j.kind, j.source)
+			srv := sup.Add(p.Name(), p, starter(j, p.Name(), log), Backoff(j.restart))
+			err = reg.Register(srv, j.kind, j.source)
 			if err != nil {
-				_ = p.Close(ctx)
+				_ = srv.Close(ctx)
 			}
 		} else {
 			reg.Fail(registry.Failure{Name: j.spec.Name, Kind: j.kind, Source: j.source, Err: err})
@@ -127,6 +133,28 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 	return reg, first
 }
 
+// starter starts a fresh instance of a job's plugin for the supervisor,
+// under the name the server was registered with.
+func starter(j job, name string, log hclog.Logger) supervisor.Starter {
+	spec := j.spec
+	return func(ctx context.Context) (supervisor.Instance, error) {
+		p, err := launcher.Launch(ctx, spec, log)
+		if err != nil {
+			return nil, err
+		}
+		p.Rename(name)
+		return p, nil
+	}
+}
+
+// Backoff converts a config restart block.
+func Backoff(r config.Restart) supervisor.Backoff {
+	return supervisor.Backoff{
+		Base: r.BaseDelay, Max: r.MaxDelay, Jitter: r.Jitter, MaxAttempts: r.MaxAttempts,
+		StableAfter: r.StableAfter, HealthInterval: r.HealthInterval, HealthTimeout: r.HealthTimeout,
+	}
+}
+
 // Jobs lists what Load starts, in registration order.
 func Jobs(cfg *config.Config, self string) []job {
 	var jobs []job
@@ -136,8 +164,9 @@ func Jobs(cfg *config.Config, self string) []job {
 				Name: b.Name, Path: self, Args: []string{"plugin-serve", b.Name},
 				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, b.Name), HostDataDir: cfg.DataDir,
 			},
-			kind:   registry.KindBuiltin,
-			source: fmt.Sprintf("builtin %q (%s)", b.Name, rangeText(cfg, b.Range.Filename, b.Range.Start.Line)),
+			kind:    registry.KindBuiltin,
+			source:  fmt.Sprintf("builtin %q (%s)", b.Name, rangeText(cfg, b.Range.Filename, b.Range.Start.Line)),
+			restart: b.Restart,
 		})
 	}
 	named := map[string]bool{}
@@ -149,8 +178,9 @@ func Jobs(cfg *config.Config, self string) []job {
 				Settings: p.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, "plugins", p.Name),
 				StartTimeout: p.StartTimeout, HostDataDir: cfg.DataDir,
 			},
-			kind:   registry.KindPlugin,
-			source: fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
+			kind:    registry.KindPlugin,
+			source:  fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
+			restart: p.Restart,
 		})
 	}
 	for _, path := range Discover(cfg.PluginDirs) {
@@ -165,6 +195,7 @@ func Jobs(cfg *config.Config, self string) []job {
 			kind:       registry.KindPlugin,
 			source:     fmt.Sprintf("discovered plugin %s", path),
 			discovered: true,
+			restart:    cfg.Restart,
 		})
 	}
 	return jobs

@@ -52,6 +52,12 @@ type Server interface {
 	Close(ctx context.Context) error
 }
 
+// Readiness is implemented by servers that can be temporarily unable to
+// take calls (supervised ones); their tools are not listed meanwhile.
+type Readiness interface {
+	Ready() bool
+}
+
 // Process is implemented by servers that are local processes.
 type Process interface {
 	PID() int
@@ -111,6 +117,10 @@ type Registry struct {
 	order    []*Entry
 	failures []Failure
 	next     int
+
+	subsMu      sync.Mutex
+	subscribers []func()
+	atShutdown  []func()
 
 	inflight sync.WaitGroup
 	closing  bool
@@ -196,22 +206,65 @@ func (r *Registry) Register(s Server, kind Kind, source string) error {
 		r.failures = append(r.failures, Failure{Name: s.Name(), Kind: kind, Source: source, Err: err})
 		return err
 	}
-	e := &Entry{Server: s, Kind: kind, Source: source, order: r.next, tools: map[string]*pluginv1.Tool{}, schemas: map[string]*jsonschema.Schema{}}
+	e := &Entry{Server: s, Kind: kind, Source: source, order: r.next}
 	r.next++
-	for _, t := range s.Describe().GetTools() {
+	r.index(e)
+	r.entries[s.Name()] = e
+	r.order = append(r.order, e)
+	return nil
+}
+
+// Refresh re-reads a server's tools (after it restarted, perhaps as a
+// newer version) and tells the subscribers that the tool set changed.
+func (r *Registry) Refresh(name string) {
+	r.mu.Lock()
+	if e := r.entries[name]; e != nil {
+		r.index(e)
+	}
+	r.mu.Unlock()
+	r.notify()
+}
+
+// index (re)builds an entry's tool table and compiled schemas; r.mu held.
+func (r *Registry) index(e *Entry) {
+	e.tools = map[string]*pluginv1.Tool{}
+	e.schemas = map[string]*jsonschema.Schema{}
+	name := e.Server.Name()
+	for _, t := range e.Server.Describe().GetTools() {
 		e.tools[t.GetName()] = t
-		// Compiled once, here; a schema that does not compile is reported
-		// and the plugin is left to check its own arguments.
-		sch, err := compileSchema(s.Name()+"."+t.GetName(), t.GetInputSchema())
+		// Compiled once per description; a schema that does not compile
+		// is reported and the plugin is left to check its own arguments.
+		sch, err := compileSchema(name+"."+t.GetName(), t.GetInputSchema())
 		if err != nil {
-			r.log("tool input schema does not compile; its arguments are not validated by the host", "tool", s.Name()+"."+t.GetName(), "error", err)
+			r.log("tool input schema does not compile; its arguments are not validated by the host", "tool", name+"."+t.GetName(), "error", err)
 			continue
 		}
 		e.schemas[t.GetName()] = sch
 	}
-	r.entries[s.Name()] = e
-	r.order = append(r.order, e)
-	return nil
+}
+
+// Subscribe calls fn after every change of the tool set or of a server's
+// state. fn must not block for long.
+func (r *Registry) Subscribe(fn func()) {
+	r.subsMu.Lock()
+	r.subscribers = append(r.subscribers, fn)
+	r.subsMu.Unlock()
+}
+
+func (r *Registry) notify() {
+	r.subsMu.Lock()
+	subs := slices.Clone(r.subscribers)
+	r.subsMu.Unlock()
+	for _, fn := range subs {
+		fn()
+	}
+}
+
+// AtShutdown runs fn after every server is closed.
+func (r *Registry) AtShutdown(fn func()) {
+	r.subsMu.Lock()
+	r.atShutdown = append(r.atShutdown, fn)
+	r.subsMu.Unlock()
 }
 
 // Fail records a configured server that could not be started, so that
@@ -256,13 +309,22 @@ func (t Tool) Access() pluginv1.Access {
 	return pluginv1.Access_ACCESS_WRITE
 }
 
-// Tools lists every tool the policy lets callers see, in server start
-// order and then the order each server reported.
-func (r *Registry) Tools() []Tool {
+// Tools lists every tool the policy lets callers see whose server is
+// ready, in server start order and then the order each server reported.
+func (r *Registry) Tools() []Tool { return r.tools(true) }
+
+// AllTools is Tools including the tools of servers that are not ready
+// right now (a front end keeps handlers for them, to explain the outage).
+func (r *Registry) AllTools() []Tool { return r.tools(false) }
+
+func (r *Registry) tools(readyOnly bool) []Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Tool
 	for _, e := range r.order {
+		if rd, ok := e.Server.(Readiness); ok && readyOnly && !rd.Ready() {
+			continue
+		}
 		for _, t := range e.Server.Describe().GetTools() {
 			tl := Tool{Name: e.Server.Name() + "." + t.GetName(), Server: e.Server.Name(), Entry: e, Tool: t}
 			if r.policy.Visible(tl) {
@@ -501,6 +563,12 @@ func (r *Registry) Shutdown(ctx context.Context, grace time.Duration) error {
 				errs = append(errs, fmt.Errorf("closing %s: %w", e.Server.Name(), err))
 			}
 		}
+	}
+	r.subsMu.Lock()
+	hooks := slices.Clone(r.atShutdown)
+	r.subsMu.Unlock()
+	for _, fn := range hooks {
+		fn()
 	}
 	if err := r.audit.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the audit log: %w", err))

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+)
+
+// TestReconnect: SIGKILL a plugin; it goes reconnecting (its tools leave
+// the list), comes back ready (they return), the client sees
+// list_changed both times, and can call it again.
+func TestReconnect(t *testing.T) {
+	e := setupWith(t, `restart {
+  base_delay = "1500ms"
+  max_delay  = "3s"
+}`)
+	c, _ := mcpClient(t, e)
+	var mu sync.Mutex
+	changes := 0
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/tools/list_changed" {
+			mu.Lock()
+			changes++
+			mu.Unlock()
+		}
+	})
+	initialize(t, c)
+	res, err := callTool(t.Context(), c, "fx__pid", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(resultText(res))
+	if err != nil {
+		t.Fatalf("fx__pid = %q", resultText(res))
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+
+	// While it is away, a call says what is happening.
+	deadline := time.Now().Add(10 * time.Second)
+	sawReconnecting := false
+	for time.Now().Before(deadline) {
+		res, err := callTool(t.Context(), c, "fx__pid", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := resultText(res)
+		if res.IsError && strings.Contains(got, "fx is reconnecting: attempt 1") {
+			if sawReconnecting {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			sawReconnecting = true
+			tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tl := range tools.Tools {
+				if strings.HasPrefix(tl.Name, "fx__") {
+					t.Errorf("%s is listed while fx is reconnecting", tl.Name)
+					break
+				}
+			}
+			continue
+		}
+		if !res.IsError && got != strconv.Itoa(pid) {
+			break // back, as a new process
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !sawReconnecting {
+		t.Error("no call saw the reconnecting state")
+	}
+	res, err = callTool(t.Context(), c, "fx__pid", nil, nil)
+	if err != nil || res.IsError || resultText(res) == strconv.Itoa(pid) {
+		t.Fatalf("after reconnect fx__pid = %q (%v)", resultText(res), err)
+	}
+	tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tl := range tools.Tools {
+		found = found || tl.Name == "fx__pid"
+	}
+	if !found {
+		t.Error("fx__pid is not listed after the reconnect")
+	}
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if changes < 2 {
+		t.Errorf("saw %d tools/list_changed notifications, want at least 2 (gone, back)", changes)
+	}
+}
+
+var reconnectLogRE = regexp.MustCompile(`server reconnecting: server=crashy attempt=(\d+) in=(\S+)`)
+
+// TestCrashLoopBacksOffAndFails: a plugin that dies soon after every start
+// is restarted with growing delays and then given up on.
+func TestCrashLoopBacksOffAndFails(t *testing.T) {
+	bins := fixtures.Build(t)
+	e := setupWith(t, `plugin "crashy" {
+  path = "`+bins.TestPlugin+`"
+  env  = { FIXTURE_EXIT_AFTER_MS = "150" }
+  restart {
+    base_delay   = "100ms"
+    max_delay    = "2s"
+    jitter       = 0
+    max_attempts = 3
+  }
+}`)
+	cmd := exec.Command(e.bins.Switchboard, "serve", "--config", e.config)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=info")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(logs.String(), "server failed: giving up: server=crashy") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "server failed: giving up: server=crashy") {
+		t.Fatalf("crashy never failed; logs:\n%s", out)
+	}
+	var delays []time.Duration
+	for _, m := range reconnectLogRE.FindAllStringSubmatch(out, -1) {
+		d, err := time.ParseDuration(m[2])
+		if err != nil {
+			t.Fatalf("bad delay %q", m[2])
+		}
+		delays = append(delays, d)
+	}
+	if len(delays) != 3 {
+		t.Fatalf("saw %d reconnect attempts, want 3:\n%s", len(delays), out)
+	}
+	for i := 1; i < len(delays); i++ {
+		if delays[i] <= delays[i-1] {
+			t.Errorf("delays %v do not grow", delays)
+		}
+	}
+}
+
+// TestInterruptCancelsCalls: SIGINT on serve cancels in-flight calls at
+// once instead of waiting for them.
+func TestInterruptCancelsCalls(t *testing.T) {
+	e := setupWith(t, `shutdown_grace = "1m"`)
+	c, cmd := mcpClient(t, e)
+	initialize(t, c)
+	done := make(chan struct{})
+	go func() {
+		_, _ = callTool(t.Context(), c, "fx__sleep", map[string]any{"ms": 60000}, nil)
+		close(done)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop promptly after SIGINT (shutdown_grace is 1m: the call was waited for, not cancelled)")
+	}
+	if _, err := os.Stat(e.marker); err != nil {
+		t.Error("the in-flight call's handler never saw the cancellation")
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestHungPluginIsReplaced: a plugin that stops answering (SIGSTOP) fails
+// its health check and is replaced.
+func TestHungPluginIsReplaced(t *testing.T) {
+	e := setupWith(t, `restart {
+  base_delay      = "100ms"
+  health_interval = "500ms"
+  health_timeout  = "300ms"
+}`)
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	res, err := callTool(t.Context(), c, "fx__pid", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(resultText(res))
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := callTool(t.Context(), c, "fx__pid", nil, nil)
+		if err == nil && !res.IsError && resultText(res) != strconv.Itoa(pid) {
+			if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
+				t.Errorf("the hung plugin %d was replaced but is still alive", pid)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the hung plugin was never replaced")
+}

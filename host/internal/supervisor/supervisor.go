@@ -1,0 +1,517 @@
+// Package supervisor keeps servers alive. Each supervised server has a
+// state (starting, ready, reconnecting, failed, stopped); an instance that
+// exits (noticed at once) or stops answering its health check is replaced,
+// with exponential backoff between attempts, until it is stable again or
+// the attempts run out.
+//
+// Every state change happens on the Supervisor's one goroutine, which is
+// the only writer of a Server's state; calls read it under a lock. After
+// each change the supervisor calls its onChange function with the server's
+// name, so the registry can refresh its tools and the front end can tell
+// clients the list changed.
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+)
+
+// State is a server's state.
+type State string
+
+// The states.
+const (
+	Starting     State = "starting"
+	Ready        State = "ready"
+	Reconnecting State = "reconnecting"
+	Failed       State = "failed"
+	Stopped      State = "stopped"
+)
+
+// Backoff configures restarts and health checks.
+type Backoff struct {
+	// Base is the first delay; it doubles per consecutive failure up to Max.
+	Base, Max time.Duration
+	// Jitter adds up to this fraction of the delay (0.1 = 0-10%).
+	Jitter float64
+	// MaxAttempts is how many restarts in a row are tried before the
+	// server is failed; 0 means no limit.
+	MaxAttempts int
+	// StableAfter resets the attempt counter once an instance has been
+	// ready this long.
+	StableAfter time.Duration
+	// HealthInterval is how often a ready instance is pinged (0 = never);
+	// HealthTimeout bounds one ping.
+	HealthInterval, HealthTimeout time.Duration
+}
+
+// DefaultBackoff is 1 s doubling to 30 s with 0-10 % jitter, 10 attempts,
+// stable after a minute, a health check every 15 s.
+var DefaultBackoff = Backoff{
+	Base: time.Second, Max: 30 * time.Second, Jitter: 0.1, MaxAttempts: 10,
+	StableAfter: time.Minute, HealthInterval: 15 * time.Second, HealthTimeout: 5 * time.Second,
+}
+
+// Delay returns the wait before attempt n (1-based).
+func (b Backoff) Delay(n int) time.Duration {
+	d := b.Base
+	for i := 1; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	d = min(d, b.Max)
+	if b.Jitter > 0 {
+		d += time.Duration(rand.Float64() * b.Jitter * float64(d))
+	}
+	return d
+}
+
+// Instance is one running incarnation of a server.
+type Instance interface {
+	Describe() *pluginv1.DescribeResponse
+	Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error)
+	PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error)
+	Close(ctx context.Context) error
+	// Done is closed when the instance has exited.
+	Done() <-chan struct{}
+	// Ping checks that the instance answers.
+	Ping(ctx context.Context) error
+}
+
+// Starter starts a fresh instance.
+type Starter func(ctx context.Context) (Instance, error)
+
+// Supervisor runs the state machine of its servers on one goroutine.
+type Supervisor struct {
+	log      hclog.Logger
+	onChange func(name string)
+	events   chan func()
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
+
+	mu      sync.Mutex
+	servers map[*Server]bool
+}
+
+// New starts a supervisor. onChange is called (on the supervisor's
+// goroutine) after a server's state or tools change.
+func New(log hclog.Logger, onChange func(name string)) *Supervisor {
+	if onChange == nil {
+		onChange = func(string) {}
+	}
+	s := &Supervisor{log: log, onChange: onChange, events: make(chan func(), 64), stop: make(chan struct{}), servers: map[*Server]bool{}}
+	s.wg.Add(2)
+	go s.loop()
+	go s.healthLoop()
+	return s
+}
+
+// SetOnChange replaces the change callback.
+func (s *Supervisor) SetOnChange(fn func(name string)) {
+	s.do(func() { s.onChange = fn })
+}
+
+func (s *Supervisor) loop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case fn := <-s.events:
+			fn()
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// do runs fn on the supervisor's goroutine (dropped after Stop).
+func (s *Supervisor) do(fn func()) {
+	select {
+	case s.events <- fn:
+	case <-s.stop:
+	}
+}
+
+// Stop ends supervision; servers are not closed (the registry does that).
+func (s *Supervisor) Stop() {
+	s.once.Do(func() {
+		close(s.stop)
+		s.mu.Lock()
+		for srv := range s.servers {
+			srv.mu.Lock()
+			if srv.timer != nil {
+				srv.timer.Stop()
+			}
+			srv.mu.Unlock()
+		}
+		s.mu.Unlock()
+	})
+	s.wg.Wait()
+}
+
+// healthLoop pings ready instances; one that does not answer is killed
+// and handled like an exit.
+func (s *Supervisor) healthLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			var due []*Server
+			for srv := range s.servers {
+				srv.mu.RLock()
+				if srv.state == Ready && srv.backoff.HealthInterval > 0 && now.Sub(srv.lastPing) >= srv.backoff.HealthInterval {
+					due = append(due, srv)
+				}
+				srv.mu.RUnlock()
+			}
+			s.mu.Unlock()
+			for _, srv := range due {
+				srv.ping(now)
+			}
+		}
+	}
+}
+
+// Server is a supervised server. It satisfies the registry's Server
+// interface; while it is not ready, calls get an error saying why.
+type Server struct {
+	sup     *Supervisor
+	name    string
+	start   Starter
+	backoff Backoff
+
+	mu         sync.RWMutex
+	inst       Instance
+	desc       *pluginv1.DescribeResponse
+	state      State
+	gen        int
+	attempt    int
+	nextTry    time.Time
+	restarts   int
+	lastErr    string
+	readySince time.Time
+	lastPing   time.Time
+	timer      *time.Timer
+	pinging    bool
+}
+
+// Add supervises a server whose first instance is already running.
+func (s *Supervisor) Add(name string, first Instance, start Starter, b Backoff) *Server {
+	srv := &Server{sup: s, name: name, start: start, backoff: b, inst: first, desc: first.Describe(), state: Ready, readySince: time.Now(), lastPing: time.Now(), gen: 1}
+	s.mu.Lock()
+	s.servers[srv] = true
+	s.mu.Unlock()
+	srv.watch(first, 1)
+	return srv
+}
+
+// watch reports the instance's exit to the supervisor.
+func (srv *Server) watch(inst Instance, gen int) {
+	go func() {
+		select {
+		case <-inst.Done():
+			srv.sup.do(func() { srv.lost(gen, "the process exited") })
+		case <-srv.sup.stop:
+		}
+	}()
+}
+
+func (srv *Server) ping(now time.Time) {
+	srv.mu.Lock()
+	if srv.pinging {
+		srv.mu.Unlock()
+		return
+	}
+	srv.pinging, srv.lastPing = true, now
+	inst, gen, timeout := srv.inst, srv.gen, srv.backoff.HealthTimeout
+	srv.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), max(timeout, 100*time.Millisecond))
+		err := inst.Ping(ctx)
+		cancel()
+		srv.mu.Lock()
+		srv.pinging = false
+		srv.mu.Unlock()
+		if err != nil {
+			srv.sup.do(func() { srv.lost(gen, "health check failed: "+err.Error()) })
+		}
+	}()
+}
+
+// lost handles an instance that exited or hung (supervisor goroutine).
+func (srv *Server) lost(gen int, why string) {
+	srv.mu.Lock()
+	if gen != srv.gen || srv.state == Stopped || srv.state == Failed {
+		srv.mu.Unlock()
+		return
+	}
+	old := srv.inst
+	srv.gen++
+	srv.lastErr = why
+	if !srv.readySince.IsZero() && time.Since(srv.readySince) >= srv.backoff.StableAfter {
+		srv.attempt = 0
+	}
+	srv.readySince = time.Time{}
+	srv.mu.Unlock()
+	srv.sup.log.Warn("server lost", "server", srv.name, "reason", why)
+	if old != nil {
+		go func() { _ = old.Close(context.Background()) }()
+	}
+	srv.scheduleRetry()
+}
+
+// scheduleRetry counts an attempt and waits before it, or gives up
+// (supervisor goroutine).
+func (srv *Server) scheduleRetry() {
+	srv.mu.Lock()
+	srv.attempt++
+	if srv.backoff.MaxAttempts > 0 && srv.attempt > srv.backoff.MaxAttempts {
+		srv.state = Failed
+		srv.inst = nil
+		srv.mu.Unlock()
+		srv.sup.log.Error("server failed: giving up", "server", srv.name, "attempts", srv.backoff.MaxAttempts, "last_error", srv.lastErr)
+		srv.sup.onChange(srv.name)
+		return
+	}
+	delay := srv.backoff.Delay(srv.attempt)
+	srv.state = Reconnecting
+	srv.inst = nil
+	srv.nextTry = time.Now().Add(delay)
+	gen := srv.gen
+	srv.timer = time.AfterFunc(delay, func() { srv.sup.do(func() { srv.launch(gen) }) })
+	srv.mu.Unlock()
+	srv.sup.log.Info("server reconnecting", "server", srv.name, "attempt", srv.attempt, "in", delay.Round(time.Millisecond))
+	srv.sup.onChange(srv.name)
+}
+
+// launch starts a new instance in the background (supervisor goroutine).
+func (srv *Server) launch(gen int) {
+	srv.mu.Lock()
+	if gen != srv.gen || srv.state == Stopped {
+		srv.mu.Unlock()
+		return
+	}
+	start := srv.start
+	srv.mu.Unlock()
+	go func() {
+		inst, err := start(context.Background())
+		srv.sup.do(func() { srv.started(gen, inst, err) })
+	}()
+}
+
+// started takes a launch's outcome (supervisor goroutine).
+func (srv *Server) started(gen int, inst Instance, err error) {
+	srv.mu.Lock()
+	if gen != srv.gen || srv.state == Stopped {
+		srv.mu.Unlock()
+		if inst != nil {
+			go func() { _ = inst.Close(context.Background()) }()
+		}
+		return
+	}
+	if err != nil {
+		srv.lastErr = err.Error()
+		srv.mu.Unlock()
+		srv.sup.log.Warn("server did not start", "server", srv.name, "error", err)
+		srv.scheduleRetry()
+		return
+	}
+	srv.gen++
+	srv.inst, srv.desc = inst, inst.Describe()
+	srv.state = Ready
+	srv.readySince, srv.lastPing = time.Now(), time.Now()
+	srv.restarts++
+	g := srv.gen
+	srv.mu.Unlock()
+	srv.watch(inst, g)
+	srv.sup.log.Info("server ready", "server", srv.name, "restarts", srv.restarts)
+	srv.sup.onChange(srv.name)
+}
+
+// Restart replaces the instance now: no backoff wait, attempts reset. It
+// also revives a failed server.
+func (srv *Server) Restart() {
+	srv.sup.do(func() {
+		srv.mu.Lock()
+		if srv.state == Stopped {
+			srv.mu.Unlock()
+			return
+		}
+		if srv.timer != nil {
+			srv.timer.Stop()
+		}
+		old := srv.inst
+		srv.gen++
+		srv.attempt = 0
+		srv.state = Starting
+		srv.inst = nil
+		gen := srv.gen
+		srv.mu.Unlock()
+		if old != nil {
+			_ = old.Close(context.Background())
+		}
+		srv.sup.onChange(srv.name)
+		srv.launch(gen)
+	})
+}
+
+// SetStarter replaces how new instances start (a changed config); the next
+// start uses it.
+func (srv *Server) SetStarter(start Starter, b Backoff) {
+	srv.sup.do(func() {
+		srv.mu.Lock()
+		srv.start, srv.backoff = start, b
+		srv.mu.Unlock()
+	})
+}
+
+// Name returns the server's name.
+func (srv *Server) Name() string { return srv.name }
+
+// Describe returns the latest instance's description.
+func (srv *Server) Describe() *pluginv1.DescribeResponse {
+	srv.mu.RLock()
+	defer srv.mu.RUnlock()
+	return srv.desc
+}
+
+// Ready reports whether the server takes calls.
+func (srv *Server) Ready() bool {
+	srv.mu.RLock()
+	defer srv.mu.RUnlock()
+	return srv.state == Ready
+}
+
+// Status is a snapshot of a supervised server.
+type Status struct {
+	State    State
+	Attempt  int
+	NextTry  time.Time
+	Restarts int
+	LastErr  string
+	Instance Instance
+}
+
+// Status returns a snapshot.
+func (srv *Server) Status() Status {
+	srv.mu.RLock()
+	defer srv.mu.RUnlock()
+	return Status{State: srv.state, Attempt: srv.attempt, NextTry: srv.nextTry, Restarts: srv.restarts, LastErr: srv.lastErr, Instance: srv.inst}
+}
+
+// unavailable explains why the server takes no calls.
+func (srv *Server) unavailable() error {
+	st := srv.Status()
+	switch st.State {
+	case Reconnecting:
+		wait := time.Until(st.NextTry).Round(time.Second)
+		return protocol.Errorf(protocol.CodeUnavailable, "%s is reconnecting: attempt %d, next try in %s (last error: %s)", srv.name, st.Attempt, max(wait, 0), st.LastErr)
+	case Failed:
+		return protocol.Errorf(protocol.CodeUnavailable, "%s failed and is not being restarted (last error: %s); fix it and run `switchboard restart %s`", srv.name, st.LastErr, srv.name)
+	case Stopped:
+		return protocol.Errorf(protocol.CodeUnavailable, "%s is stopped", srv.name)
+	default:
+		return protocol.Errorf(protocol.CodeUnavailable, "%s is %s; try again in a moment", srv.name, st.State)
+	}
+}
+
+func (srv *Server) current() (Instance, error) {
+	srv.mu.RLock()
+	inst, state := srv.inst, srv.state
+	srv.mu.RUnlock()
+	if state != Ready || inst == nil {
+		return nil, srv.unavailable()
+	}
+	return inst, nil
+}
+
+// Call runs a call on the current instance.
+func (srv *Server) Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+	inst, err := srv.current()
+	if err != nil {
+		return nil, err
+	}
+	return inst.Call(ctx, tool, args, wantProgress, onProgress)
+}
+
+// PermissionPatterns asks the current instance.
+func (srv *Server) PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error) {
+	inst, err := srv.current()
+	if err != nil {
+		return nil, err
+	}
+	return inst.PermissionPatterns(ctx, tool, args)
+}
+
+// Close stops supervising and closes the current instance.
+func (srv *Server) Close(ctx context.Context) error {
+	srv.mu.Lock()
+	if srv.state == Stopped {
+		srv.mu.Unlock()
+		return nil
+	}
+	srv.state = Stopped
+	srv.gen++
+	if srv.timer != nil {
+		srv.timer.Stop()
+	}
+	inst := srv.inst
+	srv.inst = nil
+	srv.mu.Unlock()
+	srv.sup.mu.Lock()
+	delete(srv.sup.servers, srv)
+	srv.sup.mu.Unlock()
+	if inst != nil {
+		return inst.Close(ctx)
+	}
+	return nil
+}
+
+// String describes the state for logs.
+func (srv *Server) String() string {
+	st := srv.Status()
+	return fmt.Sprintf("%s: %s (attempt %d, restarts %d)", srv.name, st.State, st.Attempt, st.Restarts)
+}
+
+// process is what launcher.Plugin offers beyond an Instance.
+type process interface {
+	PID() int
+	ProtocolVersion() int
+	Exited() bool
+}
+
+// PID returns the current instance's process id (0 when none).
+func (srv *Server) PID() int {
+	if p, ok := srv.Status().Instance.(process); ok {
+		return p.PID()
+	}
+	return 0
+}
+
+// ProtocolVersion returns the current instance's protocol version.
+func (srv *Server) ProtocolVersion() int {
+	if p, ok := srv.Status().Instance.(process); ok {
+		return p.ProtocolVersion()
+	}
+	return 0
+}
+
+// Exited reports whether there is no live instance.
+func (srv *Server) Exited() bool {
+	if p, ok := srv.Status().Instance.(process); ok {
+		return p.Exited()
+	}
+	return true
+}
