@@ -26,6 +26,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/control"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
@@ -100,7 +101,8 @@ func (a *app) rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "config file (default $SWITCHBOARD_CONFIG, else ./config.hcl)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
-	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(), pluginServeCmd())
+	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(),
+		a.statusCmd(), a.restartCmd(), a.reloadCmd(), pluginServeCmd())
 	return root
 }
 
@@ -132,17 +134,25 @@ func (a *app) logger(cfg *config.Config, oneShot bool) hclog.Logger {
 
 // start loads the config and starts every server.
 func (a *app) start(ctx context.Context, oneShot bool) (*config.Config, *registry.Registry, hclog.Logger, error) {
+	cfg, h, log, err := a.startHost(ctx, oneShot)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, h.Registry(), log, nil
+}
+
+func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loader.Host, hclog.Logger, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	log := a.logger(cfg, oneShot)
 	launcher.HostVersion = Version
-	reg, err := loader.Load(ctx, cfg, loader.Options{Logger: log})
-	if reg == nil {
+	h, err := loader.Start(ctx, cfg, loader.Options{Logger: log})
+	if h == nil {
 		return nil, nil, nil, fail(2, "%v", err)
 	}
-	return cfg, reg, log, nil
+	return cfg, h, log, nil
 }
 
 func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
@@ -175,10 +185,11 @@ func (a *app) serveCmd() *cobra.Command {
 				case <-ctx.Done():
 				}
 			}()
-			cfg, reg, log, err := a.start(ctx, false)
+			cfg, h, log, err := a.startHost(ctx, false)
 			if err != nil {
 				return err
 			}
+			reg := h.Registry()
 			defer func() {
 				grace := cfg.ShutdownGrace
 				if interrupted.Load() {
@@ -186,6 +197,14 @@ func (a *app) serveCmd() *cobra.Command {
 				}
 				_ = reg.Shutdown(context.Background(), grace)
 			}()
+			ctl, err := control.Listen(cfg.DataDir, hostControl{h})
+			if err != nil {
+				log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
+			} else {
+				defer ctl.Close()
+			}
+			stopReload := watchReload(ctx, h, log)
+			defer stopReload()
 			fe := frontend.New(reg, Version, log)
 			n := len(reg.Tools()) - len(fe.Refusals())
 			log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)

@@ -67,6 +67,8 @@ type Config struct {
 	AuditMaxBytes int64
 	// Restart is the default restart policy (the top-level restart block).
 	Restart Restart
+	// WatchConfig reloads the config when the file changes.
+	WatchConfig bool
 }
 
 // Restart is a `restart {}` block: how a lost server is brought back.
@@ -257,6 +259,7 @@ type fileSchema struct {
 	ShutdownGrace      *string         `hcl:"shutdown_grace,optional"`
 	DuplicateCallLimit *int            `hcl:"duplicate_call_limit,optional"`
 	AuditMaxBytes      *int64          `hcl:"audit_max_bytes,optional"`
+	WatchConfig        *bool           `hcl:"watch_config,optional"`
 	Restart            []restartSchema `hcl:"restart,block"`
 	Builtins           []builtinSchema `hcl:"builtin,block"`
 	Plugins            []pluginSchema  `hcl:"plugin,block"`
@@ -394,6 +397,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		}
 		cfg.DuplicateCallLimit = *fs.DuplicateCallLimit
 	}
+	cfg.WatchConfig = fs.WatchConfig == nil || *fs.WatchConfig
 	if fs.AuditMaxBytes != nil {
 		if *fs.AuditMaxBytes < 4096 {
 			errAt(at("audit_max_bytes"), "Invalid audit_max_bytes", "audit_max_bytes must be at least 4096.")
@@ -412,7 +416,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	if fs.DataDir != nil && *fs.DataDir != "" {
 		cfg.DataDir = resolve(dir, *fs.DataDir)
 	} else {
-		cfg.DataDir = defaultDataDir(abs)
+		cfg.DataDir = DefaultDataDir(abs)
 	}
 	if within(cfg.DataDir, cfg.ProjectDir) {
 		errAt(at("data_dir"), "data_dir is inside project_dir", fmt.Sprintf("data_dir %s lies inside project_dir %s, where the built-ins could read or change host state. Put it elsewhere or leave it unset.", cfg.DataDir, cfg.ProjectDir))
@@ -573,9 +577,9 @@ func within(p, root string) bool {
 	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)))
 }
 
-// defaultDataDir is $XDG_STATE_HOME/switchboard/<id>, where id is derived
-// from the config file's path so two projects never share state.
-func defaultDataDir(configFile string) string {
+// DefaultDataDir is $XDG_STATE_HOME/switchboard/<id>, where id is derived
+// from the config file's absolute path so two projects never share state.
+func DefaultDataDir(configFile string) string {
 	base := os.Getenv("XDG_STATE_HOME")
 	if base == "" {
 		home, err := os.UserHomeDir()
@@ -586,4 +590,31 @@ func defaultDataDir(configFile string) string {
 	}
 	sum := sha256.Sum256([]byte(configFile))
 	return filepath.Join(base, "switchboard", hex.EncodeToString(sum[:6]))
+}
+
+// PeekDataDir finds the data directory of the config at path even when the
+// file is otherwise invalid (so the CLI can still reach a host running on
+// its previous version): a data_dir attribute that evaluates on its own is
+// used, else the default.
+func PeekDataDir(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if res := Load(abs); res.Config != nil {
+		return res.Config.DataDir, nil
+	}
+	src, err := os.ReadFile(abs)
+	if err == nil {
+		if f, diags := hclsyntax.ParseConfig(src, abs, hcl.InitialPos); !diags.HasErrors() {
+			if body, ok := f.Body.(*hclsyntax.Body); ok {
+				if attr, ok := body.Attributes["data_dir"]; ok {
+					if v, diags := attr.Expr.Value(evalContext()); !diags.HasErrors() && v.Type() == cty.String && v.AsString() != "" {
+						return resolve(filepath.Dir(abs), v.AsString()), nil
+					}
+				}
+			}
+		}
+	}
+	return DefaultDataDir(abs), nil
 }

@@ -1,8 +1,14 @@
-// Package loader turns a config into a running registry: it starts every
+// Package loader turns a config into a running host: it starts every
 // built-in, configured plugin and discovered plugin in parallel, then
 // registers them in a fixed order (built-ins, plugin blocks in config
 // order, discovered plugins by path), so the first claimant of a name
-// always keeps it. One plugin failing never stops the others.
+// always keeps it. One plugin failing never stops the others. Every
+// server is supervised (restarted when lost).
+//
+// A Host can reload its config: the new file is validated first (an
+// invalid one changes nothing), then diffed against the running one.
+// Removed servers stop, added ones start, changed ones restart, unchanged
+// ones keep their live connection, and permission changes apply at once.
 package loader
 
 import (
@@ -10,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +29,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 )
 
+// PluginPrefix is the file name prefix of plugin binaries.
+const PluginPrefix = "switchboard-plugin-"
+
 // Files in the data directory.
 const (
 	// PermissionsFile holds the "always allow / always deny" decisions.
@@ -30,10 +40,7 @@ const (
 	AuditFile = "audit.jsonl"
 )
 
-// PluginPrefix is the file name prefix of plugin binaries.
-const PluginPrefix = "switchboard-plugin-"
-
-// Options adjusts Load.
+// Options adjusts Start.
 type Options struct {
 	// Self is the binary that serves built-ins ("Self plugin-serve NAME");
 	// default: the running executable.
@@ -51,10 +58,32 @@ type job struct {
 	discovered bool
 }
 
-// Load starts everything the config names and returns the registry. The
-// error, if any, is the first failure in registration order; the registry
-// is usable either way and lists every failure.
+// Host is a running set of servers built from a config.
+type Host struct {
+	log  hclog.Logger
+	self string
+	reg  *registry.Registry
+	sup  *supervisor.Supervisor
+
+	mu   sync.Mutex // serialises reloads
+	cfg  *config.Config
+	jobs map[string]job // by configured name (discovered: by path)
+}
+
+// Load starts everything the config names and returns the registry. See
+// Start.
 func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Registry, error) {
+	h, err := Start(ctx, cfg, opts)
+	if h == nil {
+		return nil, err
+	}
+	return h.reg, err
+}
+
+// Start starts everything the config names. The error, if any, is the
+// first failure in registration order; the host is usable either way and
+// its registry lists every failure.
+func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error) {
 	log := opts.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -70,7 +99,6 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("loader: cannot create data_dir %s: %w", cfg.DataDir, err)
 	}
-
 	policy := &registry.Policy{Default: "allow", Access: "write", Source: filepath.Base(cfg.File)}
 	if p := cfg.Permissions; p != nil {
 		policy.Allow, policy.Deny, policy.Default, policy.Access = p.Allow, p.Deny, p.Default, p.Access
@@ -86,11 +114,36 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 		registry.WithAudit(audit),
 		registry.WithDuplicateLimit(cfg.DuplicateCallLimit),
 		registry.WithWarnings(log.Warn))
-
-	sup := supervisor.New(log, reg.Refresh)
-	reg.AtShutdown(sup.Stop)
+	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}}
+	h.sup = supervisor.New(log, reg.Refresh)
+	reg.AtShutdown(h.sup.Stop)
 
 	jobs := Jobs(cfg, self)
+	for _, j := range jobs {
+		h.jobs[jobKey(j)] = j
+	}
+	return h, h.startJobs(ctx, jobs)
+}
+
+// Registry returns the host's registry.
+func (h *Host) Registry() *registry.Registry { return h.reg }
+
+// Config returns the config the host runs on.
+func (h *Host) Config() *config.Config {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg
+}
+
+func jobKey(j job) string {
+	if j.discovered {
+		return "path:" + j.spec.Path
+	}
+	return j.spec.Name
+}
+
+// startJobs launches jobs in parallel and registers them in order.
+func (h *Host) startJobs(ctx context.Context, jobs []job) error {
 	results := make([]*launcher.Plugin, len(jobs))
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
@@ -98,7 +151,7 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = launcher.Launch(ctx, j.spec, log)
+			results[i], errs[i] = launcher.Launch(ctx, j.spec, h.log)
 		}()
 	}
 	wg.Wait()
@@ -115,22 +168,22 @@ func Load(ctx context.Context, cfg *config.Config, opts Options) (*registry.Regi
 			}
 		}
 		if err == nil {
-			srv := sup.Add(p.Name(), p, starter(j, p.Name(), log), Backoff(j.restart))
-			err = reg.Register(srv, j.kind, j.source)
+			srv := h.sup.Add(p.Name(), p, starter(j, p.Name(), h.log), Backoff(j.restart))
+			err = h.reg.Register(srv, j.kind, j.source)
 			if err != nil {
 				_ = srv.Close(ctx)
 			}
 		} else {
-			reg.Fail(registry.Failure{Name: j.spec.Name, Kind: j.kind, Source: j.source, Err: err})
+			h.reg.Fail(registry.Failure{Name: j.spec.Name, Kind: j.kind, Source: j.source, Err: err})
 		}
 		if err != nil {
-			log.Error("server not loaded", "server", j.spec.Name, "source", j.source, "error", err)
+			h.log.Error("server not loaded", "server", j.spec.Name, "source", j.source, "error", err)
 			if first == nil {
 				first = err
 			}
 		}
 	}
-	return reg, first
+	return first
 }
 
 // starter starts a fresh instance of a job's plugin for the supervisor,
@@ -155,7 +208,143 @@ func Backoff(r config.Restart) supervisor.Backoff {
 	}
 }
 
-// Jobs lists what Load starts, in registration order.
+// Restart gives a server a fresh start now (no backoff wait); it also
+// revives a failed one.
+func (h *Host) Restart(name string) error {
+	e := h.reg.Entry(name)
+	if e == nil {
+		return fmt.Errorf("no server named %q", name)
+	}
+	srv, ok := e.Server.(*supervisor.Server)
+	if !ok {
+		return fmt.Errorf("server %q cannot be restarted", name)
+	}
+	srv.Restart()
+	return nil
+}
+
+// ReloadResult says what a reload did.
+type ReloadResult struct {
+	Added, Removed, Restarted, Unchanged []string
+	PermissionsChanged                   bool
+	// Warnings are settings that only take effect on a restart of the host.
+	Warnings []string
+}
+
+// Reload re-reads the config file. An invalid file changes nothing: the
+// diagnostics come back as *config.Result in the error. Otherwise the
+// differences are applied.
+func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	res := config.Load(h.cfg.File)
+	if res.Diags.HasErrors() {
+		return nil, &InvalidConfigError{Result: res}
+	}
+	next := res.Config
+	out := &ReloadResult{}
+	if next.DataDir != h.cfg.DataDir {
+		out.Warnings = append(out.Warnings, "data_dir changed: the host keeps using "+h.cfg.DataDir+" until it restarts")
+	}
+	if next.AuditMaxBytes != h.cfg.AuditMaxBytes {
+		out.Warnings = append(out.Warnings, "audit_max_bytes changes on the next restart of the host")
+	}
+	next.DataDir = h.cfg.DataDir
+
+	// Permissions apply without restarting anything.
+	oldP, newP := h.cfg.Permissions, next.Permissions
+	if !reflect.DeepEqual(permsOf(oldP), permsOf(newP)) {
+		p := permsOf(newP)
+		h.reg.Policy().Update(p.Allow, p.Deny, p.Default, p.Access)
+		out.PermissionsChanged = true
+		h.reg.Refresh("")
+	}
+	h.reg.SetDuplicateLimit(next.DuplicateCallLimit)
+
+	newJobs := Jobs(next, h.self)
+	byKey := map[string]job{}
+	for _, j := range newJobs {
+		byKey[jobKey(j)] = j
+	}
+	// Removed.
+	for key, old := range h.jobs {
+		if _, ok := byKey[key]; ok {
+			continue
+		}
+		name := old.spec.Name
+		if e := h.reg.Entry(name); e != nil {
+			_ = h.reg.Remove(ctx, name)
+		}
+		h.reg.ClearFailures(name)
+		out.Removed = append(out.Removed, name)
+	}
+	// Added and changed.
+	var toStart []job
+	for _, j := range newJobs {
+		key := jobKey(j)
+		old, existed := h.jobs[key]
+		name := j.spec.Name
+		e := h.reg.Entry(name)
+		switch {
+		case !existed || e == nil:
+			h.reg.ClearFailures(name)
+			toStart = append(toStart, j)
+			out.Added = append(out.Added, name)
+		case !sameJob(old, j):
+			if srv, ok := e.Server.(*supervisor.Server); ok && !j.discovered {
+				srv.SetStarter(starter(j, name, h.log), Backoff(j.restart))
+				srv.Restart()
+			}
+			out.Restarted = append(out.Restarted, name)
+		default:
+			out.Unchanged = append(out.Unchanged, name)
+		}
+	}
+	h.jobs = byKey
+	h.cfg = next
+	if len(toStart) > 0 {
+		if err := h.startJobs(ctx, toStart); err != nil {
+			h.log.Warn("reload: a new server did not start", "error", err)
+		}
+		h.reg.Refresh("")
+	}
+	for _, l := range [][]string{out.Added, out.Removed, out.Restarted, out.Unchanged} {
+		slices.Sort(l)
+	}
+	h.log.Info("config reloaded", "added", strings.Join(out.Added, ","), "removed", strings.Join(out.Removed, ","),
+		"restarted", strings.Join(out.Restarted, ","), "permissions_changed", out.PermissionsChanged)
+	return out, nil
+}
+
+// sameJob compares what a server runs as, not where its block sits in the
+// file (inserting a line above it changes nothing).
+func sameJob(a, b job) bool {
+	a.source, b.source = "", ""
+	return reflect.DeepEqual(a, b)
+}
+
+func permsOf(p *config.Permissions) config.Permissions {
+	if p == nil {
+		return config.Permissions{Default: "allow", Access: "write"}
+	}
+	c := *p
+	c.Range = config.Permissions{}.Range
+	return c
+}
+
+// InvalidConfigError is a reload refused because the file is invalid; the
+// host keeps running on the old config.
+type InvalidConfigError struct {
+	Result *config.Result
+}
+
+func (e *InvalidConfigError) Error() string {
+	var b strings.Builder
+	_ = e.Result.WriteDiagnostics(&b)
+	return "the config is invalid, so the host keeps running on the previous one:\n" + b.String()
+}
+
+// Jobs lists what Start starts, in registration order.
 func Jobs(cfg *config.Config, self string) []job {
 	var jobs []job
 	for _, b := range cfg.Builtins {

@@ -75,13 +75,24 @@ func quoteList(ps []string) string {
 	return strings.Join(q, ", ")
 }
 
+// Update replaces the config's rules (a reload); saved "always" decisions
+// stay.
+func (p *Policy) Update(allow, deny []string, def, access string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Allow, p.Deny, p.Default, p.Access = allow, deny, def, access
+}
+
 // Visible reports whether a tool is listed at all: with access "read" the
 // WRITE tools are neither listed nor callable.
 func (p *Policy) Visible(t Tool) bool { return p.AccessAllows(t) }
 
 // AccessAllows reports whether the access level permits the tool.
 func (p *Policy) AccessAllows(t Tool) bool {
-	return p.Access != "read" || t.Access() == pluginv1.Access_ACCESS_READ
+	p.mu.RLock()
+	access := p.Access
+	p.mu.RUnlock()
+	return access != "read" || t.Access() == pluginv1.Access_ACCESS_READ
 }
 
 // Decide judges a call of tool (canonical name) with its patterns.
@@ -89,6 +100,7 @@ func (p *Policy) Decide(tool string, patterns []string) Decision {
 	p.mu.RLock()
 	deny := slices.Concat(p.Deny, p.runtimeDeny)
 	allow := slices.Concat(p.Allow, p.runtimeAllow)
+	def := p.Default
 	p.mu.RUnlock()
 	for _, pat := range patterns {
 		if rule, ok := matchAny(deny, tool, pat, false); ok {
@@ -108,7 +120,7 @@ func (p *Policy) Decide(tool string, patterns []string) Decision {
 	if len(pending) == 0 {
 		return Decision{Verdict: "allow", Rule: rule}
 	}
-	switch p.Default {
+	switch def {
 	case "allow", "":
 		return Decision{Verdict: "allow", Rule: "default"}
 	case "ask":
@@ -263,6 +275,25 @@ func (p *Policy) Load(path string) error {
 func (p *Policy) Remember(rules []string, allow bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// Another host on the same data directory may have saved decisions
+	// since this one loaded them: merge, never overwrite.
+	if p.storePath != "" {
+		if b, err := os.ReadFile(p.storePath); err == nil {
+			var s storedRules
+			if json.Unmarshal(b, &s) == nil {
+				for _, r := range s.Allow {
+					if !slices.Contains(p.runtimeAllow, r) {
+						p.runtimeAllow = append(p.runtimeAllow, r)
+					}
+				}
+				for _, r := range s.Deny {
+					if !slices.Contains(p.runtimeDeny, r) {
+						p.runtimeDeny = append(p.runtimeDeny, r)
+					}
+				}
+			}
+		}
+	}
 	for _, r := range rules {
 		if allow && !slices.Contains(p.runtimeAllow, r) {
 			p.runtimeAllow = append(p.runtimeAllow, r)

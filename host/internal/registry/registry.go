@@ -243,6 +243,43 @@ func (r *Registry) index(e *Entry) {
 	}
 }
 
+// Remove unregisters a server and closes it (a reload removed it).
+func (r *Registry) Remove(ctx context.Context, name string) error {
+	r.mu.Lock()
+	e := r.entries[name]
+	if e == nil {
+		r.mu.Unlock()
+		return fmt.Errorf("registry: no server named %q", name)
+	}
+	delete(r.entries, name)
+	r.order = slices.DeleteFunc(r.order, func(x *Entry) bool { return x == e })
+	r.mu.Unlock()
+	err := e.Server.Close(ctx)
+	r.notify()
+	return err
+}
+
+// Entry returns the registered server called name, or nil.
+func (r *Registry) Entry(name string) *Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.entries[name]
+}
+
+// ClearFailures forgets recorded failures (before a reload retries them).
+func (r *Registry) ClearFailures(names ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = slices.DeleteFunc(r.failures, func(f Failure) bool { return slices.Contains(names, f.Name) })
+}
+
+// SetDuplicateLimit changes the duplicate guard (a reload).
+func (r *Registry) SetDuplicateLimit(n int) {
+	r.dupMu.Lock()
+	r.dupLimit = n
+	r.dupMu.Unlock()
+}
+
 // Subscribe calls fn after every change of the tool set or of a server's
 // state. fn must not block for long.
 func (r *Registry) Subscribe(fn func()) {
@@ -483,13 +520,16 @@ func (r *Registry) decide(ctx context.Context, t Tool, args []byte) (Decision, e
 
 // checkDuplicate refuses the dupLimit-th identical call in a row.
 func (r *Registry) checkDuplicate(ctx context.Context, t Tool, args []byte) error {
-	if r.dupLimit <= 0 || t.Tool.GetSkipDuplicateCheck() {
+	if t.Tool.GetSkipDuplicateCheck() {
 		return nil
 	}
 	client := clientOf(ctx)
 	key := t.Name + "\x00" + sha256Hex(args)
 	r.dupMu.Lock()
 	defer r.dupMu.Unlock()
+	if r.dupLimit <= 0 {
+		return nil
+	}
 	st := r.last[client]
 	if st.key == key {
 		st.count++

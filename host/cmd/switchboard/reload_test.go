@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type hostStatus struct {
+	PID     int `json:"pid"`
+	Servers []struct {
+		Name, Status string
+		PID          int
+		Restarts     int
+	} `json:"servers"`
+}
+
+func status(t *testing.T, e env) hostStatus {
+	t.Helper()
+	out, errOut, code := run(t, e, "status", "--json", "--config", e.config)
+	if code != 0 {
+		t.Fatalf("status = %d %s", code, errOut)
+	}
+	var all []hostStatus
+	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 1 {
+		t.Fatalf("status --json = %q (%v)", out, err)
+	}
+	return all[0]
+}
+
+func pids(hs hostStatus) map[string]int {
+	m := map[string]int{}
+	for _, s := range hs.Servers {
+		m[s.Name] = s.PID
+	}
+	return m
+}
+
+func writeConfig(t *testing.T, e env, extra string) {
+	t.Helper()
+	cfg := fmt.Sprintf(`
+project_dir  = "project"
+data_dir     = "state"
+watch_config = false
+builtin "filesystem" {}
+builtin "bash" { %s }
+plugin "fx" {
+  path = %q
+  env  = { FIXTURE_CANCEL_MARKER = %q }
+}
+%s
+`, "", e.bins.TestPlugin, e.marker, extra)
+	if err := os.WriteFile(e.config+".tmp", []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(e.config+".tmp", e.config); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReloadAndControl(t *testing.T) {
+	e := setupWith(t, "watch_config = false")
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	before := pids(status(t, e))
+	for _, n := range []string{"filesystem", "bash", "git", "web", "hello", "fx"} {
+		if before[n] == 0 {
+			t.Fatalf("status lacks %s: %v", n, before)
+		}
+	}
+
+	// restart: a fresh process now.
+	if out, errOut, code := run(t, e, "restart", "--config", e.config, "git"); code != 0 || !strings.Contains(out, "restarting git") {
+		t.Fatalf("restart = %d %q %q", code, out, errOut)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		now := pids(status(t, e))
+		if now["git"] != 0 && now["git"] != before["git"] {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if now := pids(status(t, e)); now["git"] == before["git"] || now["fx"] != before["fx"] {
+		t.Errorf("after restart git: git %d→%d, fx %d→%d", before["git"], now["git"], before["fx"], now["fx"])
+	}
+
+	// reload: remove git, web and hello; add fx2; change bash; deny fx.echo.
+	writeConfig(t, e, `plugin "fx2" { path = "`+e.bins.TestPlugin+`" }
+permissions {
+  deny = ["fx.echo"]
+}`)
+	if err := os.WriteFile(e.config, []byte(strings.Replace(mustRead(t, e.config), `builtin "bash" {  }`, `builtin "bash" { timeout = "1m" }`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, e, "reload", "--config", e.config)
+	if code != 0 || !strings.Contains(out, "added [fx2]") || !strings.Contains(out, "removed [git hello web]") || !strings.Contains(out, "restarted [bash]") || !strings.Contains(out, "permissions changed true") {
+		t.Fatalf("reload = %d %q %q", code, out, errOut)
+	}
+	after := pids(status(t, e))
+	if after["fx"] != before["fx"] || after["filesystem"] != before["filesystem"] {
+		t.Errorf("unchanged servers were restarted: fx %d→%d, filesystem %d→%d", before["fx"], after["fx"], before["filesystem"], after["filesystem"])
+	}
+	if _, ok := after["git"]; ok {
+		t.Error("git still runs after being removed")
+	}
+	if after["fx2"] == 0 {
+		t.Error("fx2 was not started")
+	}
+	for _, p := range []int{before["git"], before["web"], before["hello"]} {
+		deadline := time.Now().Add(10 * time.Second)
+		for syscall.Kill(p, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if got, isErr := mustCall(t, c, "fx__echo", map[string]any{"text": "x"}); !isErr || !strings.Contains(got, `rule "fx.echo"`) {
+		t.Errorf("after the permission reload fx__echo = %q", got)
+	}
+	if got, isErr := mustCall(t, c, "fx2__echo", map[string]any{"text": "new"}); isErr || got != "new" {
+		t.Errorf("fx2__echo = %q", got)
+	}
+
+	// An invalid config changes nothing.
+	valid := mustRead(t, e.config)
+	if err := os.WriteFile(e.config, []byte(valid+"\nbogus = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = run(t, e, "reload", "--config", e.config)
+	if code != 1 || !strings.Contains(errOut, `An argument named "bogus" is not expected here`) || !strings.Contains(errOut, "keeps running") {
+		t.Errorf("reload of an invalid config = %d %q", code, errOut)
+	}
+	if still := pids(status(t, e)); fmt.Sprint(still) != fmt.Sprint(after) {
+		t.Errorf("an invalid reload changed the servers: %v → %v", after, still)
+	}
+	if got, isErr := mustCall(t, c, "fx2__echo", map[string]any{"text": "still"}); isErr || got != "still" {
+		t.Errorf("after an invalid reload fx2__echo = %q", got)
+	}
+}
+
+func TestStatusWithoutHost(t *testing.T) {
+	e := setup(t)
+	_, errOut, code := run(t, e, "status", "--config", e.config)
+	if code != 2 || !strings.Contains(errOut, "no running switchboard serve") {
+		t.Errorf("status with no host = %d %q", code, errOut)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestConfigFileWatch: saving the config file reloads it.
+func TestConfigFileWatch(t *testing.T) {
+	e := setup(t)
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	before := pids(status(t, e))
+	writeConfig(t, e, "")
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		now := pids(status(t, e))
+		if _, gone := now["hello"]; !gone && now["fx"] == before["fx"] {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("the host did not pick up the changed file: %v", pids(status(t, e)))
+}
