@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +29,81 @@ func (c hostControl) Status() any               { return ServerInfos(c.h.Registr
 func (c hostControl) Restart(name string) error { return c.h.Restart(name) }
 func (c hostControl) Reload(ctx context.Context) (any, error) {
 	return c.h.Reload(ctx)
+}
+
+func (c hostControl) Connect(ctx context.Context, s control.ExternalSpec) error {
+	return c.h.ConnectExternal(ctx, config.External{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
+}
+
+func (c hostControl) Disconnect(ctx context.Context, name string) error {
+	return c.h.DisconnectExternal(ctx, name)
+}
+
+func (a *app) connectCmd() *cobra.Command {
+	var url string
+	var headers, env []string
+	cmd := &cobra.Command{
+		Use:   "connect NAME [--url URL | -- COMMAND ARGS...]",
+		Short: "Connect an external MCP server to every running host (until it stops)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec := control.ExternalSpec{Name: args[0], URL: url, Headers: kvs(headers), Env: kvs(env)}
+			if len(args) > 1 {
+				spec.Command, spec.Args = args[1], args[2:]
+			}
+			if (spec.Command == "") == (spec.URL == "") {
+				return fail(2, "give either --url URL or -- COMMAND ARGS...")
+			}
+			replies, err := a.controlCall(cmd, "POST", "/v1/external", spec)
+			if err != nil {
+				return err
+			}
+			for _, r := range replies {
+				if r.Code != 200 {
+					return fail(2, "%s", errorOf(r.Body))
+				}
+			}
+			fmt.Fprintf(a.stdout, "connected %s on %d host(s)\n", args[0], len(replies))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "streamable HTTP endpoint")
+	cmd.Flags().StringArrayVar(&headers, "header", nil, "HTTP header NAME=VALUE (repeatable)")
+	cmd.Flags().StringArrayVar(&env, "env", nil, "environment variable NAME=VALUE for a stdio server (repeatable)")
+	return cmd
+}
+
+func kvs(list []string) map[string]string {
+	if len(list) == 0 {
+		return nil
+	}
+	m := map[string]string{}
+	for _, kv := range list {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func (a *app) disconnectCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "disconnect NAME",
+		Short: "Disconnect an external MCP server from every running host",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			replies, err := a.controlCall(cmd, "DELETE", "/v1/external?name="+args[0])
+			if err != nil {
+				return err
+			}
+			for _, r := range replies {
+				if r.Code != 200 {
+					return fail(2, "%s", errorOf(r.Body))
+				}
+			}
+			fmt.Fprintf(a.stdout, "disconnected %s on %d host(s)\n", args[0], len(replies))
+			return nil
+		},
+	}
 }
 
 // watchReload reloads the config on SIGHUP and when the file changes
@@ -116,12 +192,12 @@ func (a *app) dataDir() (string, error) {
 	return config.PeekDataDir(config.ResolvePath(a.configFlag))
 }
 
-func (a *app) controlCall(cmd *cobra.Command, method, path string) ([]control.Reply, error) {
+func (a *app) controlCall(cmd *cobra.Command, method, path string, body ...any) ([]control.Reply, error) {
 	dir, err := a.dataDir()
 	if err != nil {
 		return nil, fail(2, "%v", err)
 	}
-	replies, err := control.Call(cmd.Context(), dir, method, path)
+	replies, err := control.Call(cmd.Context(), dir, method, path, body...)
 	if err != nil {
 		if errors.Is(err, control.ErrNoHost) {
 			return nil, fail(2, "%v", err)

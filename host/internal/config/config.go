@@ -58,6 +58,9 @@ type Config struct {
 	Builtins []*Builtin
 	// Plugins are the third-party plugin blocks, in config order.
 	Plugins []*Plugin
+	// Externals are the external MCP servers: external blocks in config
+	// order, then .mcp.json entries by name.
+	Externals []*External
 	// Permissions are the call rules; nil when there is no block.
 	Permissions *Permissions
 	// DuplicateCallLimit refuses the n-th identical call in a row from one
@@ -160,6 +163,22 @@ type Plugin struct {
 	Range        hcl.Range
 }
 
+// External is one `external "NAME" {}` block (or an entry of .mcp.json):
+// an MCP server reached over stdio (Command) or streamable HTTP (URL).
+type External struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	URL     string
+	Headers map[string]string
+	Timeout time.Duration
+	Restart Restart
+	// FromMCPJSON is set for servers read from .mcp.json.
+	FromMCPJSON bool
+	Range       hcl.Range
+}
+
 // Permissions is the `permissions {}` block.
 type Permissions struct {
 	Allow   []string
@@ -252,18 +271,20 @@ func ResolvePath(flag string) string {
 }
 
 type fileSchema struct {
-	ProjectDir         *string         `hcl:"project_dir,optional"`
-	DataDir            *string         `hcl:"data_dir,optional"`
-	PluginDirs         []string        `hcl:"plugin_dirs,optional"`
-	LogLevel           *string         `hcl:"log_level,optional"`
-	ShutdownGrace      *string         `hcl:"shutdown_grace,optional"`
-	DuplicateCallLimit *int            `hcl:"duplicate_call_limit,optional"`
-	AuditMaxBytes      *int64          `hcl:"audit_max_bytes,optional"`
-	WatchConfig        *bool           `hcl:"watch_config,optional"`
-	Restart            []restartSchema `hcl:"restart,block"`
-	Builtins           []builtinSchema `hcl:"builtin,block"`
-	Plugins            []pluginSchema  `hcl:"plugin,block"`
-	Permissions        []permSchema    `hcl:"permissions,block"`
+	ProjectDir         *string          `hcl:"project_dir,optional"`
+	DataDir            *string          `hcl:"data_dir,optional"`
+	PluginDirs         []string         `hcl:"plugin_dirs,optional"`
+	LogLevel           *string          `hcl:"log_level,optional"`
+	ShutdownGrace      *string          `hcl:"shutdown_grace,optional"`
+	DuplicateCallLimit *int             `hcl:"duplicate_call_limit,optional"`
+	AuditMaxBytes      *int64           `hcl:"audit_max_bytes,optional"`
+	WatchConfig        *bool            `hcl:"watch_config,optional"`
+	Restart            []restartSchema  `hcl:"restart,block"`
+	Builtins           []builtinSchema  `hcl:"builtin,block"`
+	Plugins            []pluginSchema   `hcl:"plugin,block"`
+	Externals          []externalSchema `hcl:"external,block"`
+	ImportMCPJSON      *bool            `hcl:"import_mcp_json,optional"`
+	Permissions        []permSchema     `hcl:"permissions,block"`
 }
 
 type builtinSchema struct {
@@ -285,6 +306,19 @@ type pluginSchema struct {
 	StartTimeout *string           `hcl:"start_timeout,optional"`
 	Restart      []restartSchema   `hcl:"restart,block"`
 	Range        hcl.Range         `hcl:",def_range"`
+}
+
+type externalSchema struct {
+	Name    string            `hcl:"name,label"`
+	Enabled *bool             `hcl:"enabled,optional"`
+	Command *string           `hcl:"command,optional"`
+	Args    []string          `hcl:"args,optional"`
+	Env     map[string]string `hcl:"env,optional"`
+	URL     *string           `hcl:"url,optional"`
+	Headers map[string]string `hcl:"headers,optional"`
+	Timeout *string           `hcl:"timeout,optional"`
+	Restart []restartSchema   `hcl:"restart,block"`
+	Range   hcl.Range         `hcl:",def_range"`
 }
 
 type permSchema struct {
@@ -520,6 +554,56 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 			pl.Settings = js
 		}
 		cfg.Plugins = append(cfg.Plugins, pl)
+	}
+
+	for _, x := range fs.Externals {
+		if !registry.NameRE.MatchString(x.Name) {
+			errAt(x.Range, "Invalid external server name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-'.", x.Name))
+			continue
+		}
+		if prev, dup := seen["external "+x.Name]; dup {
+			errAt(x.Range, "Duplicate external block", fmt.Sprintf("external %q is already configured at %s.", x.Name, prev))
+			continue
+		}
+		seen["external "+x.Name] = x.Range
+		ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: serverRestart(x.Restart)}
+		if x.Command != nil {
+			ext.Command = *x.Command
+		}
+		if x.URL != nil {
+			ext.URL = *x.URL
+		}
+		switch {
+		case ext.Command == "" && ext.URL == "":
+			errAt(x.Range, "External server without command or url", fmt.Sprintf("external %q needs command = \"...\" (stdio) or url = \"...\" (streamable HTTP).", x.Name))
+		case ext.Command != "" && ext.URL != "":
+			errAt(x.Range, "External server with both command and url", fmt.Sprintf("external %q: set command or url, not both.", x.Name))
+		case ext.URL != "" && !strings.HasPrefix(ext.URL, "http://") && !strings.HasPrefix(ext.URL, "https://"):
+			errAt(in(x.Range, "url"), "Invalid url", fmt.Sprintf("external %q: url %q must start with http:// or https://.", x.Name, ext.URL))
+		}
+		if x.Timeout != nil {
+			d, err := time.ParseDuration(*x.Timeout)
+			if err != nil || d <= 0 {
+				errAt(in(x.Range, "timeout"), "Invalid timeout", fmt.Sprintf("external %q: timeout %q is not a positive duration.", x.Name, *x.Timeout))
+			}
+			ext.Timeout = d
+		}
+		if x.Enabled != nil && !*x.Enabled {
+			continue
+		}
+		cfg.Externals = append(cfg.Externals, ext)
+	}
+	if fs.ImportMCPJSON != nil && *fs.ImportMCPJSON {
+		mj, err := readMCPJSON(filepath.Join(cfg.ProjectDir, ".mcp.json"), cfg.Restart)
+		if err != nil {
+			errAt(at("import_mcp_json"), "Cannot import .mcp.json", err.Error())
+		}
+		for _, x := range mj {
+			if _, dup := seen["external "+x.Name]; dup {
+				continue // a block in the config wins over .mcp.json
+			}
+			cfg.Externals = append(cfg.Externals, x)
+		}
 	}
 
 	if len(fs.Permissions) > 1 {

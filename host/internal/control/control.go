@@ -5,6 +5,8 @@
 //	GET  /v1/status          the servers and their states
 //	POST /v1/restart?name=N  a fresh start of one server, no backoff wait
 //	POST /v1/reload          re-read the config file and apply the changes
+//	POST /v1/external        connect an external MCP server (JSON body)
+//	DELETE /v1/external?name=N  disconnect one
 //
 // Several hosts may run on one config (each MCP client starts its own);
 // the client side talks to every live one and removes sockets left by
@@ -12,6 +14,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +41,18 @@ type Handler interface {
 	// Reload returns a JSON-encodable summary, or an error whose text is
 	// shown to the user (diagnostics for an invalid config).
 	Reload(ctx context.Context) (any, error)
+	Connect(ctx context.Context, spec ExternalSpec) error
+	Disconnect(ctx context.Context, name string) error
+}
+
+// ExternalSpec is the body of POST /v1/external.
+type ExternalSpec struct {
+	Name    string            `json:"name"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Server is a host's control socket.
@@ -87,6 +102,25 @@ func Listen(dataDir string, h Handler) (*Server, error) {
 		}
 		reply(w, http.StatusOK, map[string]any{"pid": os.Getpid(), "result": res})
 	})
+	mux.HandleFunc("POST /v1/external", func(w http.ResponseWriter, r *http.Request) {
+		var spec ExternalSpec
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&spec); err != nil {
+			reply(w, http.StatusBadRequest, map[string]any{"error": "bad request: " + err.Error()})
+			return
+		}
+		if err := h.Connect(r.Context(), spec); err != nil {
+			reply(w, http.StatusUnprocessableEntity, map[string]any{"error": err.Error()})
+			return
+		}
+		reply(w, http.StatusOK, map[string]any{"pid": os.Getpid(), "connected": spec.Name})
+	})
+	mux.HandleFunc("DELETE /v1/external", func(w http.ResponseWriter, r *http.Request) {
+		if err := h.Disconnect(r.Context(), r.URL.Query().Get("name")); err != nil {
+			reply(w, http.StatusNotFound, map[string]any{"error": err.Error()})
+			return
+		}
+		reply(w, http.StatusOK, map[string]any{"pid": os.Getpid(), "disconnected": r.URL.Query().Get("name")})
+	})
 	s := &Server{path: path, ln: ln, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -124,8 +158,16 @@ type Reply struct {
 	Body   json.RawMessage
 }
 
-// Call sends a request to every live host under dataDir.
-func Call(ctx context.Context, dataDir, method, path string) ([]Reply, error) {
+// Call sends a request to every live host under dataDir; body, if not
+// nil, is sent as JSON.
+func Call(ctx context.Context, dataDir, method, path string, body ...any) ([]Reply, error) {
+	var payload []byte
+	if len(body) > 0 {
+		var err error
+		if payload, err = json.Marshal(body[0]); err != nil {
+			return nil, err
+		}
+	}
 	socks, _ := filepath.Glob(filepath.Join(Dir(dataDir), "*.sock"))
 	slices.Sort(socks)
 	var out []Reply
@@ -134,7 +176,7 @@ func Call(ctx context.Context, dataDir, method, path string) ([]Reply, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		}}, Timeout: time.Minute}
-		req, err := http.NewRequestWithContext(ctx, method, "http://switchboard"+path, nil)
+		req, err := http.NewRequestWithContext(ctx, method, "http://switchboard"+path, bytes.NewReader(payload))
 		if err != nil {
 			return nil, err
 		}

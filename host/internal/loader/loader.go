@@ -20,10 +20,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/external"
 	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
@@ -51,6 +53,7 @@ type Options struct {
 
 type job struct {
 	spec    launcher.Spec
+	ext     *external.Spec // set for external MCP servers
 	kind    registry.Kind
 	source  string
 	restart config.Restart
@@ -144,40 +147,43 @@ func jobKey(j job) string {
 
 // startJobs launches jobs in parallel and registers them in order.
 func (h *Host) startJobs(ctx context.Context, jobs []job) error {
-	results := make([]*launcher.Plugin, len(jobs))
+	results := make([]supervisor.Instance, len(jobs))
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = launcher.Launch(ctx, j.spec, h.log)
+			results[i], errs[i] = start(ctx, j, h.log)
 		}()
 	}
 	wg.Wait()
 
 	var first error
 	for i, j := range jobs {
-		p, err := results[i], errs[i]
+		inst, err := results[i], errs[i]
+		name := j.spec.Name
 		if err == nil && j.discovered {
-			if name := p.Describe().GetName(); registry.NameRE.MatchString(name) {
-				p.Rename(name)
+			p := inst.(*launcher.Plugin)
+			if reported := p.Describe().GetName(); registry.NameRE.MatchString(reported) {
+				p.Rename(reported)
+				name = reported
 			} else {
 				_ = p.Close(ctx)
-				err = fmt.Errorf("loader: plugin %s reports the name %q, which is not a valid server name ([a-z0-9_-]); give it a plugin block with a label", j.spec.Path, name)
+				err = fmt.Errorf("loader: plugin %s reports the name %q, which is not a valid server name ([a-z0-9_-]); give it a plugin block with a label", j.spec.Path, reported)
 			}
 		}
 		if err == nil {
-			srv := h.sup.Add(p.Name(), p, starter(j, p.Name(), h.log), Backoff(j.restart))
+			srv := h.sup.Add(name, inst, starter(j, name, h.log), Backoff(j.restart))
 			err = h.reg.Register(srv, j.kind, j.source)
 			if err != nil {
 				_ = srv.Close(ctx)
 			}
 		} else {
-			h.reg.Fail(registry.Failure{Name: j.spec.Name, Kind: j.kind, Source: j.source, Err: err})
+			h.reg.Fail(registry.Failure{Name: name, Kind: j.kind, Source: j.source, Err: err})
 		}
 		if err != nil {
-			h.log.Error("server not loaded", "server", j.spec.Name, "source", j.source, "error", err)
+			h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
 			if first == nil {
 				first = err
 			}
@@ -186,17 +192,74 @@ func (h *Host) startJobs(ctx context.Context, jobs []job) error {
 	return first
 }
 
-// starter starts a fresh instance of a job's plugin for the supervisor,
-// under the name the server was registered with.
+// start starts one instance of a job.
+func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
+	if j.ext != nil {
+		return external.Connect(ctx, *j.ext, log.Named("external"))
+	}
+	return launcher.Launch(ctx, j.spec, log)
+}
+
+// starter starts a fresh instance of a job for the supervisor, under the
+// name the server was registered with.
 func starter(j job, name string, log hclog.Logger) supervisor.Starter {
-	spec := j.spec
 	return func(ctx context.Context) (supervisor.Instance, error) {
-		p, err := launcher.Launch(ctx, spec, log)
+		inst, err := start(ctx, j, log)
 		if err != nil {
 			return nil, err
 		}
-		p.Rename(name)
-		return p, nil
+		if p, ok := inst.(*launcher.Plugin); ok {
+			p.Rename(name)
+		}
+		return inst, nil
+	}
+}
+
+// ConnectExternal connects an external MCP server at runtime (it is gone
+// again when the host stops, or on DisconnectExternal).
+func (h *Host) ConnectExternal(ctx context.Context, x config.External) error {
+	if !registry.NameRE.MatchString(x.Name) {
+		return fmt.Errorf("%q is not a valid server name", x.Name)
+	}
+	if (x.Command == "") == (x.URL == "") {
+		return fmt.Errorf("external %s needs exactly one of command and url", x.Name)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if x.Timeout == 0 {
+		x.Timeout = 30 * time.Second
+	}
+	x.Restart = h.cfg.Restart
+	j := externalJob(h.cfg, &x, "runtime")
+	if err := h.startJobs(ctx, []job{j}); err != nil {
+		h.reg.ClearFailures(x.Name)
+		return err
+	}
+	h.jobs[jobKey(j)] = j
+	h.reg.Refresh("")
+	return nil
+}
+
+// DisconnectExternal stops an external server.
+func (h *Host) DisconnectExternal(ctx context.Context, name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	j, ok := h.jobs[name]
+	if !ok || j.ext == nil {
+		return fmt.Errorf("no external server named %q", name)
+	}
+	delete(h.jobs, name)
+	return h.reg.Remove(ctx, name)
+}
+
+func externalJob(cfg *config.Config, x *config.External, source string) job {
+	return job{
+		spec: launcher.Spec{Name: x.Name},
+		ext: &external.Spec{Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
+			URL: x.URL, Headers: x.Headers, Timeout: x.Timeout},
+		kind:    registry.KindExternal,
+		source:  source,
+		restart: x.Restart,
 	}
 }
 
@@ -371,6 +434,13 @@ func Jobs(cfg *config.Config, self string) []job {
 			source:  fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
 			restart: p.Restart,
 		})
+	}
+	for _, x := range cfg.Externals {
+		source := fmt.Sprintf("external %q (%s)", x.Name, rangeText(cfg, x.Range.Filename, x.Range.Start.Line))
+		if x.FromMCPJSON {
+			source = fmt.Sprintf("external %q (.mcp.json)", x.Name)
+		}
+		jobs = append(jobs, externalJob(cfg, x, source))
 	}
 	for _, path := range Discover(cfg.PluginDirs) {
 		if named[path] {

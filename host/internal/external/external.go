@@ -1,0 +1,484 @@
+// Package external connects to MCP servers that are not Switchboard plugins
+// (any stdio or streamable HTTP MCP server) through mark3labs/mcp-go's
+// client, and presents each as an instance the supervisor and registry
+// handle like a plugin.
+//
+// It works around what mcp-go's client gets wrong for a gateway: tools are
+// listed with a raw tools/list so schemas and annotations pass through
+// byte for byte (the parsed mcp.Tool drops parts of them); calls are sent
+// with our own request ids so a cancellation can name them on every
+// transport (mcp-go only sends notifications/cancelled over stdio);
+// progress notifications are dispatched without blocking the client's read
+// loop, and those arriving after their call ended are dropped.
+package external
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+)
+
+// Spec says how to reach a server: Command (stdio) or URL (HTTP).
+type Spec struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+	URL     string
+	Headers map[string]string
+	// Timeout bounds connecting and listing tools.
+	Timeout time.Duration
+}
+
+// EnvAllowlist is what a stdio server inherits from the host.
+var EnvAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "NODE_PATH", "npm_config_cache"}
+
+// Server is one connection to an external MCP server.
+type Server struct {
+	spec   Spec
+	log    hclog.Logger
+	c      *client.Client
+	tr     transport.Interface
+	info   *pluginv1.DescribeResponse
+	cmd    *exec.Cmd
+	nextID atomic.Int64
+
+	progressMu sync.Mutex
+	progress   map[string]chan *pluginv1.Progress
+
+	done      chan struct{}
+	doneOnce  sync.Once
+	closeOnce sync.Once
+}
+
+// Connect starts (stdio) or reaches (HTTP) the server, initializes MCP and
+// lists its tools.
+func Connect(ctx context.Context, spec Spec, log hclog.Logger) (*Server, error) {
+	if spec.Timeout <= 0 {
+		spec.Timeout = 30 * time.Second
+	}
+	s := &Server{spec: spec, log: log.Named(spec.Name), progress: map[string]chan *pluginv1.Progress{}, done: make(chan struct{})}
+	var err error
+	switch {
+	case spec.Command != "":
+		s.c, err = client.NewStdioMCPClientWithOptions(spec.Command, nil, spec.Args,
+			transport.WithCommandFunc(s.command),
+			transport.WithCommandStderrWriter(s.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})))
+	case spec.URL != "":
+		s.c, err = client.NewStreamableHttpClient(spec.URL, transport.WithHTTPHeaders(spec.Headers))
+	default:
+		return nil, fmt.Errorf("external %s: needs command or url", spec.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("external %s: %w", spec.Name, err)
+	}
+	client.WithLegacyProtocolOnly()(s.c)
+	s.tr = s.c.GetTransport()
+	s.c.OnNotification(s.onNotification)
+	s.c.OnConnectionLost(func(err error) { s.markDone() })
+
+	cctx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	defer cancel()
+	fail := func(err error) (*Server, error) {
+		_ = s.Close(context.Background())
+		return nil, fmt.Errorf("external %s: %w", spec.Name, err)
+	}
+	if err := s.c.Start(cctx); err != nil {
+		return fail(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "switchboard", Version: "1"}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init, err := s.c.Initialize(cctx, req)
+	if err != nil {
+		return fail(fmt.Errorf("initialize: %w", err))
+	}
+	tools, err := s.listTools(cctx)
+	if err != nil {
+		return fail(fmt.Errorf("tools/list: %w", err))
+	}
+	s.info = &pluginv1.DescribeResponse{
+		Name: spec.Name, PluginVersion: init.ServerInfo.Version, SdkVersion: "mcp " + init.ProtocolVersion,
+		Instructions: init.Instructions, Tools: tools,
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		go s.watchProcess(s.cmd.Process.Pid)
+	}
+	return s, nil
+}
+
+// command builds the stdio server's process: a clean environment, its own
+// process group, and death with the host.
+func (s *Server) command(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+	cmd := exec.Command(command, args...)
+	for _, k := range EnvAllowlist {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	for k, v := range s.spec.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = s.spec.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	s.cmd = cmd
+	return cmd, nil
+}
+
+// watchProcess notices a stdio server's exit at once.
+func (s *Server) watchProcess(pid int) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			if !alive(pid) {
+				s.markDone()
+				return
+			}
+		}
+	}
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+func (s *Server) markDone() { s.doneOnce.Do(func() { close(s.done) }) }
+
+func (s *Server) id() mcp.RequestId {
+	return mcp.NewRequestId("sb-" + strconv.FormatInt(s.nextID.Add(1), 10))
+}
+
+// listTools reads tools/list raw, following cursors.
+func (s *Server) listTools(ctx context.Context) ([]*pluginv1.Tool, error) {
+	var out []*pluginv1.Tool
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: s.id(), Method: "tools/list", Params: params})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != nil {
+			return nil, resp.Error.AsError()
+		}
+		var r struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(resp.Result, &r); err != nil {
+			return nil, err
+		}
+		for _, raw := range r.Tools {
+			t, err := toolFromRaw(raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+		if r.NextCursor == "" {
+			return out, nil
+		}
+		cursor = r.NextCursor
+	}
+	return out, nil
+}
+
+func toolFromRaw(raw json.RawMessage) (*pluginv1.Tool, error) {
+	var t struct {
+		Name         string          `json:"name"`
+		Title        string          `json:"title"`
+		Description  string          `json:"description"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+		Annotations  *struct {
+			Title           *string `json:"title"`
+			ReadOnlyHint    *bool   `json:"readOnlyHint"`
+			DestructiveHint *bool   `json:"destructiveHint"`
+			IdempotentHint  *bool   `json:"idempotentHint"`
+			OpenWorldHint   *bool   `json:"openWorldHint"`
+		} `json:"annotations"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, fmt.Errorf("a tool is not valid JSON: %w", err)
+	}
+	if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	pt := &pluginv1.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Access: pluginv1.Access_ACCESS_WRITE}
+	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
+		pt.OutputSchema = t.OutputSchema
+	}
+	if a := t.Annotations; a != nil {
+		pt.Annotations = &pluginv1.Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+		// A server's own read-only claim makes the tool READ; anything
+		// else (or nothing) is WRITE.
+		if a.ReadOnlyHint != nil && *a.ReadOnlyHint {
+			pt.Access = pluginv1.Access_ACCESS_READ
+		}
+	}
+	return pt, nil
+}
+
+// onNotification runs on the client's read loop: it must never block.
+func (s *Server) onNotification(n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationProgress) {
+		return
+	}
+	f := n.Params.AdditionalFields
+	token := fmt.Sprint(f["progressToken"])
+	s.progressMu.Lock()
+	ch := s.progress[token]
+	s.progressMu.Unlock()
+	if ch == nil {
+		return // its call already ended
+	}
+	p := &pluginv1.Progress{}
+	if v, ok := f["progress"].(float64); ok {
+		p.Progress = v
+	}
+	if v, ok := f["total"].(float64); ok {
+		p.Total = v
+	}
+	if v, ok := f["message"].(string); ok {
+		p.Message = v
+	}
+	select {
+	case ch <- p:
+	default:
+	}
+}
+
+// Describe returns the server's tools.
+func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info }
+
+// Call runs tools/call with our own request id; when ctx ends the server
+// is sent notifications/cancelled naming it, on any transport.
+func (s *Server) Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+	id := s.id()
+	params := map[string]any{"name": tool, "arguments": json.RawMessage(args)}
+	var progress chan *pluginv1.Progress
+	token := ""
+	if wantProgress && onProgress != nil {
+		token = fmt.Sprint(id.Value())
+		progress = make(chan *pluginv1.Progress, 64)
+		s.progressMu.Lock()
+		s.progress[token] = progress
+		s.progressMu.Unlock()
+		params["_meta"] = map[string]any{"progressToken": token}
+		defer func() {
+			s.progressMu.Lock()
+			delete(s.progress, token)
+			s.progressMu.Unlock()
+		}()
+	}
+	type answer struct {
+		resp *transport.JSONRPCResponse
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: "tools/call", Params: params})
+		done <- answer{resp, err}
+	}()
+	for {
+		select {
+		case p := <-progress:
+			onProgress(p)
+		case a := <-done:
+			if ctx.Err() != nil {
+				s.cancel(id, ctx)
+				return nil, protocol.Errorf(protocol.CodeCancelled, "%s.%s cancelled", s.spec.Name, tool)
+			}
+			if a.err != nil {
+				return nil, protocol.Errorf(protocol.CodeUnavailable, "%s: %v", s.spec.Name, a.err)
+			}
+			if a.resp.Error != nil {
+				code := protocol.CodeInternal
+				if a.resp.Error.Code == mcp.INVALID_PARAMS {
+					code = protocol.CodeInvalidArguments
+				}
+				return nil, protocol.Errorf(code, "%s: %s", s.spec.Name, a.resp.Error.Message)
+			}
+			return resultFromRaw(a.resp.Result)
+		case <-ctx.Done():
+			s.cancel(id, ctx)
+			return nil, protocol.Errorf(protocol.CodeCancelled, "%s.%s cancelled", s.spec.Name, tool)
+		}
+	}
+}
+
+func (s *Server) cancel(id mcp.RequestId, ctx context.Context) {
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationCancelled),
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id.Value(), "reason": context.Cause(ctx).Error()}},
+	}}
+	go func() {
+		nctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.tr.SendNotification(nctx, n)
+	}()
+}
+
+// resultFromRaw converts an MCP tool result, keeping structured content raw.
+func resultFromRaw(raw json.RawMessage) (*pluginv1.Result, error) {
+	var r struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "tool result is not valid JSON: %v", err)
+	}
+	out := &pluginv1.Result{IsError: r.IsError}
+	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		out.StructuredContent = r.StructuredContent
+	}
+	for _, c := range r.Content {
+		var v struct {
+			Type, Text, Data, MimeType, URI, Name, Description string
+			Resource                                           *struct {
+				URI      string `json:"uri"`
+				MimeType string `json:"mimeType"`
+				Text     string `json:"text"`
+				Blob     string `json:"blob"`
+			} `json:"resource"`
+		}
+		if err := json.Unmarshal(c, &v); err != nil {
+			continue
+		}
+		switch v.Type {
+		case "text":
+			out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_Text{Text: &pluginv1.TextContent{Text: v.Text}}})
+		case "image", "audio":
+			data, err := base64.StdEncoding.DecodeString(v.Data)
+			if err != nil {
+				continue
+			}
+			b := &pluginv1.BinaryContent{Data: data, MimeType: v.MimeType}
+			if v.Type == "image" {
+				out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_Image{Image: b}})
+			} else {
+				out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_Audio{Audio: b}})
+			}
+		case "resource_link":
+			out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_ResourceLink{ResourceLink: &pluginv1.ResourceLink{Uri: v.URI, Name: v.Name, Description: v.Description, MimeType: v.MimeType}}})
+		case "resource":
+			if v.Resource == nil {
+				continue
+			}
+			er := &pluginv1.EmbeddedResource{Uri: v.Resource.URI, MimeType: v.Resource.MimeType, Text: v.Resource.Text}
+			if v.Resource.Blob != "" {
+				er.Blob, _ = base64.StdEncoding.DecodeString(v.Resource.Blob)
+			}
+			out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_Resource{Resource: er}})
+		}
+	}
+	return out, nil
+}
+
+// PermissionPatterns: an external server has no say; the tool name is the
+// pattern.
+func (s *Server) PermissionPatterns(_ context.Context, tool string, _ []byte) ([]string, error) {
+	return []string{tool}, nil
+}
+
+// Done is closed when the connection or process is gone.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Ping checks that the server answers.
+func (s *Server) Ping(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return errors.New("connection lost")
+	default:
+	}
+	return s.c.Ping(ctx)
+}
+
+// PID is the stdio server's process id (0 for HTTP).
+func (s *Server) PID() int {
+	if s.cmd != nil && s.cmd.Process != nil {
+		return s.cmd.Process.Pid
+	}
+	return 0
+}
+
+// ProtocolVersion is 0: external servers speak MCP, not the plugin
+// protocol.
+func (s *Server) ProtocolVersion() int { return 0 }
+
+// Exited reports whether the server is gone.
+func (s *Server) Exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close ends the connection; a stdio server's process group gets SIGTERM,
+// then SIGKILL.
+func (s *Server) Close(context.Context) error {
+	s.closeOnce.Do(func() {
+		closed := make(chan struct{})
+		go func() {
+			_ = s.c.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(3 * time.Second):
+		}
+		if pid := s.PID(); pid > 0 {
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			deadline := time.Now().Add(2 * time.Second)
+			for time.Now().Before(deadline) && syscall.Kill(-pid, 0) == nil {
+				time.Sleep(20 * time.Millisecond)
+			}
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		s.markDone()
+	})
+	return nil
+}
+
+// String is for logs.
+func (s *Server) String() string {
+	if s.spec.URL != "" {
+		return s.spec.Name + " (" + s.spec.URL + ")"
+	}
+	return s.spec.Name + " (" + strings.Join(append([]string{s.spec.Command}, s.spec.Args...), " ") + ")"
+}
