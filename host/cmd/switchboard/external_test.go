@@ -19,9 +19,13 @@ import (
 
 // httpMCPServer runs the fixture MCP server over streamable HTTP on
 // 127.0.0.1 and returns its URL.
-func httpMCPServer(t *testing.T, bin, marker string) string {
+func httpMCPServer(t *testing.T, bin, marker string, flag ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "--http", "127.0.0.1:0")
+	mode := "--http"
+	if len(flag) > 0 {
+		mode = flag[0]
+	}
+	cmd := exec.Command(bin, mode, "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "MCP_CANCEL_MARKER="+marker)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -54,6 +58,7 @@ func TestExternalServers(t *testing.T) {
 	stdioMarker, httpMarker := filepath.Join(dir, "stdio-cancelled"), filepath.Join(dir, "http-cancelled")
 	bins := setup(t).bins
 	url := httpMCPServer(t, bins.MCPServer, httpMarker)
+	sseURL := httpMCPServer(t, bins.MCPServer, filepath.Join(dir, "sse-cancelled"), "--sse")
 	e := setupWith(t, fmt.Sprintf(`
 external "ext" {
   command = %q
@@ -61,7 +66,10 @@ external "ext" {
 }
 external "remote" {
   url = %q
-}`, bins.MCPServer, stdioMarker, url))
+}
+external "oldsse" {
+  url = %q
+}`, bins.MCPServer, stdioMarker, url, sseURL))
 	c, _ := mcpClient(t, e)
 	var mu sync.Mutex
 	progress := map[string][]string{}
@@ -140,6 +148,10 @@ external "remote" {
 				t.Errorf("%s never saw the cancellation", srv)
 			}
 		})
+	}
+
+	if got, isErr := mustCall(t, c, "oldsse__echo", map[string]any{"text": "over sse"}); isErr || got != "over sse" {
+		t.Errorf("oldsse__echo (SSE fallback) = %q", got)
 	}
 
 	var all []hostStatus

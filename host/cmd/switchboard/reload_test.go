@@ -175,3 +175,27 @@ func TestConfigFileWatch(t *testing.T) {
 	}
 	t.Errorf("the host did not pick up the changed file: %v", pids(status(t, e)))
 }
+
+// TestSIGHUPReloads: SIGHUP makes serve re-read its config.
+func TestSIGHUPReloads(t *testing.T) {
+	e := setupWith(t, "watch_config = false")
+	c, cmd := mcpClient(t, e)
+	initialize(t, c)
+	writeConfig(t, e, `builtin "git" { enabled = false }`)
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		st := status(t, e)
+		names := map[string]string{}
+		for _, s := range st.Servers {
+			names[s.Name] = s.Status
+		}
+		if _, ok := names["hello"]; !ok && names["git"] == "disabled" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("SIGHUP did not reload: %+v", status(t, e))
+}

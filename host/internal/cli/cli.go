@@ -474,6 +474,9 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 	for _, f := range reg.Failures() {
 		rows = append(rows, ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Origin: origin(f.Kind, f.Source), Status: "failed", Error: oneLine(f.Err.Error())})
 	}
+	for _, d := range reg.Disabled() {
+		rows = append(rows, ServerInfo{Name: d.Name, Kind: string(d.Kind), Source: d.Source, Origin: origin(d.Kind, d.Source), Status: "disabled"})
+	}
 	return rows
 }
 

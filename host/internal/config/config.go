@@ -72,6 +72,14 @@ type Config struct {
 	Restart Restart
 	// WatchConfig reloads the config when the file changes.
 	WatchConfig bool
+	// Disabled are the blocks turned off with enabled = false.
+	Disabled []Disabled
+}
+
+// Disabled is a server block turned off with enabled = false.
+type Disabled struct {
+	Name, Kind string
+	Range      hcl.Range
 }
 
 // Restart is a `restart {}` block: how a lost server is brought back.
@@ -505,6 +513,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		settings, d := spec.decode(b.Rest, dir)
 		diags = append(diags, d...)
 		if b.Enabled != nil && !*b.Enabled {
+			cfg.Disabled = append(cfg.Disabled, Disabled{Name: b.Name, Kind: "builtin", Range: b.Range})
 			continue
 		}
 		cfg.Builtins = append(cfg.Builtins, &Builtin{Name: b.Name, Settings: settings, Range: b.Range, Restart: serverRestart(b.Restart)})
@@ -521,6 +530,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		}
 		seen["plugin "+p.Name] = p.Range
 		if p.Enabled != nil && !*p.Enabled {
+			cfg.Disabled = append(cfg.Disabled, Disabled{Name: p.Name, Kind: "plugin", Range: p.Range})
 			continue
 		}
 		pl := &Plugin{Name: p.Name, Path: resolve(dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: serverRestart(p.Restart)}
@@ -589,6 +599,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 			ext.Timeout = d
 		}
 		if x.Enabled != nil && !*x.Enabled {
+			cfg.Disabled = append(cfg.Disabled, Disabled{Name: x.Name, Kind: "external", Range: x.Range})
 			continue
 		}
 		cfg.Externals = append(cfg.Externals, ext)

@@ -161,3 +161,47 @@ func FuzzLoadBytes(f *testing.F) {
 		}
 	})
 }
+
+func TestImportMCPJSON(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("SB_MCP_TOKEN", "tok")
+	mcpJSON := `{"mcpServers": {
+  "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"], "env": {"A": "${SB_MCP_TOKEN}", "B": "${SB_UNSET:-dflt}"}},
+  "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${SB_MCP_TOKEN}"}},
+  "mine": {"command": "from-mcp-json"}
+}}`
+	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte(mcpJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := "import_mcp_json = true\nexternal \"mine\" { command = \"from-config\" }\nbuiltin \"git\" { enabled = false }\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := Load(filepath.Join(dir, "config.hcl"))
+	if res.Diags.HasErrors() {
+		t.Fatal(res.Diags)
+	}
+	byName := map[string]*External{}
+	var order []string
+	for _, x := range res.Config.Externals {
+		byName[x.Name] = x
+		order = append(order, x.Name)
+	}
+	if strings.Join(order, ",") != "mine,everything,remote" {
+		t.Errorf("externals = %v, want the config's block first, then .mcp.json by name", order)
+	}
+	if byName["mine"].Command != "from-config" {
+		t.Errorf("a config block must win over .mcp.json: %+v", byName["mine"])
+	}
+	ev := byName["everything"]
+	if !ev.FromMCPJSON || ev.Command != "npx" || ev.Env["A"] != "tok" || ev.Env["B"] != "dflt" {
+		t.Errorf("everything = %+v", ev)
+	}
+	if r := byName["remote"]; r.URL != "http://127.0.0.1:9/mcp" || r.Headers["Authorization"] != "Bearer tok" {
+		t.Errorf("remote = %+v", r)
+	}
+	if len(res.Config.Disabled) != 1 || res.Config.Disabled[0].Name != "git" {
+		t.Errorf("Disabled = %+v", res.Config.Disabled)
+	}
+}

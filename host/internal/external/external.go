@@ -69,6 +69,7 @@ type Server struct {
 	done      chan struct{}
 	doneOnce  sync.Once
 	closeOnce sync.Once
+	endLife   context.CancelFunc
 }
 
 // Connect starts (stdio) or reaches (HTTP) the server, initializes MCP and
@@ -77,6 +78,18 @@ func Connect(ctx context.Context, spec Spec, log hclog.Logger) (*Server, error) 
 	if spec.Timeout <= 0 {
 		spec.Timeout = 30 * time.Second
 	}
+	s, err := connect(ctx, spec, log, false)
+	if err != nil && spec.URL != "" {
+		// An older server may only speak the HTTP+SSE transport.
+		if s2, err2 := connect(ctx, spec, log, true); err2 == nil {
+			log.Named(spec.Name).Info("connected with the legacy SSE transport", "url", spec.URL)
+			return s2, nil
+		}
+	}
+	return s, err
+}
+
+func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Server, error) {
 	s := &Server{spec: spec, log: log.Named(spec.Name), progress: map[string]chan *pluginv1.Progress{}, done: make(chan struct{})}
 	var err error
 	switch {
@@ -84,6 +97,8 @@ func Connect(ctx context.Context, spec Spec, log hclog.Logger) (*Server, error) 
 		s.c, err = client.NewStdioMCPClientWithOptions(spec.Command, nil, spec.Args,
 			transport.WithCommandFunc(s.command),
 			transport.WithCommandStderrWriter(s.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})))
+	case spec.URL != "" && sse:
+		s.c, err = client.NewSSEMCPClient(spec.URL, client.WithHeaders(spec.Headers))
 	case spec.URL != "":
 		s.c, err = client.NewStreamableHttpClient(spec.URL, transport.WithHTTPHeaders(spec.Headers))
 	default:
@@ -103,8 +118,19 @@ func Connect(ctx context.Context, spec Spec, log hclog.Logger) (*Server, error) 
 		_ = s.Close(context.Background())
 		return nil, fmt.Errorf("external %s: %w", spec.Name, err)
 	}
-	if err := s.c.Start(cctx); err != nil {
-		return fail(err)
+	// Start's context lives as long as the connection: the SSE transport
+	// keeps its event stream open on it.
+	life, endLife := context.WithCancel(context.Background())
+	s.endLife = endLife
+	started := make(chan error, 1)
+	go func() { started <- s.c.Start(life) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return fail(err)
+		}
+	case <-cctx.Done():
+		return fail(fmt.Errorf("no connection within %s", spec.Timeout))
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "switchboard", Version: "1"}
@@ -461,6 +487,9 @@ func (s *Server) Close(context.Context) error {
 		select {
 		case <-closed:
 		case <-time.After(3 * time.Second):
+		}
+		if s.endLife != nil {
+			s.endLife()
 		}
 		if pid := s.PID(); pid > 0 {
 			_ = syscall.Kill(-pid, syscall.SIGTERM)

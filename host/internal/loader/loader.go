@@ -121,6 +121,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	h.sup = supervisor.New(log, reg.Refresh)
 	reg.AtShutdown(h.sup.Stop)
 
+	reg.SetDisabled(disabledOf(cfg))
 	jobs := Jobs(cfg, self)
 	for _, j := range jobs {
 		h.jobs[jobKey(j)] = j
@@ -323,6 +324,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 		h.reg.Refresh("")
 	}
 	h.reg.SetDuplicateLimit(next.DuplicateCallLimit)
+	h.reg.SetDisabled(disabledOf(next))
 
 	newJobs := Jobs(next, h.self)
 	byKey := map[string]job{}
@@ -377,6 +379,15 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	h.log.Info("config reloaded", "added", strings.Join(out.Added, ","), "removed", strings.Join(out.Removed, ","),
 		"restarted", strings.Join(out.Restarted, ","), "permissions_changed", out.PermissionsChanged)
 	return out, nil
+}
+
+func disabledOf(cfg *config.Config) []registry.Failure {
+	var out []registry.Failure
+	for _, d := range cfg.Disabled {
+		out = append(out, registry.Failure{Name: d.Name, Kind: registry.Kind(d.Kind),
+			Source: fmt.Sprintf("%s %q (%s)", d.Kind, d.Name, rangeText(cfg, d.Range.Filename, d.Range.Start.Line))})
+	}
+	return out
 }
 
 // sameJob compares what a server runs as, not where its block sits in the

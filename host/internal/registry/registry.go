@@ -116,6 +116,7 @@ type Registry struct {
 	entries  map[string]*Entry
 	order    []*Entry
 	failures []Failure
+	disabled []Failure
 	next     int
 
 	subsMu      sync.Mutex
@@ -310,6 +311,20 @@ func (r *Registry) Fail(f Failure) {
 	r.mu.Lock()
 	r.failures = append(r.failures, f)
 	r.mu.Unlock()
+}
+
+// SetDisabled records the servers the config turned off, for status.
+func (r *Registry) SetDisabled(d []Failure) {
+	r.mu.Lock()
+	r.disabled = d
+	r.mu.Unlock()
+}
+
+// Disabled returns the servers the config turned off.
+func (r *Registry) Disabled() []Failure {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.disabled)
 }
 
 // Failures returns the servers that could not be registered, first first.
