@@ -66,7 +66,7 @@ func TestReloadAndControl(t *testing.T) {
 	e := setupWith(t, "watch_config = false")
 	c, _ := mcpClient(t, e)
 	initialize(t, c)
-	before := pids(status(t, e))
+	before := readyPIDs(t, e)
 	for _, n := range []string{"filesystem", "bash", "git", "web", "hello", "fx"} {
 		if before[n] == 0 {
 			t.Fatalf("status lacks %s: %v", n, before)
@@ -101,7 +101,7 @@ permissions {
 	if code != 0 || !strings.Contains(out, "added [fx2]") || !strings.Contains(out, "removed [git hello web]") || !strings.Contains(out, "restarted [bash]") || !strings.Contains(out, "permissions changed true") {
 		t.Fatalf("reload = %d %q %q", code, out, errOut)
 	}
-	after := pids(status(t, e))
+	after := readyPIDs(t, e)
 	if after["fx"] != before["fx"] || after["filesystem"] != before["filesystem"] {
 		t.Errorf("unchanged servers were restarted: fx %d→%d, filesystem %d→%d", before["fx"], after["fx"], before["filesystem"], after["filesystem"])
 	}
@@ -133,7 +133,7 @@ permissions {
 	if code != 1 || !strings.Contains(errOut, `An argument named "bogus" is not expected here`) || !strings.Contains(errOut, "keeps running") {
 		t.Errorf("reload of an invalid config = %d %q", code, errOut)
 	}
-	if still := pids(status(t, e)); fmt.Sprint(still) != fmt.Sprint(after) {
+	if still := readyPIDs(t, e); fmt.Sprint(still) != fmt.Sprint(after) {
 		t.Errorf("an invalid reload changed the servers: %v → %v", after, still)
 	}
 	if got, isErr := mustCall(t, c, "fx2__echo", map[string]any{"text": "still"}); isErr || got != "still" {
@@ -146,6 +146,25 @@ func TestStatusWithoutHost(t *testing.T) {
 	_, errOut, code := run(t, e, "status", "--config", e.config)
 	if code != 2 || !strings.Contains(errOut, "no running switchboard serve") {
 		t.Errorf("status with no host = %d %q", code, errOut)
+	}
+}
+
+// readyPIDs waits until every server is ready and returns their pids.
+func readyPIDs(t *testing.T, e env) map[string]int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st := status(t, e)
+		ready := true
+		for _, s := range st.Servers {
+			if s.Status != "ready" && s.Status != "disabled" {
+				ready = false
+			}
+		}
+		if ready || time.Now().After(deadline) {
+			return pids(st)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
