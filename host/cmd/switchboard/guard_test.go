@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -214,7 +215,16 @@ func TestGuards(t *testing.T) {
 		}
 	})
 	t.Run("one audit line per decision", func(t *testing.T) {
-		f, err := os.Open(filepath.Join(filepath.Dir(e.config), "state", "audit.jsonl"))
+		path := filepath.Join(filepath.Dir(e.config), "state", "audit.jsonl")
+		// Records are written in the background: wait for all 13.
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if b, _ := os.ReadFile(path); strings.Count(string(b), "\n") >= 13 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		f, err := os.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}

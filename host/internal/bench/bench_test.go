@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,9 +20,65 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }
+
+// bareConn starts the fixture in bare mode (gRPC without go-plugin or
+// TLS, in its own process) and returns a connection to it.
+func bareConn(b *testing.B, bin string) *grpc.ClientConn {
+	sock := filepath.Join(b.TempDir(), "bare.sock")
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "FIXTURE_BARE_SOCKET="+sock)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// rawStream is a bare bidi-stream ping-pong on the tool protocol's
+// CallTool stream: no go-plugin, no TLS, no multiplexing.
+func rawStream(b *testing.B, conn *grpc.ClientConn) func(context.Context) error {
+	stream, err := pluginv1.NewToolServerClient(conn).CallTool(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var id uint64
+	args := []byte(`{"text":"ping"}`)
+	return func(context.Context) error {
+		id++
+		if err := stream.Send(&pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_Call{Call: &pluginv1.Call{Tool: "echo", Arguments: args}}}); err != nil {
+			return err
+		}
+		_, err := stream.Recv()
+		return err
+	}
+}
+
+// protocolClient is the tool protocol's multiplexing client over the same
+// bare connection.
+func protocolClient(conn *grpc.ClientConn) func(context.Context) error {
+	c := protocol.NewClient(pluginv1.NewToolServerClient(conn))
+	args := []byte(`{"text":"ping"}`)
+	return func(ctx context.Context) error {
+		_, err := c.Call(ctx, "echo", args, false, nil)
+		return err
+	}
+}
 
 // bareClient starts the fixture in bare mode (gRPC health service only, on
 // a Unix socket, in its own process) and returns a unary call to it.
@@ -60,7 +115,7 @@ func hostCall(b *testing.B, bin string) func(context.Context) error {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := registry.New(nil)
+	reg := registry.New(nil, registry.WithDuplicateLimit(0))
 	if err := reg.Register(p, registry.KindPlugin, "bench"); err != nil {
 		b.Fatal(err)
 	}
@@ -109,33 +164,4 @@ func measure(b *testing.B, n, callers int, call func(context.Context) error) sta
 	lat = lat[:per*callers]
 	slices.Sort(lat)
 	return stats{p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], perSec: float64(len(lat)) / total.Seconds()}
-}
-
-// BenchmarkCallPath compares one tool call through the host's router to a
-// real plugin subprocess (go-plugin, AutoMTLS, the multiplexed CallTool
-// stream) with a bare gRPC unary round trip over a Unix socket to another
-// process, measured in the same run, and prints both and their ratio.
-func BenchmarkCallPath(b *testing.B) {
-	if b.N < 100 {
-		return // the framework's probing run; the table comes from the real one
-	}
-	bins := fixtures.Build(b)
-	bare := bareClient(b, bins.TestPlugin)
-	host := hostCall(b, bins.TestPlugin)
-	n := b.N
-	b.ResetTimer()
-	fmt.Printf("\n%-34s %10s %10s %12s\n", "path", "p50", "p99", "calls/s")
-	for _, callers := range []int{1, 8, 32} {
-		// Alternate the two paths so drift affects both alike.
-		bs := measure(b, n, callers, bare)
-		hs := measure(b, n, callers, host)
-		fmt.Printf("%-34s %10s %10s %12.0f\n", fmt.Sprintf("bare gRPC unary, %d callers", callers), bs.p50.Round(time.Microsecond), bs.p99.Round(time.Microsecond), bs.perSec)
-		fmt.Printf("%-34s %10s %10s %12.0f\n", fmt.Sprintf("host router->plugin, %d callers", callers), hs.p50.Round(time.Microsecond), hs.p99.Round(time.Microsecond), hs.perSec)
-		fmt.Printf("%-34s %9.2fx %9.2fx %11.2fx\n", "  ratio host/bare", float64(hs.p50)/float64(bs.p50), float64(hs.p99)/float64(bs.p99), hs.perSec/bs.perSec)
-		if callers == 1 {
-			b.ReportMetric(float64(bs.p50.Microseconds()), "bare-p50-us")
-			b.ReportMetric(float64(hs.p50.Microseconds()), "host-p50-us")
-			b.ReportMetric(float64(hs.p50)/float64(bs.p50), "p50-ratio")
-		}
-	}
 }

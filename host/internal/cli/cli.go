@@ -16,6 +16,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +47,10 @@ var Version = "dev"
 
 // EnvLogLevel overrides the host's log level.
 const EnvLogLevel = "SWITCHBOARD_LOG_LEVEL"
+
+// EnvCPUProfile makes serve write a CPU profile to the named file (for
+// performance work).
+const EnvCPUProfile = "SWITCHBOARD_CPUPROFILE"
 
 // exitError carries an exit code and a one-line reason.
 type exitError struct {
@@ -169,6 +175,16 @@ func (a *app) serveCmd() *cobra.Command {
 			if httpAddr != "" {
 				return fail(2, "--http: streamable HTTP is not served by this version yet; use stdio (no --http)")
 			}
+			if path := os.Getenv(EnvCPUProfile); path != "" {
+				if f, err := os.Create(path); err == nil {
+					if pprof.StartCPUProfile(f) == nil {
+						defer func() {
+							pprof.StopCPUProfile()
+							f.Close()
+						}()
+					}
+				}
+			}
 			// SIGTERM: finish in-flight calls within shutdown_grace, then stop.
 			// SIGINT (Ctrl-C): cancel every in-flight call at once, then stop.
 			ctx, cancel := context.WithCancel(context.Background())
@@ -206,6 +222,13 @@ func (a *app) serveCmd() *cobra.Command {
 			stopReload := watchReload(ctx, h, log)
 			defer stopReload()
 			fe := frontend.New(reg, Version, log)
+			releaseStartupPages()
+			// A host mostly waits; collect garbage a little more often
+			// than Go's default to keep its resident size small, unless
+			// the user chose GOGC.
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(50)
+			}
 			n := len(reg.Tools()) - len(fe.Refusals())
 			log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
 			if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

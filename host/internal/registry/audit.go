@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,9 +25,11 @@ type AuditRecord struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// Audit appends records to a file, one JSON line each, written with a
-// single write so a clean shutdown loses nothing. The file is rotated to
-// FILE.1 … FILE.keep when it grows past maxBytes.
+// Audit appends records to a file, one JSON line each. Records are queued
+// and written by a background goroutine, off the calls' path; Close drains
+// the queue first, so a clean shutdown loses nothing. (A full queue makes
+// Write wait rather than drop a record.) The file is rotated to FILE.1 …
+// FILE.keep when it grows past maxBytes.
 type Audit struct {
 	mu       sync.Mutex
 	path     string
@@ -34,15 +37,56 @@ type Audit struct {
 	size     int64
 	maxBytes int64
 	keep     int
+
+	queue   chan AuditRecord
+	stopped chan struct{}
+	closing sync.Once
+	closed  bool
+	qmu     sync.RWMutex
+	errFn   func(error)
 }
 
 // OpenAudit opens (appends to) the audit log at path.
 func OpenAudit(path string, maxBytes int64, keep int) (*Audit, error) {
-	a := &Audit{path: path, maxBytes: maxBytes, keep: keep}
+	a := &Audit{path: path, maxBytes: maxBytes, keep: keep, queue: make(chan AuditRecord, 4096), stopped: make(chan struct{}), errFn: func(error) {}}
 	if err := a.open(); err != nil {
 		return nil, err
 	}
+	go a.writer()
 	return a, nil
+}
+
+// writer writes queued records, batching what is already queued into one
+// write.
+func (a *Audit) writer() {
+	defer close(a.stopped)
+	var buf []byte
+	for r := range a.queue {
+		buf = a.appendRecord(buf[:0], r)
+	more:
+		for len(buf) < 64<<10 {
+			select {
+			case r, ok := <-a.queue:
+				if !ok {
+					break more
+				}
+				buf = a.appendRecord(buf, r)
+			default:
+				break more
+			}
+		}
+		if err := a.writeLines(buf); err != nil {
+			a.errFn(err)
+		}
+	}
+}
+
+func (a *Audit) appendRecord(buf []byte, r AuditRecord) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return buf
+	}
+	return append(append(buf, b...), '\n')
 }
 
 func (a *Audit) open() error {
@@ -59,29 +103,62 @@ func (a *Audit) open() error {
 	return nil
 }
 
-// Write appends one record.
+// Write queues one record.
 func (a *Audit) Write(r AuditRecord) error {
 	if a == nil {
 		return nil
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
+	a.qmu.RLock()
+	defer a.qmu.RUnlock()
+	if a.closed {
+		return fmt.Errorf("registry: audit log is closed")
 	}
-	b = append(b, '\n')
+	a.queue <- r
+	return nil
+}
+
+// writeLines appends complete lines to the file, rotating first if needed.
+func (a *Audit) writeLines(b []byte) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.f == nil {
 		return fmt.Errorf("registry: audit log is closed")
 	}
-	if a.maxBytes > 0 && a.size+int64(len(b)) > a.maxBytes && a.size > 0 {
-		if err := a.rotate(); err != nil {
+	for len(b) > 0 {
+		// Take as many whole lines as fit before the size limit (at least
+		// one), write them, and rotate when the file is full.
+		n := len(b)
+		if a.maxBytes > 0 && a.size+int64(n) > a.maxBytes {
+			room := int(a.maxBytes - a.size)
+			n = 0
+			for n < len(b) {
+				i := bytes.IndexByte(b[n:], '\n')
+				if i < 0 || n+i+1 > room {
+					break
+				}
+				n += i + 1
+			}
+			if n == 0 {
+				if a.size > 0 {
+					if err := a.rotate(); err != nil {
+						return err
+					}
+					continue
+				}
+				n = bytes.IndexByte(b, '\n') + 1 // one line longer than the limit
+				if n == 0 {
+					n = len(b)
+				}
+			}
+		}
+		w, err := a.f.Write(b[:n])
+		a.size += int64(w)
+		if err != nil {
 			return err
 		}
+		b = b[n:]
 	}
-	n, err := a.f.Write(b)
-	a.size += int64(n)
-	return err
+	return nil
 }
 
 func (a *Audit) rotate() error {
@@ -101,11 +178,19 @@ func (a *Audit) rotate() error {
 	return a.open()
 }
 
-// Close syncs and closes the log; it may be called more than once.
+// Close writes what is queued, syncs and closes the log; it may be called
+// more than once.
 func (a *Audit) Close() error {
 	if a == nil {
 		return nil
 	}
+	a.closing.Do(func() {
+		a.qmu.Lock()
+		a.closed = true
+		close(a.queue)
+		a.qmu.Unlock()
+	})
+	<-a.stopped
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.f == nil {

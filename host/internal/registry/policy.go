@@ -98,12 +98,15 @@ func (p *Policy) AccessAllows(t Tool) bool {
 // Decide judges a call of tool (canonical name) with its patterns.
 func (p *Policy) Decide(tool string, patterns []string) Decision {
 	p.mu.RLock()
-	deny := slices.Concat(p.Deny, p.runtimeDeny)
-	allow := slices.Concat(p.Allow, p.runtimeAllow)
+	deny, runtimeDeny := p.Deny, p.runtimeDeny
+	allow, runtimeAllow := p.Allow, p.runtimeAllow
 	def := p.Default
 	p.mu.RUnlock()
 	for _, pat := range patterns {
 		if rule, ok := matchAny(deny, tool, pat, false); ok {
+			return Decision{Verdict: "deny", Rule: rule}
+		}
+		if rule, ok := matchAny(runtimeDeny, tool, pat, false); ok {
 			return Decision{Verdict: "deny", Rule: rule}
 		}
 	}
@@ -111,6 +114,9 @@ func (p *Policy) Decide(tool string, patterns []string) Decision {
 	rule := ""
 	for _, pat := range patterns {
 		r, ok := matchAny(allow, tool, pat, true)
+		if !ok {
+			r, ok = matchAny(runtimeAllow, tool, pat, true)
+		}
 		if !ok {
 			pending = append(pending, describe(tool, pat))
 			continue

@@ -428,7 +428,8 @@ func (r *Registry) names() []string {
 func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (res *pluginv1.Result, err error) {
 	start := time.Now()
 	args = normalizeArgs(args)
-	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args)}
+	argsSum := sha256Hex(args)
+	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
 	defer func() {
 		rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 		switch {
@@ -479,7 +480,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgr
 	if d.Verdict == "ask" {
 		rec.Decision = "approved"
 	}
-	if err := r.checkDuplicate(ctx, t, args); err != nil {
+	if err := r.checkDuplicate(ctx, t, argsSum); err != nil {
 		rec.Decision, rec.Outcome = "duplicate", "refused"
 		return nil, err
 	}
@@ -534,12 +535,12 @@ func (r *Registry) decide(ctx context.Context, t Tool, args []byte) (Decision, e
 }
 
 // checkDuplicate refuses the dupLimit-th identical call in a row.
-func (r *Registry) checkDuplicate(ctx context.Context, t Tool, args []byte) error {
+func (r *Registry) checkDuplicate(ctx context.Context, t Tool, argsSum string) error {
 	if t.Tool.GetSkipDuplicateCheck() {
 		return nil
 	}
 	client := clientOf(ctx)
-	key := t.Name + "\x00" + sha256Hex(args)
+	key := t.Name + "\x00" + argsSum
 	r.dupMu.Lock()
 	defer r.dupMu.Unlock()
 	if r.dupLimit <= 0 {

@@ -1,0 +1,296 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+)
+
+// mcpProc is an MCP client connected over stdio to a process it started.
+type mcpProc struct {
+	c   *client.Client
+	cmd *exec.Cmd
+}
+
+func startMCP(b *testing.B, env []string, command string, args ...string) (*mcpProc, time.Duration) {
+	b.Helper()
+	p := &mcpProc{}
+	start := time.Now()
+	c, err := client.NewStdioMCPClientWithOptions(command, nil, args,
+		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			p.cmd = exec.CommandContext(ctx, command, args...)
+			p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=error"), env...)
+			return p.cmd, nil
+		}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	p.c = c
+	b.Cleanup(func() { _ = c.Close() })
+	return p, time.Since(start)
+}
+
+func (p *mcpProc) echo(tool string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool
+		req.Params.Arguments = map[string]any{"text": "ping"}
+		res, err := p.c.CallTool(ctx, req)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("%s: %v", tool, res.Content)
+		}
+		return err
+	}
+}
+
+func (p *mcpProc) list() func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := p.c.ListTools(ctx, mcp.ListToolsRequest{})
+		return err
+	}
+}
+
+// rssKB reads a process's resident set size.
+func rssKB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return kb
+		}
+	}
+	return 0
+}
+
+func writeConfig(b *testing.B, body string) string {
+	dir := b.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "p"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.hcl")
+	cfg := "project_dir = \"p\"\ndata_dir = \"state\"\nduplicate_call_limit = 0\nwatch_config = false\n" + body
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+type row struct {
+	name, figure, baseline, ratio string
+}
+
+// BenchmarkHost measures the host against the direct path, every figure
+// beside a baseline taken in the same run, and ends with the ratios the
+// targets are stated in.
+func BenchmarkHost(b *testing.B) {
+	if b.N < 100 {
+		return
+	}
+	bins := fixtures.Build(b)
+	ctx := context.Background()
+	var rows []row
+	add := func(name, fig, base, ratio string) { rows = append(rows, row{name, fig, base, ratio}) }
+	ratio := func(a, b float64) string { return fmt.Sprintf("%.2fx", a/b) }
+	summary := map[string]float64{}
+
+	// 1. An echo tool called by an MCP client over stdio: an mcp-go server
+	// directly, and an SDK plugin through switchboard serve.
+	direct, _ := startMCP(b, nil, bins.MCPServer)
+	hostCfg := writeConfig(b, fmt.Sprintf("plugin \"fx\" { path = %q }\n", bins.TestPlugin))
+	var hostEnv []string
+	if e := os.Getenv("BENCH_HOST_ENV"); e != "" {
+		hostEnv = strings.Fields(e)
+	}
+	if p := os.Getenv("BENCH_HOST_CPUPROFILE"); p != "" {
+		hostEnv = []string{"SWITCHBOARD_CPUPROFILE=" + p}
+	}
+	host, _ := startMCP(b, hostEnv, bins.Switchboard, "serve", "--config", hostCfg)
+	hostPID := host.cmd.Process.Pid
+	startRSS := rssKB(hostPID)
+	calls := 0
+	hostPlugins := fixtures.Children(hostPID)
+	for _, callers := range []int{1, 8, 32} {
+		n := map[int]int{1: 3000, 8: 8000, 32: 12000}[callers]
+		d0 := cpuTicks(direct.cmd.Process.Pid)
+		d := measure(b, n, callers, direct.echo("echo"))
+		d1 := cpuTicks(direct.cmd.Process.Pid)
+		h0 := cpuTicks(append([]int{hostPID}, hostPlugins...)...)
+		p0 := cpuTicks(hostPlugins...)
+		h := measure(b, n, callers, host.echo("fx__echo"))
+		h1 := cpuTicks(append([]int{hostPID}, hostPlugins...)...)
+		p1 := cpuTicks(hostPlugins...)
+		if callers == 32 {
+			perCall := func(ticks int) float64 { return float64(ticks) * 10000 / float64(n) } // µs (100 Hz ticks)
+			add("CPU per call, 32 callers: host+plugin", fmt.Sprintf("%.0f µs", perCall(h1-h0)), fmt.Sprintf("%.0f µs (direct server)", perCall(d1-d0)), ratio(float64(h1-h0), float64(d1-d0)))
+			add("  of which the plugin", fmt.Sprintf("%.0f µs", perCall(p1-p0)), "-", "-")
+		}
+		calls += n + 200
+		add(fmt.Sprintf("MCP echo p50, %d callers", callers), us(h.p50), us(d.p50), ratio(float64(h.p50), float64(d.p50)))
+		add(fmt.Sprintf("MCP echo p99, %d callers", callers), us(h.p99), us(d.p99), ratio(float64(h.p99), float64(d.p99)))
+		add(fmt.Sprintf("MCP echo calls/s, %d callers", callers), fmt.Sprintf("%.0f", h.perSec), fmt.Sprintf("%.0f", d.perSec), ratio(h.perSec, d.perSec))
+		if callers == 1 {
+			summary["p50 through host / direct, 1 caller"] = float64(h.p50) / float64(d.p50)
+			summary["direct p50 us"] = float64(d.p50.Microseconds())
+		}
+		if callers == 32 {
+			summary["calls/s through host / direct, 32 callers"] = h.perSec / d.perSec
+		}
+	}
+	if os.Getenv("BENCH_ONLY_ECHO") != "" {
+		bare := bareClient(b, bins.TestPlugin)
+		hop := hostCall(b, bins.TestPlugin)
+		bs, hs := measure(b, 5000, 1, bare), measure(b, 5000, 1, hop)
+		add("router -> plugin hop p50", us(hs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bs.p50)))
+		conn := bareConn(b, bins.TestPlugin)
+		rs, pc := measure(b, 5000, 1, rawStream(b, conn)), measure(b, 5000, 1, protocolClient(conn))
+		add("protocol client, no go-plugin/TLS, p50", us(pc.p50), us(rs.p50)+" (raw stream ping-pong)", ratio(float64(pc.p50), float64(rs.p50)))
+		for _, r := range rows {
+			fmt.Printf("%-42s %18s %34s %8s\n", r.name, r.figure, r.baseline, r.ratio)
+		}
+		_ = host.c.Close()
+		time.Sleep(500 * time.Millisecond)
+		return
+	}
+	// Top up to 20,000 calls for the memory figures.
+	for ; calls < 20000; calls++ {
+		if err := host.echo("fx__echo")(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	// 2. The host's own hop against a bare gRPC unary round trip.
+	bare := bareClient(b, bins.TestPlugin)
+	hop := hostCall(b, bins.TestPlugin)
+	bs := measure(b, 5000, 1, bare)
+	hs := measure(b, 5000, 1, hop)
+	add("router -> plugin hop p50", us(hs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bs.p50)))
+	summary["host hop / bare gRPC unary, p50"] = float64(hs.p50) / float64(bs.p50)
+	conn := bareConn(b, bins.TestPlugin)
+	rs := measure(b, 5000, 1, rawStream(b, conn))
+	pc := measure(b, 5000, 1, protocolClient(conn))
+	add("protocol client, no go-plugin/TLS, p50", us(pc.p50), us(rs.p50)+" (raw stream ping-pong)", ratio(float64(pc.p50), float64(rs.p50)))
+	add("raw stream ping-pong p50 (the floor)", us(rs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(rs.p50), float64(bs.p50)))
+	if d1, ok := summary["direct p50 us"]; ok {
+		lb := (d1 + float64(rs.p50.Microseconds())) / d1
+		add("lower bound for p50 via any gRPC plugin", fmt.Sprintf("%.0f µs", d1+float64(rs.p50.Microseconds())), fmt.Sprintf("%.0f µs (direct)", d1), fmt.Sprintf("%.2fx", lb))
+		summary["lower bound p50 / direct"] = lb
+	}
+
+	// 4. Memory after start-up and after 20,000 calls.
+	endRSS := rssKB(hostPID)
+	var pluginRSS []string
+	for _, c := range fixtures.Children(hostPID) {
+		pluginRSS = append(pluginRSS, fmt.Sprintf("%d", rssKB(c)))
+	}
+	directRSS := rssKB(direct.cmd.Process.Pid)
+	add("host RSS after start-up", kb(startRSS), "-", "-")
+	add(fmt.Sprintf("host RSS after %d calls", calls), kb(endRSS), kb(directRSS)+" (direct mcp-go server)", ratio(float64(endRSS), float64(directRSS)))
+	add("plugin RSS after the calls", strings.Join(pluginRSS, ", ")+" kB", "-", "-")
+	summary["host RSS after 20,000 calls, MB"] = float64(endRSS) / 1024
+
+	// 3. Start-up: exec to tools listed.
+	var four, oneDirect []time.Duration
+	fourCfg := writeConfig(b, "builtin \"filesystem\" {}\nbuiltin \"bash\" {}\nbuiltin \"git\" {}\nbuiltin \"web\" {}\n")
+	for i := 0; i < 7; i++ {
+		p, d := startMCP(b, nil, bins.Switchboard, "serve", "--config", fourCfg)
+		four = append(four, d)
+		_ = p.c.Close()
+		_, dd := startMCP(b, nil, bins.MCPServer)
+		oneDirect = append(oneDirect, dd)
+	}
+	add("start-up, four built-ins (median)", ms(median(four)), ms(median(oneDirect))+" (one mcp-go server)", ratio(float64(median(four)), float64(median(oneDirect))))
+	summary["start-up of the four built-ins, ms"] = float64(median(four).Microseconds()) / 1000
+	var fifty strings.Builder
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&fifty, "plugin \"p%02d\" { path = %q }\n", i, bins.TestPlugin)
+	}
+	fiftyCfg := writeConfig(b, fifty.String())
+	var fiftyD []time.Duration
+	for i := 0; i < 3; i++ {
+		p, d := startMCP(b, nil, bins.Switchboard, "serve", "--config", fiftyCfg)
+		fiftyD = append(fiftyD, d)
+		_ = p.c.Close()
+	}
+	add("start-up, 50 plugins (median)", ms(median(fiftyD)), ms(median(oneDirect))+" (one mcp-go server)", ratio(float64(median(fiftyD)), float64(median(oneDirect))))
+
+	// 5. tools/list with 100 servers of 50 tools each.
+	var hundred strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&hundred, "plugin \"s%03d\" {\n  path = %q\n  env = { FIXTURE_EXTRA_TOOLS = \"40\" }\n}\n", i, bins.TestPlugin)
+	}
+	big, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", writeConfig(b, hundred.String()))
+	bigDirect, _ := startMCP(b, []string{"FIXTURE_TOOLS=4998"}, bins.MCPServer)
+	res, err := big.c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ls := measure(b, 50, 1, big.list())
+	ld := measure(b, 50, 1, bigDirect.list())
+	add(fmt.Sprintf("tools/list, 100 servers, %d tools, p50", len(res.Tools)), ms(ls.p50), ms(ld.p50)+" (one server, 5000 tools)", ratio(float64(ls.p50), float64(ld.p50)))
+
+	fmt.Printf("\n%-42s %18s %34s %8s\n", "switchboard vs baseline (same run)", "figure", "baseline", "ratio")
+	for _, r := range rows {
+		fmt.Printf("%-42s %18s %34s %8s\n", r.name, r.figure, r.baseline, r.ratio)
+	}
+	fmt.Printf("\nsummary: p50 %.2fx direct (target <= 1.3x; %.2fx is the floor for any gRPC plugin); throughput %.2fx direct at 32 callers (target >= 0.8x); hop %.2fx bare gRPC (target <= 0.6x); start-up %.0f ms (target < 150 ms); host RSS %.1f MB after 20,000 calls (target <= 20 MB)\n",
+		summary["p50 through host / direct, 1 caller"], summary["lower bound p50 / direct"], summary["calls/s through host / direct, 32 callers"], summary["host hop / bare gRPC unary, p50"],
+		summary["start-up of the four built-ins, ms"], summary["host RSS after 20,000 calls, MB"])
+}
+
+// cpuTicks sums user and system CPU ticks (1/100 s) of processes.
+func cpuTicks(pids ...int) int {
+	total := 0
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+2:])
+		if len(f) > 12 {
+			u, _ := strconv.Atoi(f[11])
+			k, _ := strconv.Atoi(f[12])
+			total += u + k
+		}
+	}
+	return total
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func kb(k int) string           { return fmt.Sprintf("%d kB", k) }
