@@ -273,10 +273,20 @@ func Backoff(r config.Restart) supervisor.Backoff {
 }
 
 // Restart gives a server a fresh start now (no backoff wait); it also
-// revives a failed one.
+// revives a failed one, including one that failed its first start.
 func (h *Host) Restart(name string) error {
 	e := h.reg.Entry(name)
 	if e == nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, j := range h.jobs {
+			if j.spec.Name == name && !j.discovered {
+				h.reg.ClearFailures(name)
+				err := h.startJobs(context.Background(), []job{j})
+				h.reg.Refresh("")
+				return err
+			}
+		}
 		return fmt.Errorf("no server named %q", name)
 	}
 	srv, ok := e.Server.(*supervisor.Server)

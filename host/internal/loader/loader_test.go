@@ -217,3 +217,43 @@ func TestShutdownCancelsInFlight(t *testing.T) {
 		t.Errorf("plugin %d alive after Shutdown", pid)
 	}
 }
+
+func TestRestartRetriesAFailedStart(t *testing.T) {
+	bins := fixtures.Build(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "late-plugin")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	path := filepath.Join(dir, "config.hcl")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("plugin \"late\" { path = %q }\n", bin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := config.Load(path)
+	if res.Diags.HasErrors() {
+		t.Fatal(res.Diags)
+	}
+	h, err := loader.Start(t.Context(), res.Config, loader.Options{Self: bins.Switchboard, Logger: hclog.NewNullLogger()})
+	if err == nil || h == nil {
+		t.Fatalf("Start with a missing binary: %v", err)
+	}
+	t.Cleanup(func() { _ = h.Registry().Shutdown(context.Background(), time.Second) })
+	if len(h.Registry().Failures()) != 1 {
+		t.Fatalf("failures = %v", h.Registry().Failures())
+	}
+	// The binary appears; restart brings the server up.
+	b, err := os.ReadFile(bins.TestPlugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Restart("late"); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	if len(h.Registry().Failures()) != 0 {
+		t.Errorf("failures after restart = %v", h.Registry().Failures())
+	}
+	if got := call(t, h.Registry(), "late.echo", `{"text":"here"}`); got != "here" {
+		t.Errorf("late.echo = %q", got)
+	}
+}
