@@ -83,25 +83,7 @@ func protocolClient(conn *grpc.ClientConn) func(context.Context) error {
 // bareClient starts the fixture in bare mode (gRPC health service only, on
 // a Unix socket, in its own process) and returns a unary call to it.
 func bareClient(b *testing.B, bin string) func(context.Context) error {
-	sock := filepath.Join(b.TempDir(), "bare.sock")
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "FIXTURE_BARE_SOCKET="+sock)
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = conn.Close() })
-	hc := healthpb.NewHealthClient(conn)
+	hc := healthpb.NewHealthClient(bareConn(b, bin))
 	return func(ctx context.Context) error {
 		_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
 		return err
