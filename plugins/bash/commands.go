@@ -165,8 +165,10 @@ func gitConfigRunsPrograms(kv string) bool {
 	case strings.HasPrefix(key, "alias."):
 		return false
 	}
-	for _, k := range []string{"core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "core.hookspath", "core.askpass",
-		"diff.external", "gpg.program", "credential.helper", "sequence.editor", "uploadpack.packobjectshook", "protocol.ext.allow"} {
+	for _, k := range []string{
+		"core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "core.hookspath", "core.askpass",
+		"diff.external", "gpg.program", "credential.helper", "sequence.editor", "uploadpack.packobjectshook", "protocol.ext.allow",
+	} {
 		if key == k {
 			return true
 		}

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
 
@@ -54,14 +53,6 @@ func setup(t *testing.T, settings ...map[string]any) env {
 	}
 	e.p = sdktest.StartInProcess(t, filesystem.New(), opts...)
 	return e
-}
-
-// first returns a result's first text block.
-func first(r *pluginv1.Result) string {
-	if len(r.GetContent()) == 0 {
-		return ""
-	}
-	return r.GetContent()[0].GetText().GetText()
 }
 
 func (e env) call(t *testing.T, tool string, args map[string]any) (string, bool) {

@@ -175,8 +175,10 @@ func (p *plugin) log(ctx context.Context, _ *sdk.Request, in logArgs) (*sdk.Resu
 		if n > 1000 {
 			return "", fmt.Errorf("max_count must be at most 1000")
 		}
-		args := []string{"log", fmt.Sprintf("--max-count=%d", n), "--no-ext-diff", "--no-textconv",
-			"--format=commit %H%nAuthor: %an <%ae>%nDate:   %aI%n%n%w(0,4,4)%B"}
+		args := []string{
+			"log", fmt.Sprintf("--max-count=%d", n), "--no-ext-diff", "--no-textconv",
+			"--format=commit %H%nAuthor: %an <%ae>%nDate:   %aI%n%n%w(0,4,4)%B",
+		}
 		if in.Since != "" {
 			args = append(args, "--since="+in.Since)
 		}
@@ -405,11 +407,10 @@ func orNone(out string, err error) (string, error) {
 // repo is a repository whose work tree and git directories were checked to
 // be inside the project.
 type repo struct {
-	p       *plugin
-	dir     string // work tree
-	gitDir  string
-	config  []string // -c overrides
-	errText string
+	p      *plugin
+	dir    string // work tree
+	gitDir string
+	config []string // -c overrides
 }
 
 // open resolves repo_path inside the project and finds its git directory:

@@ -114,7 +114,7 @@ func looseIPv4(host string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	n |= vals[last]
-	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true //nolint:gosec // G115: n < 2^32, checked above
 }
 
 // guard decides which addresses may be dialled.

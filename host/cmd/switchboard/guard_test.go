@@ -98,7 +98,7 @@ func TestApprovalByElicitation(t *testing.T) {
 		opts []client.ClientOption
 	}{
 		{"2026-07-28", nil},
-		{"legacy 2025-11-25", []client.ClientOption{client.WithLegacyProtocolOnly()}},
+		{"legacy 2025-11-25", []client.ClientOption{client.WithLegacyProtocolOnly()}}, //nolint:staticcheck // SA1019: testing the older era on purpose
 	} {
 		t.Run(era.name, func(t *testing.T) {
 			e := setupWith(t, guardConfig)

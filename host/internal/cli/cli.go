@@ -217,7 +217,7 @@ func (a *app) serveCmd() *cobra.Command {
 			if err != nil {
 				log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
 			} else {
-				defer ctl.Close()
+				defer func() { _ = ctl.Close() }()
 			}
 			stopReload := watchReload(ctx, h, log)
 			defer stopReload()
@@ -480,8 +480,10 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 	var rows []ServerInfo
 	for _, e := range reg.Entries() {
 		d := e.Server.Describe()
-		si := ServerInfo{Name: e.Server.Name(), Kind: string(e.Kind), Source: e.Source, Origin: origin(e.Kind, e.Source), Status: "ready",
-			Version: d.GetPluginVersion(), SDK: d.GetSdkVersion(), Tools: len(d.GetTools())}
+		si := ServerInfo{
+			Name: e.Server.Name(), Kind: string(e.Kind), Source: e.Source, Origin: origin(e.Kind, e.Source), Status: "ready",
+			Version: d.GetPluginVersion(), SDK: d.GetSdkVersion(), Tools: len(d.GetTools()),
+		}
 		if p, ok := e.Server.(registry.Process); ok {
 			si.PID, si.Protocol = p.PID(), p.ProtocolVersion()
 		}

@@ -107,7 +107,10 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 	if err != nil {
 		return nil, fmt.Errorf("external %s: %w", spec.Name, err)
 	}
-	client.WithLegacyProtocolOnly()(s.c)
+	// External servers are spoken to in the handshake era, which every
+	// server in the wild supports; raw tools/list and tools/call need no
+	// per-request _meta there.
+	client.WithLegacyProtocolOnly()(s.c) //nolint:staticcheck // SA1019: intended, see above
 	s.tr = s.c.GetTransport()
 	s.c.OnNotification(s.onNotification)
 	s.c.OnConnectionLost(func(err error) { s.markDone() })
@@ -370,7 +373,8 @@ func (s *Server) cancel(id mcp.RequestId, ctx context.Context) {
 		Method: string(mcp.MethodNotificationCancelled),
 		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id.Value(), "reason": context.Cause(ctx).Error()}},
 	}}
-	go func() {
+	// The call's context has ended; the notification needs one of its own.
+	go func() { //nolint:gosec // G118: deliberately not the ended request context
 		nctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = s.tr.SendNotification(nctx, n)
@@ -450,7 +454,7 @@ func (s *Server) Ping(ctx context.Context) error {
 		return errors.New("connection lost")
 	default:
 	}
-	return s.c.Ping(ctx)
+	return s.c.Ping(ctx) //nolint:staticcheck // SA1019: the connection is in the handshake era, where ping exists
 }
 
 // PID is the stdio server's process id (0 for HTTP).

@@ -256,8 +256,10 @@ func (h *Host) DisconnectExternal(ctx context.Context, name string) error {
 func externalJob(cfg *config.Config, x *config.External, source string) job {
 	return job{
 		spec: launcher.Spec{Name: x.Name},
-		ext: &external.Spec{Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
-			URL: x.URL, Headers: x.Headers, Timeout: x.Timeout},
+		ext: &external.Spec{
+			Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
+			URL: x.URL, Headers: x.Headers, Timeout: x.Timeout,
+		},
 		kind:    registry.KindExternal,
 		source:  source,
 		restart: x.Restart,
@@ -394,8 +396,10 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 func disabledOf(cfg *config.Config) []registry.Failure {
 	var out []registry.Failure
 	for _, d := range cfg.Disabled {
-		out = append(out, registry.Failure{Name: d.Name, Kind: registry.Kind(d.Kind),
-			Source: fmt.Sprintf("%s %q (%s)", d.Kind, d.Name, rangeText(cfg, d.Range.Filename, d.Range.Start.Line))})
+		out = append(out, registry.Failure{
+			Name: d.Name, Kind: registry.Kind(d.Kind),
+			Source: fmt.Sprintf("%s %q (%s)", d.Kind, d.Name, rangeText(cfg, d.Range.Filename, d.Range.Start.Line)),
+		})
 	}
 	return out
 }

@@ -159,8 +159,10 @@ func New(policy *Policy, opts ...Option) *Registry {
 	if policy == nil {
 		policy = &Policy{Default: "allow", Access: "write"}
 	}
-	r := &Registry{policy: policy, entries: map[string]*Entry{}, baseCtx: ctx, cancel: cancel,
-		dupLimit: DefaultDuplicateLimit, last: map[string]dupState{}, log: func(string, ...any) {}}
+	r := &Registry{
+		policy: policy, entries: map[string]*Entry{}, baseCtx: ctx, cancel: cancel,
+		dupLimit: DefaultDuplicateLimit, last: map[string]dupState{}, log: func(string, ...any) {},
+	}
 	for _, o := range opts {
 		o(r)
 	}

@@ -68,7 +68,7 @@ func (b Backoff) Delay(n int) time.Duration {
 	}
 	d = min(d, b.Max)
 	if b.Jitter > 0 {
-		d += time.Duration(rand.Float64() * b.Jitter * float64(d))
+		d += time.Duration(rand.Float64() * b.Jitter * float64(d)) //nolint:gosec // G404: jitter needs no cryptographic randomness
 	}
 	return d
 }
