@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -167,13 +168,19 @@ func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
 
 func (a *app) serveCmd() *cobra.Command {
 	var httpAddr string
+	var allowRemote bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve every tool over MCP (stdio by default)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var ln net.Listener
 			if httpAddr != "" {
-				return fail(2, "--http: streamable HTTP is not served by this version yet; use stdio (no --http)")
+				var err error
+				if ln, err = frontend.ListenHTTP(httpAddr, frontend.HTTPOptions{AllowRemote: allowRemote}); err != nil {
+					return fail(2, "%v", err)
+				}
+				defer ln.Close()
 			}
 			if path := os.Getenv(EnvCPUProfile); path != "" {
 				if f, err := os.Create(path); err == nil {
@@ -231,6 +238,15 @@ func (a *app) serveCmd() *cobra.Command {
 			}
 			n := len(reg.Tools()) - len(fe.Refusals())
 			log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
+			if ln != nil {
+				url := "http://" + ln.Addr().String() + frontend.EndpointPath
+				log.Info("serving MCP over streamable HTTP", "url", url)
+				fmt.Fprintf(a.stderr, "switchboard: serving MCP at %s\n", url)
+				if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: allowRemote}); err != nil {
+					return fail(2, "serve: %v", err)
+				}
+				return nil
+			}
 			if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 				fmt.Fprintf(a.stderr, "%s", connectHelp(cfg, len(reg.Entries()), n))
 			}
@@ -240,7 +256,8 @@ func (a *app) serveCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR instead of stdio (not available yet)")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio")
+	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "let --http listen beyond loopback (there is no authentication)")
 	return cmd
 }
 
