@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -73,6 +74,56 @@ func (p *mcpProc) list() func(context.Context) error {
 		_, err := p.c.ListTools(ctx, mcp.ListToolsRequest{})
 		return err
 	}
+}
+
+// startHTTP runs a command that announces an http:// URL (the fixture on
+// stdout, switchboard on stderr) and returns the URL.
+func startHTTP(b *testing.B, command string, args ...string) string {
+	b.Helper()
+	cmd := exec.Command(command, args...)
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=error")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	pw.Close()
+	b.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait(); pr.Close() })
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if i := strings.Index(sc.Text(), "http://"); i >= 0 {
+			url := strings.TrimSpace(sc.Text()[i:])
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return url
+		}
+	}
+	b.Fatalf("%s announced no URL", command)
+	return ""
+}
+
+func httpClient(b *testing.B, url string) *mcpProc {
+	b.Helper()
+	c, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return &mcpProc{c: c}
 }
 
 // rssKB reads a process's resident set size.
@@ -185,6 +236,20 @@ func BenchmarkHost(b *testing.B) {
 		time.Sleep(500 * time.Millisecond)
 		return
 	}
+	// The same over streamable HTTP.
+	{
+		dURL := startHTTP(b, bins.MCPServer, "--http", "127.0.0.1:0")
+		hURL := startHTTP(b, bins.Switchboard, "serve", "--config", hostCfg, "--http", "127.0.0.1:0")
+		dc, hc := httpClient(b, dURL), httpClient(b, hURL)
+		for _, callers := range []int{1, 32} {
+			n := map[int]int{1: 2000, 32: 6000}[callers]
+			d := measure(b, n, callers, dc.echo("echo"))
+			h := measure(b, n, callers, hc.echo("fx__echo"))
+			add(fmt.Sprintf("MCP echo over HTTP p50, %d callers", callers), us(h.p50), us(d.p50), ratio(float64(h.p50), float64(d.p50)))
+			add(fmt.Sprintf("MCP echo over HTTP calls/s, %d callers", callers), fmt.Sprintf("%.0f", h.perSec), fmt.Sprintf("%.0f", d.perSec), ratio(h.perSec, d.perSec))
+		}
+	}
+
 	// Top up to 20,000 calls for the memory figures.
 	for ; calls < 20000; calls++ {
 		if err := host.echo("fx__echo")(ctx); err != nil {
