@@ -205,3 +205,24 @@ func TestImportMCPJSON(t *testing.T) {
 		t.Errorf("Disabled = %+v", res.Config.Disabled)
 	}
 }
+
+// TestREADMEExamples keeps the README's config examples valid.
+func TestREADMEExamples(t *testing.T) {
+	b, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(b), "```hcl\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("no hcl examples found in README.md")
+	}
+	for i, blk := range blocks {
+		src, _, _ := strings.Cut(blk, "```")
+		res, _ := load(t, src)
+		if res.Diags.HasErrors() {
+			var out bytes.Buffer
+			_ = res.WriteDiagnostics(&out)
+			t.Errorf("README example %d does not validate:\n%s\n%s", i+1, src, out.String())
+		}
+	}
+}
