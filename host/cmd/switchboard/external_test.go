@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,4 +190,37 @@ external "oldsse" {
 
 func rawList() transport.JSONRPCRequest {
 	return transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId("raw-list"), Method: "tools/list"}
+}
+
+// TestExternalServerIsSupervised: an external stdio server that dies is
+// restarted like a plugin.
+func TestExternalServerIsSupervised(t *testing.T) {
+	bins := setup(t).bins
+	e := setupWith(t, fmt.Sprintf(`
+restart {
+  base_delay = "200ms"
+}
+external "ext" {
+  command = %q
+}`, bins.MCPServer))
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	before := readyPIDs(t, e)["ext"]
+	if before == 0 {
+		t.Fatal("ext has no pid")
+	}
+	if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if now := readyPIDs(t, e)["ext"]; now != 0 && now != before {
+			if got, isErr := mustCall(t, c, "ext__echo", map[string]any{"text": "back"}); isErr || got != "back" {
+				t.Errorf("ext__echo after restart = %q", got)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the external server was not restarted")
 }
