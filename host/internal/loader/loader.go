@@ -13,6 +13,7 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,13 +175,27 @@ func (h *Host) startJobs(ctx context.Context, jobs []job) error {
 				err = fmt.Errorf("loader: plugin %s reports the name %q, which is not a valid server name ([a-z0-9_-]); give it a plugin block with a label", j.spec.Path, reported)
 			}
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			srv := h.sup.Add(name, inst, starter(j, name, h.log), Backoff(j.restart))
 			err = h.reg.Register(srv, j.kind, j.source)
 			if err != nil {
 				_ = srv.Close(ctx)
 			}
-		} else {
+		case transient(j, err):
+			// Keep trying in the background, like a server that was lost.
+			srv := h.sup.AddPending(name, starter(j, name, h.log), Backoff(j.restart), err.Error())
+			if rerr := h.reg.Register(srv, j.kind, j.source); rerr != nil {
+				_ = srv.Close(ctx)
+				err = rerr
+			} else {
+				h.log.Warn("server did not start; retrying in the background", "server", name, "error", err)
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+		default:
 			h.reg.Fail(registry.Failure{Name: name, Kind: j.kind, Source: j.source, Err: err})
 		}
 		if err != nil {
@@ -191,6 +206,18 @@ func (h *Host) startJobs(ctx context.Context, jobs []job) error {
 		}
 	}
 	return first
+}
+
+// transient reports whether a failed first start may succeed later: the
+// process did not start or complete its handshake, or an external server
+// could not be reached. A protocol mismatch, a checksum mismatch, refused
+// settings or an invalid description are permanent until the config or
+// the binary changes.
+func transient(j job, err error) bool {
+	if j.discovered {
+		return false
+	}
+	return j.ext != nil || errors.Is(err, launcher.ErrStart)
 }
 
 // start starts one instance of a job.

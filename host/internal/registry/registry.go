@@ -403,6 +403,12 @@ func (r *Registry) Lookup(name string) (Tool, error) {
 	}
 	t := e.tools[tool]
 	if t == nil {
+		// A server that is down may simply not have told us its tools yet.
+		if u, ok := e.Server.(interface{ Unavailable() error }); ok {
+			if err := u.Unavailable(); err != nil {
+				return Tool{}, err
+			}
+		}
 		return Tool{}, protocol.Errorf(protocol.CodeUnknownTool, "server %s has no tool %q (run `switchboard tools` to list them)", server, tool)
 	}
 	return Tool{Name: name, Server: server, Entry: e, Tool: t}, nil

@@ -217,6 +217,19 @@ func (s *Supervisor) Add(name string, first Instance, start Starter, b Backoff) 
 	return srv
 }
 
+// AddPending supervises a server whose first start failed for a reason
+// that may pass (its binary is not there yet, it crashed while starting,
+// an external server is not up): it is retried with backoff like a lost
+// server. It has no tools until it starts.
+func (s *Supervisor) AddPending(name string, start Starter, b Backoff, why string) *Server {
+	srv := &Server{sup: s, name: name, start: start, backoff: b, desc: &pluginv1.DescribeResponse{Name: name}, state: Reconnecting, gen: 1, lastErr: why}
+	s.mu.Lock()
+	s.servers[srv] = true
+	s.mu.Unlock()
+	s.do(srv.scheduleRetry)
+	return srv
+}
+
 // watch reports the instance's exit to the supervisor.
 func (srv *Server) watch(inst Instance, gen int) {
 	go func() {
@@ -409,6 +422,15 @@ func (srv *Server) Status() Status {
 	srv.mu.RLock()
 	defer srv.mu.RUnlock()
 	return Status{State: srv.state, Attempt: srv.attempt, NextTry: srv.nextTry, Restarts: srv.restarts, LastErr: srv.lastErr, Instance: srv.inst}
+}
+
+// Unavailable explains why the server takes no calls, or returns nil
+// when it is ready.
+func (srv *Server) Unavailable() error {
+	if srv.Ready() {
+		return nil
+	}
+	return srv.unavailable()
 }
 
 // unavailable explains why the server takes no calls.
