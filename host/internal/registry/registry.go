@@ -353,6 +353,7 @@ type Tool struct {
 	Server string
 	Entry  *Entry
 	Tool   *pluginv1.Tool
+	schema *jsonschema.Schema // compiled input schema, when it compiled
 }
 
 // Access returns the tool's access level; unspecified counts as WRITE.
@@ -397,11 +398,16 @@ func (r *Registry) Lookup(name string) (Tool, error) {
 	}
 	r.mu.RLock()
 	e := r.entries[server]
+	var t *pluginv1.Tool
+	var sch *jsonschema.Schema
+	if e != nil {
+		// Refresh replaces these tables; read them under the lock.
+		t, sch = e.tools[tool], e.schemas[tool]
+	}
 	r.mu.RUnlock()
 	if e == nil {
 		return Tool{}, protocol.Errorf(protocol.CodeUnknownTool, "no server named %q (servers: %s)", server, strings.Join(r.names(), ", "))
 	}
-	t := e.tools[tool]
 	if t == nil {
 		// A server that is down may simply not have told us its tools yet.
 		if u, ok := e.Server.(interface{ Unavailable() error }); ok {
@@ -411,7 +417,7 @@ func (r *Registry) Lookup(name string) (Tool, error) {
 		}
 		return Tool{}, protocol.Errorf(protocol.CodeUnknownTool, "server %s has no tool %q (run `switchboard tools` to list them)", server, tool)
 	}
-	return Tool{Name: name, Server: server, Entry: e, Tool: t}, nil
+	return Tool{Name: name, Server: server, Entry: e, Tool: t, schema: sch}, nil
 }
 
 func (r *Registry) names() []string {
@@ -519,8 +525,8 @@ func (r *Registry) validate(t Tool, args []byte) error {
 	if !r.policy.AccessAllows(t) {
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and this host is configured with access = \"read\"", t.Name)
 	}
-	if sch := t.Entry.schemas[t.Tool.GetName()]; sch != nil {
-		return validateArgs(t.Name, sch, args)
+	if t.schema != nil {
+		return validateArgs(t.Name, t.schema, args)
 	}
 	return nil
 }
