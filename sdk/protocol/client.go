@@ -110,17 +110,7 @@ func (c *Client) Call(ctx context.Context, tool string, args []byte, wantProgres
 			}
 		case ev := <-pc.done:
 			// Deliver what arrived before the end, then finish.
-			for {
-				select {
-				case e := <-pc.events:
-					if onEvent != nil {
-						onEvent(e)
-					}
-					continue
-				default:
-				}
-				break
-			}
+			drain(pc.events, onEvent)
 			return finalOf(ev)
 		case <-ctxDone:
 			ctxDone = nil
@@ -135,6 +125,20 @@ func (c *Client) Call(ctx context.Context, tool string, args []byte, wantProgres
 				return nil, Errorf(CodeDeadline, "tool %q timed out and the plugin did not stop it within %s", tool, c.CancelGrace)
 			}
 			return nil, Errorf(CodeCancelled, "tool %q was cancelled but the plugin did not stop it within %s", tool, c.CancelGrace)
+		}
+	}
+}
+
+// drain delivers the events already queued.
+func drain(events <-chan *pluginv1.CallToolEvent, onEvent ProgressFunc) {
+	for {
+		select {
+		case e := <-events:
+			if onEvent != nil {
+				onEvent(e)
+			}
+		default:
+			return
 		}
 	}
 }
