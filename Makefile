@@ -56,12 +56,15 @@ proto:
 		--go-grpc_out=. --go-grpc_opt=module=github.com/switchboard-mcp/switchboard \
 		sdk/proto/switchboard/plugin/v1/plugin.proto
 
-## release: static binaries for linux/amd64 and linux/arm64 in dist/
+RELEASE_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+## release: static binaries for $(RELEASE_TARGETS) in dist/, with SHA256SUMS
 release:
-	@for arch in amd64 arm64; do \
-		mkdir -p dist/linux_$$arch; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/linux_$$arch/switchboard ./host/cmd/switchboard || exit 1; \
-		for p in $(PLUGINS); do CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/linux_$$arch/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; done; \
+	@for t in $(RELEASE_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; out=dist/$${os}_$${arch}; mkdir -p $$out; \
+		echo "building $$out"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/switchboard ./host/cmd/switchboard || exit 1; \
+		for p in $(PLUGINS); do CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; done; \
 	done
 	cd dist && find . -type f -name 'switchboard*' -exec sha256sum {} + > SHA256SUMS
 

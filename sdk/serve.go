@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
@@ -122,15 +123,15 @@ type Shutdowner interface {
 // stdout only for go-plugin's handshake line, so a stray fmt.Println (or a
 // C library writing to fd 1) cannot corrupt the handshake.
 func guardStdout() {
-	orig, err := syscall.Dup(1)
+	orig, err := unix.Dup(1)
 	if err != nil {
 		return
 	}
-	if err := syscall.Dup2(2, 1); err != nil {
-		_ = syscall.Close(orig)
+	if err := unix.Dup2(2, 1); err != nil {
+		_ = unix.Close(orig)
 		return
 	}
-	syscall.CloseOnExec(orig)
+	unix.CloseOnExec(orig)
 	os.Stdout = os.NewFile(uintptr(orig), "/dev/stdout")
 }
 

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/sysproc"
 	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
@@ -167,7 +168,7 @@ func (p *plugin) command(line, cwd string, out *capture) *exec.Cmd {
 	cmd.Env = p.env
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysproc.Attr(syscall.SIGKILL)
 	return cmd
 }
 

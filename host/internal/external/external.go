@@ -33,6 +33,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-mcp/switchboard/internal/sysproc"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
@@ -169,7 +170,7 @@ func (s *Server) command(ctx context.Context, command string, _ []string, args [
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Dir = s.spec.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = sysproc.Attr(syscall.SIGTERM)
 	s.cmd = cmd
 	return cmd, nil
 }
@@ -194,7 +195,8 @@ func (s *Server) watchProcess(pid int) {
 func alive(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		// No /proc (not Linux): a signal 0 says whether it exists.
+		return syscall.Kill(pid, 0) == nil
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/switchboard-mcp/switchboard/internal/sysproc"
 )
 
 // groupRunner starts a plugin in its own process group with a parent-death
@@ -35,12 +37,9 @@ func newGroupRunner(name string, cmd *exec.Cmd, grace time.Duration) (*groupRunn
 	// go-plugin hands the host's stdin to the plugin; under `serve` that is
 	// the MCP client's pipe, which a plugin must never read.
 	cmd.Stdin = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true,
-		// The plugin gets SIGTERM if the host dies, even by SIGKILL; the
-		// SDK then stops its own process group.
-		Pdeathsig: syscall.SIGTERM,
-	}
+	// Its own process group, and (on Linux) SIGTERM if the host dies, even
+	// by SIGKILL; the SDK then stops its own process group.
+	cmd.SysProcAttr = sysproc.Attr(syscall.SIGTERM)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
