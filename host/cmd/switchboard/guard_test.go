@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -302,5 +303,37 @@ func TestCLIApproval(t *testing.T) {
 	_, errOut, code = run(t, e, "call", "--yes", "--config", e.config, "fx.count", `{"n":1}`)
 	if code != 2 || !strings.Contains(errOut, "denied by rule") {
 		t.Errorf("--yes must not override a deny rule: %d %q", code, errOut)
+	}
+}
+
+// TestCLIPromptOnTerminal runs `call` on a real pseudo-terminal (through
+// script(1)) and answers its approval prompt.
+func TestCLIPromptOnTerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed")
+	}
+	e := setupWith(t, guardConfig)
+	prompt := func(answer, args string) string {
+		t.Helper()
+		line := fmt.Sprintf("%s call --config %s fx.echo '%s'", e.bins.Switchboard, e.config, args)
+		cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
+		cmd.Stdin = strings.NewReader(answer + "\n")
+		cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=off")
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := prompt("y", `{"text":"once"}`); !strings.Contains(out, "fx.echo needs approval") || !strings.Contains(out, "once") {
+		t.Errorf("answer y: %q", out)
+	}
+	if out := prompt("n", `{"text":"refused"}`); !strings.Contains(out, "denied by the user") {
+		t.Errorf("answer n: %q", out)
+	}
+	if out := prompt("a", `{"text":"always"}`); !strings.Contains(out, "always") {
+		t.Errorf("answer a: %q", out)
+	}
+	// Saved: no prompt any more.
+	if out := prompt("", `{"text":"saved"}`); strings.Contains(out, "needs approval") || !strings.Contains(out, "saved") {
+		t.Errorf("after always: %q", out)
 	}
 }
