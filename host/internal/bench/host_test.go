@@ -39,16 +39,8 @@ func startMCP(b *testing.B, env []string, command string, args ...string) (*mcpP
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+	initClient(b, c)
+	if _, err := c.ListTools(context.Background(), mcp.ListToolsRequest{}); err != nil {
 		b.Fatal(err)
 	}
 	p.c = c
@@ -107,12 +99,9 @@ func startHTTP(b *testing.B, command string, args ...string) string {
 	return ""
 }
 
-func httpClient(b *testing.B, url string) *mcpProc {
+// initClient starts an MCP client and runs the handshake.
+func initClient(b *testing.B, c *client.Client) {
 	b.Helper()
-	c, err := client.NewStreamableHttpClient(url)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
 		b.Fatal(err)
@@ -122,6 +111,15 @@ func httpClient(b *testing.B, url string) *mcpProc {
 	if _, err := c.Initialize(ctx, req); err != nil {
 		b.Fatal(err)
 	}
+}
+
+func httpClient(b *testing.B, url string) *mcpProc {
+	b.Helper()
+	c, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	initClient(b, c)
 	b.Cleanup(func() { _ = c.Close() })
 	return &mcpProc{c: c}
 }
