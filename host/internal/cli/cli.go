@@ -599,13 +599,16 @@ func (a *app) validateCmd() *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			path := config.ResolvePath(a.configFlag)
 			res := config.Load(path)
+			if res.Config != nil {
+				res.Diags = append(res.Diags, config.Check(res.Config)...)
+			}
 			if len(res.Diags) > 0 {
 				_ = res.WriteDiagnostics(a.stderr)
 			}
 			if res.Diags.HasErrors() {
 				return fail(1, "%s: %d error(s)", path, len(res.Diags.Errs()))
 			}
-			fmt.Fprintf(a.stdout, "%s is valid: %d built-ins, %d plugins\n", res.Config.File, len(res.Config.Builtins), len(res.Config.Plugins))
+			fmt.Fprintf(a.stdout, "%s is valid: %d built-ins, %d plugins, %d external servers\n", res.Config.File, len(res.Config.Builtins), len(res.Config.Plugins), len(res.Config.Externals))
 			return nil
 		},
 	}
