@@ -600,7 +600,7 @@ func (a *app) validateCmd() *cobra.Command {
 			path := config.ResolvePath(a.configFlag)
 			res := config.Load(path)
 			if res.Config != nil {
-				res.Diags = append(res.Diags, config.Check(res.Config)...)
+				res.Diags = append(res.Diags, loader.Check(res.Config)...)
 			}
 			if len(res.Diags) > 0 {
 				_ = res.WriteDiagnostics(a.stderr)

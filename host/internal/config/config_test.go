@@ -3,13 +3,10 @@ package config
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/hashicorp/hcl/v2"
 )
 
 func load(t *testing.T, src string) (*Result, string) {
@@ -227,38 +224,5 @@ func TestREADMEExamples(t *testing.T) {
 			_ = res.WriteDiagnostics(&out)
 			t.Errorf("README example %d does not validate:\n%s\n%s", i+1, src, out.String())
 		}
-	}
-}
-
-func TestCheckWarnsAboutPluginBinaries(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	exe := filepath.Join(dir, "ok-plugin")
-	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	noexec := filepath.Join(dir, "noexec-plugin")
-	if err := os.WriteFile(noexec, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	src := fmt.Sprintf("plugin \"ok\" { path = %q }\nplugin \"missing\" { path = \"nope\" }\nplugin \"noexec\" { path = %q }\nplugin \"pinned\" {\n  path = %q\n  sha256 = %q\n}\n",
-		exe, noexec, exe, strings.Repeat("ab", 32))
-	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	res := Load(filepath.Join(dir, "config.hcl"))
-	if res.Diags.HasErrors() {
-		t.Fatal(res.Diags)
-	}
-	var got []string
-	for _, d := range Check(res.Config) {
-		if d.Severity != hcl.DiagWarning {
-			t.Errorf("%s is not a warning", d.Summary)
-		}
-		got = append(got, d.Summary)
-	}
-	want := "Plugin binary not found|Plugin binary is not executable|Plugin binary does not match its sha256 pin"
-	if strings.Join(got, "|") != want {
-		t.Errorf("Check = %q, want %q", got, want)
 	}
 }

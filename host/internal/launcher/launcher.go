@@ -151,7 +151,7 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (p *Plugin, err er
 		RunnerFunc: func(_ hclog.Logger, placeholder *exec.Cmd, _ string) (runner.Runner, error) {
 			// The pin is checked right before exec, on every start.
 			if spec.SHA256 != "" {
-				actual, err := fileSHA256(spec.Path)
+				actual, err := FileSHA256(spec.Path)
 				if err != nil {
 					return nil, fmt.Errorf("%w: cannot read %s: %v", ErrChecksum, spec.Path, err)
 				}
@@ -276,7 +276,8 @@ func cleanEnv(extra map[string]string, log hclog.Logger) []string {
 	return env
 }
 
-func fileSHA256(path string) (string, error) {
+// FileSHA256 returns the hex SHA-256 of a file, as sha256 pins are written.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

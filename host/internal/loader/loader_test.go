@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
@@ -262,4 +263,37 @@ func TestRestartRetriesAFailedStart(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Errorf("late never came up after restart")
+}
+
+func TestCheckWarnsAboutPluginBinaries(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	exe := filepath.Join(dir, "ok-plugin")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	noexec := filepath.Join(dir, "noexec-plugin")
+	if err := os.WriteFile(noexec, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf("plugin \"ok\" { path = %q }\nplugin \"missing\" { path = \"nope\" }\nplugin \"noexec\" { path = %q }\nplugin \"pinned\" {\n  path = %q\n  sha256 = %q\n}\n",
+		exe, noexec, exe, strings.Repeat("ab", 32))
+	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := config.Load(filepath.Join(dir, "config.hcl"))
+	if res.Diags.HasErrors() {
+		t.Fatal(res.Diags)
+	}
+	var got []string
+	for _, d := range loader.Check(res.Config) {
+		if d.Severity != hcl.DiagWarning {
+			t.Errorf("%s is not a warning", d.Summary)
+		}
+		got = append(got, d.Summary)
+	}
+	want := "Plugin binary not found|Plugin binary is not executable|Plugin binary does not match its sha256 pin"
+	if strings.Join(got, "|") != want {
+		t.Errorf("Check = %q, want %q", got, want)
+	}
 }

@@ -1,20 +1,20 @@
-package config
+package loader
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 )
 
 // Check looks for problems a valid config can still have, which only show
 // when servers start: a plugin binary that is missing or not executable, or
 // whose SHA-256 does not match its pin. They are warnings: the file may be
 // right and the binary not built yet.
-func Check(cfg *Config) hcl.Diagnostics {
+func Check(cfg *config.Config) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	warn := func(r hcl.Range, summary, detail string) {
 		rr := r
@@ -33,23 +33,10 @@ func Check(cfg *Config) hcl.Diagnostics {
 			warn(p.Range, "Plugin binary is not executable", fmt.Sprintf("plugin %q: %s is not executable (chmod +x it).", p.Name, p.Path))
 		}
 		if p.SHA256 != "" {
-			if sum, err := fileSHA256(p.Path); err == nil && sum != p.SHA256 {
+			if sum, err := launcher.FileSHA256(p.Path); err == nil && sum != p.SHA256 {
 				warn(p.Range, "Plugin binary does not match its sha256 pin", fmt.Sprintf("plugin %q: %s has sha256 %s, the config pins %s; the host will refuse to start it.", p.Name, p.Path, sum, p.SHA256))
 			}
 		}
 	}
 	return diags
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
