@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,4 +103,3 @@ func fromWire(w *pluginv1.Error) *Error {
 	return &Error{Code: code, Message: w.GetMessage()}
 }
 
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

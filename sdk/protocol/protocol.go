@@ -15,7 +15,6 @@ package protocol
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -137,19 +136,4 @@ func FormatVersions(vs []int) string {
 	s := slices.Clone(vs)
 	slices.Sort(s)
 	return fmt.Sprint(s)
-}
-
-// Settings decodes a ConfigureRequest's settings into v. Empty settings
-// leave v unchanged. Unknown fields are an error so that a typo in a config
-// block is reported instead of ignored.
-func Settings(req *pluginv1.ConfigureRequest, v any) error {
-	if len(req.GetSettingsJson()) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytesReader(req.GetSettingsJson()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return Errorf(CodeInvalidArguments, "settings: %v", err)
-	}
-	return nil
 }
