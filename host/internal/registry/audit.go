@@ -76,7 +76,10 @@ func (a *Audit) writer() {
 			}
 		}
 		if err := a.writeLines(buf); err != nil {
-			a.errFn(err)
+			a.mu.Lock()
+			report := a.errFn
+			a.mu.Unlock()
+			report(err)
 		}
 	}
 }
@@ -101,6 +104,13 @@ func (a *Audit) open() error {
 	}
 	a.f, a.size = f, st.Size()
 	return nil
+}
+
+// OnError sets where failed background writes are reported.
+func (a *Audit) OnError(fn func(error)) {
+	a.mu.Lock()
+	a.errFn = fn
+	a.mu.Unlock()
 }
 
 // Write queues one record.

@@ -166,6 +166,9 @@ func New(policy *Policy, opts ...Option) *Registry {
 	for _, o := range opts {
 		o(r)
 	}
+	if r.audit != nil {
+		r.audit.OnError(func(err error) { r.log("audit records not written", "error", err) })
+	}
 	return r
 }
 
