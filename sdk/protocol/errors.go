@@ -102,4 +102,3 @@ func fromWire(w *pluginv1.Error) *Error {
 	}
 	return &Error{Code: code, Message: w.GetMessage()}
 }
-
