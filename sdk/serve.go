@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -73,6 +74,8 @@ func Serve(s *Server, opts ...ServeOption) {
 //     the go-plugin handshake reaches the host on stdout;
 //   - logs hclog JSON to stderr (see Logger);
 //   - raises gRPC's message limits to protocol.MaxMessageSize;
+//   - serves tool calls on the call channel when the host passed one (see
+//     protocol.TakeCallChannel), and on the CallTool stream otherwise;
 //   - exits when the host dies (the parent process changes) or sends
 //     SIGTERM, cancelling running calls and stopping its own process group.
 func ServeHandler(h protocol.Handler, opts ...ServeOption) {
@@ -81,10 +84,15 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 		o(&cfg)
 	}
 	log := Logger()
+	var channel net.Conn
+	if cfg.test == nil {
+		// Before anything can start a child process that would inherit it.
+		channel = protocol.TakeCallChannel()
+	}
 
 	sc := &plugin.ServeConfig{
 		HandshakeConfig:  protocol.Handshake,
-		VersionedPlugins: protocol.PluginSets(h, cfg.versions),
+		VersionedPlugins: protocol.PluginSetsWithChannel(h, channel, cfg.versions),
 		GRPCServer: func(o []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(o, protocol.GRPCServerOptions()...)...)
 		},

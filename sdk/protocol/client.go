@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -17,26 +18,45 @@ import (
 const DefaultCancelGrace = 5 * time.Second
 
 // Client is the host's side of one plugin connection. All tool calls share
-// one persistent CallTool stream, opened on first use and reopened after it
-// breaks. A Client is safe for concurrent use; Close may be called more
-// than once.
+// one persistent carrier: the call channel when the plugin accepted one
+// (see OfferChannel), otherwise a CallTool stream, opened on first use and
+// reopened after it breaks. A broken channel is not reopened; calls move to
+// a CallTool stream. A Client is safe for concurrent use; Close may be
+// called more than once.
 type Client struct {
 	rpc pluginv1.ToolServerClient
 
 	// CancelGrace bounds the wait for a cancelled call's acknowledgement.
 	CancelGrace time.Duration
 
-	mu      sync.Mutex
-	stream  *callStream
-	nextID  uint64
-	closed  bool
-	streams sync.WaitGroup
+	mu        sync.Mutex
+	offered   net.Conn // a call channel offered, not yet accepted
+	channel   net.Conn // the accepted call channel, until first used
+	transport string
+	stream    *callStream
+	nextID    uint64
+	closed    bool
+	streams   sync.WaitGroup
 }
 
-// callStream is one CallTool stream and the calls in flight on it.
+// carrier carries the calls of one stream: a CallTool stream or the call
+// channel.
+type carrier interface {
+	Send(*pluginv1.CallToolRequest) error
+	Recv() (*pluginv1.CallToolEvent, error)
+	CloseSend() error
+}
+
+// Transports a Client can carry calls on, as reported by Transport.
+const (
+	TransportChannel = "channel"
+	TransportGRPC    = "grpc"
+)
+
+// callStream is one carrier and the calls in flight on it.
 type callStream struct {
-	s       pluginv1.ToolServer_CallToolClient
-	cancel  context.CancelFunc
+	s       carrier
+	cancel  func()
 	sendMu  sync.Mutex
 	mu      sync.Mutex
 	pending map[uint64]*pendingCall
@@ -53,10 +73,44 @@ func NewClient(rpc pluginv1.ToolServerClient) *Client {
 	return &Client{rpc: rpc, CancelGrace: DefaultCancelGrace}
 }
 
-// Configure calls the plugin's Configure.
+// OfferChannel hands the Client the host's end of a call channel (see
+// AttachCallChannel), before Configure. If the plugin accepts it in its
+// ConfigureResponse, calls go over it; otherwise Configure closes it.
+func (c *Client) OfferChannel(conn net.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.offered != nil {
+		_ = c.offered.Close()
+	}
+	c.offered = conn
+}
+
+// Configure calls the plugin's Configure, and settles an offered call
+// channel by the plugin's answer.
 func (c *Client) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) error {
-	_, err := c.rpc.Configure(ctx, req)
+	resp, err := c.rpc.Configure(ctx, req)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.offered != nil {
+		if err == nil && resp.GetCallChannel() && !c.closed {
+			c.channel = c.offered
+		} else {
+			_ = c.offered.Close()
+		}
+		c.offered = nil
+	}
 	return rpcError(err)
+}
+
+// Transport reports what carries the calls: TransportChannel or
+// TransportGRPC ("" before the first call).
+func (c *Client) Transport() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.transport == "" && c.channel != nil {
+		return TransportChannel
+	}
+	return c.transport
 }
 
 // Describe calls the plugin's Describe.
@@ -184,13 +238,23 @@ func (c *Client) start() (*callStream, uint64, *pendingCall, error) {
 }
 
 func (c *Client) openLocked() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := c.rpc.CallTool(ctx)
-	if err != nil {
-		cancel()
-		return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
+	var cs *callStream
+	if conn := c.channel; conn != nil {
+		// The channel is used once: if it breaks, the next call opens a
+		// CallTool stream (and fails there if the plugin is gone).
+		c.channel = nil
+		c.transport = TransportChannel
+		cs = &callStream{s: channelCarrier{newFrameConn(conn)}, cancel: func() { _ = conn.Close() }, pending: map[uint64]*pendingCall{}}
+	} else {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := c.rpc.CallTool(ctx)
+		if err != nil {
+			cancel()
+			return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
+		}
+		c.transport = TransportGRPC
+		cs = &callStream{s: s, cancel: cancel, pending: map[uint64]*pendingCall{}}
 	}
-	cs := &callStream{s: s, cancel: cancel, pending: map[uint64]*pendingCall{}}
 	c.stream = cs
 	c.streams.Add(1)
 	go func() {
@@ -257,8 +321,12 @@ func (cs *callStream) forget(id uint64) {
 }
 
 func (cs *callStream) send(req *pluginv1.CallToolRequest) error {
-	cs.sendMu.Lock()
-	defer cs.sendMu.Unlock()
+	// A gRPC stream takes one Send at a time; the channel combines
+	// concurrent writes itself.
+	if _, concurrent := cs.s.(channelCarrier); !concurrent {
+		cs.sendMu.Lock()
+		defer cs.sendMu.Unlock()
+	}
 	if err := cs.s.Send(req); err != nil {
 		return Errorf(CodeUnavailable, "plugin connection lost: %v", rpcError(err))
 	}
@@ -272,6 +340,12 @@ func (c *Client) Close() error {
 	c.closed = true
 	cs := c.stream
 	c.stream = nil
+	for _, conn := range []net.Conn{c.offered, c.channel} {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}
+	c.offered, c.channel = nil, nil
 	c.mu.Unlock()
 	if cs != nil {
 		cs.sendMu.Lock()

@@ -16,6 +16,7 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -105,6 +106,9 @@ type EventSink interface {
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	Impl Handler
+	// Channel is the plugin's end of the call channel (TakeCallChannel), if
+	// any; the plugin accepts it when configured.
+	Channel net.Conn
 }
 
 // GRPCServer registers the tool server on the plugin's gRPC server.
@@ -112,7 +116,7 @@ func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Impl == nil {
 		return fmt.Errorf("protocol: GRPCPlugin has no Impl")
 	}
-	pluginv1.RegisterToolServerServer(s, newServer(p.Impl))
+	pluginv1.RegisterToolServerServer(s, newServer(p.Impl, p.Channel))
 	return nil
 }
 
@@ -124,9 +128,15 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, cc *grp
 // PluginSets returns the VersionedPlugins map for the given versions, each
 // mapped to a GRPCPlugin with impl. The host passes a nil impl.
 func PluginSets(impl Handler, versions []int) map[int]plugin.PluginSet {
+	return PluginSetsWithChannel(impl, nil, versions)
+}
+
+// PluginSetsWithChannel is PluginSets for a plugin that serves calls on the
+// call channel too (see TakeCallChannel).
+func PluginSetsWithChannel(impl Handler, channel net.Conn, versions []int) map[int]plugin.PluginSet {
 	sets := make(map[int]plugin.PluginSet, len(versions))
 	for _, v := range versions {
-		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl}}
+		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl, Channel: channel}}
 	}
 	return sets
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime/debug"
 	"sync"
 
@@ -17,13 +18,16 @@ import (
 // own goroutine and serialises the events they send back.
 type server struct {
 	pluginv1.UnimplementedToolServerServer
-	impl Handler
+	impl    Handler
+	channel net.Conn // the call channel, if the host passed one
 
 	mu         sync.Mutex
 	configured bool
 }
 
-func newServer(impl Handler) *server { return &server{impl: impl} }
+func newServer(impl Handler, channel net.Conn) *server {
+	return &server{impl: impl, channel: channel}
+}
 
 func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
 	s.mu.Lock()
@@ -35,8 +39,32 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	s.configured = true
-	return &pluginv1.ConfigureResponse{}, nil
+	if s.channel == nil {
+		return &pluginv1.ConfigureResponse{}, nil
+	}
+	go s.serveChannel()
+	return &pluginv1.ConfigureResponse{CallChannel: true}, nil
 }
+
+// serveChannel serves calls on the call channel until the host closes it.
+func (s *server) serveChannel() {
+	defer s.channel.Close()
+	s.serveCalls(context.Background(), channelSource{newFrameConn(s.channel)})
+}
+
+// channelSource is the plugin's side of the call channel, shaped like the
+// CallTool stream server.
+type channelSource struct{ f *frameConn }
+
+func (c channelSource) Recv() (*pluginv1.CallToolRequest, error) {
+	req := &pluginv1.CallToolRequest{}
+	if err := c.f.read(req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func (c channelSource) Send(ev *pluginv1.CallToolEvent) error { return c.f.write(ev) }
 
 func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
 	resp, err := s.impl.Describe(ctx)
@@ -55,10 +83,23 @@ func (s *server) PermissionPattern(ctx context.Context, req *pluginv1.Permission
 	return &pluginv1.PermissionPatternResponse{Patterns: pats}, nil
 }
 
-// CallTool serves one multiplexed stream until the host closes it. Every
-// call still running when the stream ends is cancelled and waited for.
+// CallTool serves one multiplexed stream until the host closes it.
 func (s *server) CallTool(stream pluginv1.ToolServer_CallToolServer) error {
-	ctx, cancelAll := context.WithCancel(stream.Context())
+	s.serveCalls(stream.Context(), stream)
+	return nil
+}
+
+// callSource is a carrier of calls: the CallTool stream or the call channel.
+type callSource interface {
+	Recv() (*pluginv1.CallToolRequest, error)
+	Send(*pluginv1.CallToolEvent) error
+}
+
+// serveCalls runs the calls arriving on stream, each on its own goroutine,
+// until the stream ends. Every call still running then is cancelled and
+// waited for.
+func (s *server) serveCalls(parent context.Context, stream callSource) {
+	ctx, cancelAll := context.WithCancel(parent)
 	defer cancelAll()
 
 	var (
@@ -67,11 +108,20 @@ func (s *server) CallTool(stream pluginv1.ToolServer_CallToolServer) error {
 		calls   = map[uint64]context.CancelFunc{}
 		wg      sync.WaitGroup
 	)
-	defer wg.Wait()
+	defer func() {
+		// The carrier is gone: stop the calls still running, then wait.
+		cancelAll()
+		wg.Wait()
+	}()
 
+	// A gRPC stream takes one Send at a time; the channel combines
+	// concurrent writes itself.
+	_, concurrent := stream.(channelSource)
 	send := func(ev *pluginv1.CallToolEvent) {
-		sendMu.Lock()
-		defer sendMu.Unlock()
+		if !concurrent {
+			sendMu.Lock()
+			defer sendMu.Unlock()
+		}
 		// A failed send means the stream is gone; the receive loop sees
 		// that too and cancels everything.
 		_ = stream.Send(ev)
@@ -80,7 +130,7 @@ func (s *server) CallTool(stream pluginv1.ToolServer_CallToolServer) error {
 	for {
 		req, err := stream.Recv()
 		if err != nil {
-			return nil // host closed the stream or went away
+			return // host closed the stream or went away
 		}
 		id := req.GetCallId()
 		switch k := req.GetKind().(type) {

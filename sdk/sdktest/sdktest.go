@@ -12,6 +12,7 @@ package sdktest
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -102,7 +103,7 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 		GRPCDialOptions:  protocol.GRPCDialOptions(),
 		Logger:           hclog.NewNullLogger(),
 	})
-	p := connect(t, client, opts)
+	p := connect(t, client, nil, nil, opts)
 	p.stop = func() {
 		_ = p.Client.Close()
 		// Closing the connection asks the plugin to shut down; only if it
@@ -128,17 +129,23 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 // the host would, and returns it configured and described.
 func Start(t testing.TB, path string, args []string, opts ...Option) *Plugin {
 	t.Helper()
+	cmd := exec.Command(path, args...)
+	// Calls travel over the call channel, as they do under the host.
+	channel, child, err := protocol.AttachCallChannel(cmd)
+	if err != nil {
+		t.Fatalf("sdktest: %v", err)
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: protocol.PluginSets(nil, protocol.SupportedVersions),
-		Cmd:              exec.Command(path, args...),
+		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		GRPCDialOptions:  protocol.GRPCDialOptions(),
 		StartTimeout:     30 * time.Second,
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "sdktest", Level: hclog.Warn, Output: os.Stderr}),
 	})
-	p := connect(t, client, opts)
+	p := connect(t, client, channel, child, opts)
 	if rc := client.ReattachConfig(); rc != nil {
 		p.PID = rc.Pid
 	}
@@ -150,8 +157,17 @@ func Start(t testing.TB, path string, args []string, opts ...Option) *Plugin {
 	return p
 }
 
-func connect(t testing.TB, client *plugin.Client, opts []Option) *Plugin {
+// connect starts the plugin (if client launches one), offers it the call
+// channel (if any) and configures and describes it.
+func connect(t testing.TB, client *plugin.Client, channel net.Conn, child *os.File, opts []Option) *Plugin {
 	t.Helper()
+	if channel != nil {
+		defer func() {
+			if channel != nil {
+				_ = channel.Close()
+			}
+		}()
+	}
 	o := options{name: "plugin"}
 	for _, fn := range opts {
 		fn(&o)
@@ -163,6 +179,9 @@ func connect(t testing.TB, client *plugin.Client, opts []Option) *Plugin {
 		o.dataDir = t.TempDir()
 	}
 	rpc, err := client.Client()
+	if child != nil {
+		_ = child.Close() // the plugin holds its own copy now
+	}
 	if err != nil {
 		client.Kill()
 		t.Fatalf("sdktest: starting plugin: %v", err)
@@ -173,6 +192,10 @@ func connect(t testing.TB, client *plugin.Client, opts []Option) *Plugin {
 		t.Fatalf("sdktest: dispensing plugin: %v", err)
 	}
 	pc := raw.(*protocol.Client)
+	if channel != nil {
+		pc.OfferChannel(channel)
+		channel = nil
+	}
 	var settings []byte
 	if o.settings != nil {
 		if settings, err = json.Marshal(o.settings); err != nil {

@@ -3,7 +3,11 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +28,74 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
-func TestMain(m *testing.M) { fixtures.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(pingPongChild) != "" {
+		echoFrames()
+		return
+	}
+	fixtures.Main(m)
+}
+
+// pingPongChild makes the test binary an echo process for socketPingPong.
+const pingPongChild = "BENCH_PINGPONG_CHILD"
+
+// echoFrames echoes length-prefixed frames on file descriptor 3.
+func echoFrames() {
+	f := os.NewFile(3, "pingpong")
+	conn, err := net.FileConn(f)
+	if err != nil {
+		os.Exit(2)
+	}
+	r := bufio.NewReader(conn)
+	buf := make([]byte, 64<<10)
+	for {
+		var hdr [4]byte
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(hdr[:])
+		out := append(buf[:0], hdr[:]...)
+		out = out[:4+n]
+		if _, err := io.ReadFull(r, out[4:]); err != nil {
+			return
+		}
+		if _, err := conn.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// socketPingPong starts a child process that echoes frames on a socket
+// pair and returns one round trip of a frame the size of an echo call: the
+// floor for any out-of-process plugin, with no protocol at all.
+func socketPingPong(b *testing.B) func(context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), pingPongChild+"=1")
+	conn, child, err := protocol.AttachCallChannel(cmd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	_ = child.Close()
+	b.Cleanup(func() { _ = conn.Close(); _ = cmd.Wait() })
+	msg := make([]byte, 4+40)
+	binary.BigEndian.PutUint32(msg, 40)
+	in := make([]byte, len(msg))
+	r := bufio.NewReader(conn)
+	return func(context.Context) error {
+		if _, err := conn.Write(msg); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(r, in)
+		return err
+	}
+}
 
 // bareConn starts the fixture in bare mode (gRPC without go-plugin or
 // TLS, in its own process) and returns a connection to it.
@@ -91,9 +162,10 @@ func bareClient(b *testing.B, bin string) func(context.Context) error {
 }
 
 // hostCall starts the fixture as a real plugin behind a registry and
-// returns one routed call of its echo tool.
-func hostCall(b *testing.B, bin string) func(context.Context) error {
-	p, err := launcher.Launch(context.Background(), launcher.Spec{Name: "fx", Path: bin, ProjectDir: b.TempDir()}, hclog.NewNullLogger())
+// returns one routed call of its echo tool; grpc carries calls on the
+// CallTool stream instead of the call channel.
+func hostCall(b *testing.B, bin string, grpc bool) func(context.Context) error {
+	p, err := launcher.Launch(context.Background(), launcher.Spec{Name: "fx", Path: bin, ProjectDir: b.TempDir(), NoCallChannel: grpc}, hclog.NewNullLogger())
 	if err != nil {
 		b.Fatal(err)
 	}

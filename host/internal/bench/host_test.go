@@ -188,6 +188,8 @@ func BenchmarkHost(b *testing.B) {
 		hostEnv = []string{"SWITCHBOARD_CPUPROFILE=" + p}
 	}
 	host, _ := startMCP(b, hostEnv, bins.Switchboard, "serve", "--config", hostCfg)
+	// The same host with calls on the gRPC CallTool stream, for comparison.
+	hostGRPC, _ := startMCP(b, append(hostEnv, "SWITCHBOARD_CALL_CHANNEL=off"), bins.Switchboard, "serve", "--config", hostCfg)
 	hostPID := host.cmd.Process.Pid
 	startRSS := rssKB(hostPID)
 	calls := 0
@@ -220,6 +222,11 @@ func BenchmarkHost(b *testing.B) {
 		add(fmt.Sprintf("MCP echo p50, %d callers", callers), us(h.p50), us(d.p50), ratio(float64(h.p50), float64(d.p50)))
 		add(fmt.Sprintf("MCP echo p99, %d callers", callers), us(h.p99), us(d.p99), ratio(float64(h.p99), float64(d.p99)))
 		add(fmt.Sprintf("MCP echo calls/s, %d callers", callers), fmt.Sprintf("%.0f", h.perSec), fmt.Sprintf("%.0f", d.perSec), ratio(h.perSec, d.perSec))
+		if callers != 8 {
+			g := measure(b, n/2, callers, hostGRPC.echo("fx__echo"))
+			add(fmt.Sprintf("  calls on the gRPC stream: p50, %d callers", callers), us(g.p50), us(d.p50), ratio(float64(g.p50), float64(d.p50)))
+			add(fmt.Sprintf("  calls on the gRPC stream: calls/s, %d callers", callers), fmt.Sprintf("%.0f", g.perSec), fmt.Sprintf("%.0f", d.perSec), ratio(g.perSec, d.perSec))
+		}
 		if callers == 1 {
 			summary["p50 through host / direct, 1 caller"] = float64(h.p50) / float64(d.p50)
 			summary["direct p50 us"] = float64(d.p50.Microseconds())
@@ -228,16 +235,32 @@ func BenchmarkHost(b *testing.B) {
 			summary["calls/s through host / direct, 32 callers"] = h.perSec / d.perSec
 		}
 	}
-	if os.Getenv("BENCH_ONLY_ECHO") != "" {
-		bare := bareClient(b, bins.TestPlugin)
-		hop := hostCall(b, bins.TestPlugin)
-		bs, hs := measure(b, 5000, 1, bare), measure(b, 5000, 1, hop)
-		add("router -> plugin hop p50", us(hs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bs.p50)))
+	_ = hostGRPC.c.Close()
+	hops := func() {
+		// 2. The host's own hop against a bare gRPC unary round trip.
+		bs := measure(b, 5000, 1, bareClient(b, bins.TestPlugin))
+		hs := measure(b, 5000, 1, hostCall(b, bins.TestPlugin, false))
+		gs := measure(b, 5000, 1, hostCall(b, bins.TestPlugin, true))
+		add("router -> plugin hop p50 (call channel)", us(hs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bs.p50)))
+		add("router -> plugin hop p50 (gRPC stream)", us(gs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(gs.p50), float64(bs.p50)))
+		summary["host hop / bare gRPC unary, p50"] = float64(hs.p50) / float64(bs.p50)
 		conn := bareConn(b, bins.TestPlugin)
-		rs, pc := measure(b, 5000, 1, rawStream(b, conn)), measure(b, 5000, 1, protocolClient(conn))
+		rs := measure(b, 5000, 1, rawStream(b, conn))
+		pc := measure(b, 5000, 1, protocolClient(conn))
 		add("protocol client, no go-plugin/TLS, p50", us(pc.p50), us(rs.p50)+" (raw stream ping-pong)", ratio(float64(pc.p50), float64(rs.p50)))
+		add("raw gRPC stream ping-pong p50", us(rs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(rs.p50), float64(bs.p50)))
+		ps := measure(b, 5000, 1, socketPingPong(b))
+		add("raw socket-pair ping-pong p50 (floor)", us(ps.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(ps.p50), float64(bs.p50)))
+		if d1, ok := summary["direct p50 us"]; ok {
+			lb := (d1 + float64(ps.p50.Microseconds())) / d1
+			add("lower bound for p50 via any plugin process", fmt.Sprintf("%.0f µs", d1+float64(ps.p50.Microseconds())), fmt.Sprintf("%.0f µs (direct)", d1), fmt.Sprintf("%.2fx", lb))
+			summary["lower bound p50 / direct"] = lb
+		}
+	}
+	if os.Getenv("BENCH_ONLY_ECHO") != "" {
+		hops()
 		for _, r := range rows {
-			fmt.Printf("%-42s %18s %34s %8s\n", r.name, r.figure, r.baseline, r.ratio)
+			fmt.Printf("%-44s %18s %34s %8s\n", r.name, r.figure, r.baseline, r.ratio)
 		}
 		_ = host.c.Close()
 		time.Sleep(500 * time.Millisecond)
@@ -264,23 +287,7 @@ func BenchmarkHost(b *testing.B) {
 		}
 	}
 
-	// 2. The host's own hop against a bare gRPC unary round trip.
-	bare := bareClient(b, bins.TestPlugin)
-	hop := hostCall(b, bins.TestPlugin)
-	bs := measure(b, 5000, 1, bare)
-	hs := measure(b, 5000, 1, hop)
-	add("router -> plugin hop p50", us(hs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bs.p50)))
-	summary["host hop / bare gRPC unary, p50"] = float64(hs.p50) / float64(bs.p50)
-	conn := bareConn(b, bins.TestPlugin)
-	rs := measure(b, 5000, 1, rawStream(b, conn))
-	pc := measure(b, 5000, 1, protocolClient(conn))
-	add("protocol client, no go-plugin/TLS, p50", us(pc.p50), us(rs.p50)+" (raw stream ping-pong)", ratio(float64(pc.p50), float64(rs.p50)))
-	add("raw stream ping-pong p50 (the floor)", us(rs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(rs.p50), float64(bs.p50)))
-	if d1, ok := summary["direct p50 us"]; ok {
-		lb := (d1 + float64(rs.p50.Microseconds())) / d1
-		add("lower bound for p50 via any gRPC plugin", fmt.Sprintf("%.0f µs", d1+float64(rs.p50.Microseconds())), fmt.Sprintf("%.0f µs (direct)", d1), fmt.Sprintf("%.2fx", lb))
-		summary["lower bound p50 / direct"] = lb
-	}
+	hops()
 
 	// 4. Memory after start-up and after 20,000 calls.
 	endRSS := rssKB(hostPID)
@@ -334,11 +341,11 @@ func BenchmarkHost(b *testing.B) {
 	ld := measure(b, 50, 1, bigDirect.list())
 	add(fmt.Sprintf("tools/list, 100 servers, %d tools, p50", len(res.Tools)), ms(ls.p50), ms(ld.p50)+" (one server, 5000 tools)", ratio(float64(ls.p50), float64(ld.p50)))
 
-	fmt.Printf("\n%-42s %18s %34s %8s\n", "switchboard vs baseline (same run)", "figure", "baseline", "ratio")
+	fmt.Printf("\n%-44s %18s %34s %8s\n", "switchboard vs baseline (same run)", "figure", "baseline", "ratio")
 	for _, r := range rows {
-		fmt.Printf("%-42s %18s %34s %8s\n", r.name, r.figure, r.baseline, r.ratio)
+		fmt.Printf("%-44s %18s %34s %8s\n", r.name, r.figure, r.baseline, r.ratio)
 	}
-	fmt.Printf("\nsummary: p50 %.2fx direct (target <= 1.3x; %.2fx is the floor for any gRPC plugin); throughput %.2fx direct at 32 callers (target >= 0.8x; ceiling %.2fx); hop %.2fx bare gRPC (target <= 0.6x); start-up %.0f ms (target < 150 ms); host RSS %.1f MB after 20,000 calls (target <= 20 MB)\n",
+	fmt.Printf("\nsummary: p50 %.2fx direct (target <= 1.3x; %.2fx is the floor for any plugin process); throughput %.2fx direct at 32 callers (target >= 0.8x; ceiling %.2fx); hop %.2fx bare gRPC (target <= 0.6x); start-up %.0f ms (target < 150 ms); host RSS %.1f MB after 20,000 calls (target <= 20 MB)\n",
 		summary["p50 through host / direct, 1 caller"], summary["lower bound p50 / direct"], summary["calls/s through host / direct, 32 callers"], summary["throughput ceiling"], summary["host hop / bare gRPC unary, p50"],
 		summary["start-up of the four built-ins, ms"], summary["host RSS after 20,000 calls, MB"])
 }

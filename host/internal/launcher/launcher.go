@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -87,7 +88,14 @@ type Spec struct {
 	KillGrace time.Duration
 	// Versions overrides the protocol versions the host offers (tests).
 	Versions []int
+	// NoCallChannel carries calls on the gRPC CallTool stream instead of
+	// offering the plugin a call channel (benchmarks, debugging; the
+	// environment variable SWITCHBOARD_CALL_CHANNEL=off does the same).
+	NoCallChannel bool
 }
+
+// EnvCallChannel set to "off" makes every launch behave as NoCallChannel.
+const EnvCallChannel = "SWITCHBOARD_CALL_CHANNEL"
 
 // EnvAllowlist lists the host variables a plugin inherits; everything else
 // (tokens, keys) stays in the host.
@@ -132,7 +140,11 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (p *Plugin, err er
 	env := cleanEnv(spec.Env, log)
 
 	pluginLog := log.Named("plugin")
-	var gr *groupRunner
+	offerChannel := !spec.NoCallChannel && os.Getenv(EnvCallChannel) != "off"
+	var (
+		gr      *groupRunner
+		channel net.Conn // the host's end of the call channel
+	)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:     protocol.Handshake,
 		VersionedPlugins:    protocol.PluginSets(nil, versions),
@@ -162,14 +174,26 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (p *Plugin, err er
 			}
 			cmd := exec.Command(spec.Path, spec.Args...)
 			cmd.Env = append(env, placeholder.Env...)
+			var child *os.File
+			if offerChannel {
+				var err error
+				if channel, child, err = protocol.AttachCallChannel(cmd); err != nil {
+					return nil, err
+				}
+			}
 			var err error
-			gr, err = newGroupRunner(spec.Name, cmd, spec.KillGrace)
+			if gr, err = newGroupRunner(spec.Name, cmd, spec.KillGrace, child); err != nil && child != nil {
+				_ = child.Close()
+			}
 			return gr, err
 		},
 	})
 	p = &Plugin{spec: spec, log: log.Named(spec.Name), client: client}
 	defer func() {
 		if err != nil {
+			if channel != nil {
+				_ = channel.Close()
+			}
 			client.Kill()
 			if gr != nil {
 				gr.sweep()
@@ -192,6 +216,10 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (p *Plugin, err er
 		return nil, fmt.Errorf("%w: plugin %s: unexpected client type %T", ErrStart, spec.Name, raw)
 	}
 	p.proto = pc
+	if channel != nil {
+		pc.OfferChannel(channel) // the client owns it from here
+		channel = nil
+	}
 
 	cctx, cancel := context.WithTimeout(ctx, spec.StartTimeout)
 	defer cancel()
@@ -213,7 +241,7 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (p *Plugin, err er
 		return nil, fmt.Errorf("launcher: plugin %s (%s): %w", spec.Name, spec.Path, err)
 	}
 	p.info = info
-	p.log.Debug("plugin started", "pid", p.PID(), "protocol", p.version, "version", info.GetPluginVersion(), "tools", len(info.GetTools()))
+	p.log.Debug("plugin started", "pid", p.PID(), "protocol", p.version, "version", info.GetPluginVersion(), "tools", len(info.GetTools()), "calls", pc.Transport())
 	return p, nil
 }
 
@@ -305,6 +333,15 @@ func (p *Plugin) PID() int {
 		return 0
 	}
 	return p.runner.pid
+}
+
+// Transport says what carries the plugin's calls: protocol.TransportChannel
+// or protocol.TransportGRPC.
+func (p *Plugin) Transport() string {
+	if t := p.proto.Transport(); t != "" {
+		return t
+	}
+	return protocol.TransportGRPC
 }
 
 // Exited reports whether the plugin process has ended.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,9 +50,31 @@ func text(r *pluginv1.Result) string {
 	return strings.Join(parts, "\n")
 }
 
+// transports are the ways calls reach a plugin: the call channel (the
+// default), the CallTool stream when the host offers no channel, and the
+// CallTool stream when the plugin ignores the channel (an older SDK).
+var transports = []struct {
+	name, want string
+	spec       launcher.Spec
+}{
+	{"channel", protocol.TransportChannel, launcher.Spec{}},
+	{"grpc", protocol.TransportGRPC, launcher.Spec{NoCallChannel: true}},
+	{"older-sdk", protocol.TransportGRPC, launcher.Spec{Env: map[string]string{"FIXTURE_IGNORE_CALL_CHANNEL": "1"}}},
+}
+
 func TestLaunchDescribeCallCancelClose(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) { testLifecycle(t, tr.spec, tr.want) })
+	}
+}
+
+func testLifecycle(t *testing.T, spec launcher.Spec, transport string) {
 	marker := filepath.Join(t.TempDir(), "cancelled")
-	p := launch(t, launcher.Spec{Env: map[string]string{"FIXTURE_CANCEL_MARKER": marker}})
+	spec.Env = map[string]string{"FIXTURE_CANCEL_MARKER": marker, "FIXTURE_IGNORE_CALL_CHANNEL": spec.Env["FIXTURE_IGNORE_CALL_CHANNEL"]}
+	p := launch(t, spec)
+	if got := p.Transport(); got != transport {
+		t.Errorf("Transport() = %q, want %q", got, transport)
+	}
 
 	if got := p.Describe().GetName(); got != "fixture" {
 		t.Errorf("Describe().Name = %q, want fixture", got)
@@ -92,6 +115,27 @@ func TestLaunchDescribeCallCancelClose(t *testing.T) {
 	}
 	if strings.Join(steps, ",") != "step 1,step 2,step 3" {
 		t.Errorf("progress events = %v, want step 1..3", steps)
+	}
+
+	// Many calls at once share the carrier; each gets its own answer.
+	errs := make(chan error, 64)
+	for i := 0; i < 64; i++ {
+		go func() {
+			want := fmt.Sprintf("call %d %s", i, strings.Repeat("x", i*1000))
+			res, err := p.Call(t.Context(), "echo", fmt.Appendf(nil, `{"text":%q}`, want), false, nil)
+			if err == nil && text(res) != want {
+				err = fmt.Errorf("call %d got the answer %.20q", i, text(res))
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 64; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := p.Transport(); got != transport {
+		t.Errorf("Transport() after calls = %q, want %q", got, transport)
 	}
 
 	if err := p.Close(t.Context()); err != nil {
@@ -177,13 +221,56 @@ func TestCleanEnvironment(t *testing.T) {
 }
 
 func TestPluginDyingMidCall(t *testing.T) {
-	p := launch(t, launcher.Spec{})
-	_, err := p.Call(t.Context(), "crash", nil, false, nil)
-	if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "exited") {
-		t.Fatalf("crash: err = %v, want ErrUnavailable saying the plugin exited", err)
+	for _, tr := range transports[:2] {
+		t.Run(tr.name, func(t *testing.T) {
+			p := launch(t, tr.spec)
+			_, err := p.Call(t.Context(), "crash", nil, false, nil)
+			if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "exited") {
+				t.Fatalf("crash: err = %v, want ErrUnavailable saying the plugin exited", err)
+			}
+			if !p.Exited() {
+				t.Error("Exited() = false after the plugin died")
+			}
+			// Later calls fail the same way, whatever carried the first.
+			if _, err := p.Call(t.Context(), "echo", []byte(`{"text":"x"}`), false, nil); !errors.Is(err, protocol.ErrUnavailable) {
+				t.Errorf("call after the crash: err = %v, want ErrUnavailable", err)
+			}
+		})
 	}
-	if !p.Exited() {
-		t.Error("Exited() = false after the plugin died")
+}
+
+// The call channel is the plugin's alone: the processes it starts (a bash
+// command, say) must not inherit it, nor learn of it from the environment.
+func TestCallChannelStaysInThePlugin(t *testing.T) {
+	p := launch(t, launcher.Spec{})
+	if p.Transport() != protocol.TransportChannel {
+		t.Fatalf("Transport() = %q, want the call channel", p.Transport())
+	}
+	res, err := p.Call(t.Context(), "childfds", nil, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fds := text(res); strings.Contains(fds, "socket:") {
+		t.Errorf("a child of the plugin inherited a socket:\n%s", fds)
+	}
+	res, err = p.Call(t.Context(), "env", nil, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := text(res); strings.Contains(env, protocol.EnvCallFD) {
+		t.Errorf("%s is still in the plugin's environment:\n%s", protocol.EnvCallFD, env)
+	}
+
+	// The control: a plugin from an SDK that ignores the channel leaves
+	// the descriptor open, and its children do inherit it. (This is what
+	// the test above would catch.)
+	old := launch(t, launcher.Spec{Env: map[string]string{"FIXTURE_IGNORE_CALL_CHANNEL": "1"}})
+	res, err = old.Call(t.Context(), "childfds", nil, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fds := text(res); !strings.Contains(fds, "socket:") {
+		t.Errorf("expected the unclaimed channel to show up in a child's descriptors:\n%s", fds)
 	}
 }
 

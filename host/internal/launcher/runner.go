@@ -26,6 +26,7 @@ type groupRunner struct {
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 	grace  time.Duration
+	child  *os.File // the plugin's end of the call channel, closed once started
 
 	pid      int
 	exited   chan struct{}
@@ -33,7 +34,7 @@ type groupRunner struct {
 	waitErr  error
 }
 
-func newGroupRunner(name string, cmd *exec.Cmd, grace time.Duration) (*groupRunner, error) {
+func newGroupRunner(name string, cmd *exec.Cmd, grace time.Duration, child *os.File) (*groupRunner, error) {
 	// go-plugin hands the host's stdin to the plugin; under `serve` that is
 	// the MCP client's pipe, which a plugin must never read.
 	cmd.Stdin = nil
@@ -48,11 +49,18 @@ func newGroupRunner(name string, cmd *exec.Cmd, grace time.Duration) (*groupRunn
 	if err != nil {
 		return nil, err
 	}
-	return &groupRunner{name: name, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, exited: make(chan struct{})}, nil
+	return &groupRunner{name: name, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, child: child, exited: make(chan struct{})}, nil
 }
 
 func (r *groupRunner) Start(context.Context) error {
-	if err := r.cmd.Start(); err != nil {
+	err := r.cmd.Start()
+	if r.child != nil {
+		// The plugin has its own copy now; the host keeping this end open
+		// would hide the plugin's exit from the channel.
+		_ = r.child.Close()
+		r.child = nil
+	}
+	if err != nil {
 		return err
 	}
 	r.pid = r.cmd.Process.Pid
