@@ -46,6 +46,10 @@ type Audit struct {
 	errFn   func(error)
 }
 
+// auditLinger is how long the writer collects records before writing them:
+// the most a record lags behind its call in the file.
+const auditLinger = 20 * time.Millisecond
+
 // OpenAudit opens (appends to) the audit log at path.
 func OpenAudit(path string, maxBytes int64, keep int) (*Audit, error) {
 	a := &Audit{path: path, maxBytes: maxBytes, keep: keep, queue: make(chan AuditRecord, 4096), stopped: make(chan struct{}), errFn: func(error) {}}
@@ -63,6 +67,10 @@ func (a *Audit) writer() {
 	var buf []byte
 	for r := range a.queue {
 		buf = a.appendRecord(buf[:0], r)
+		// Linger briefly so that a busy host writes (and wakes this
+		// goroutine) once per batch, not once per call; closing the queue
+		// ends the wait at once.
+		linger := time.NewTimer(auditLinger)
 	more:
 		for len(buf) < 64<<10 {
 			select {
@@ -71,10 +79,11 @@ func (a *Audit) writer() {
 					break more
 				}
 				buf = a.appendRecord(buf, r)
-			default:
+			case <-linger.C:
 				break more
 			}
 		}
+		linger.Stop()
 		if err := a.writeLines(buf); err != nil {
 			a.mu.Lock()
 			report := a.errFn
