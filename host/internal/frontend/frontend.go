@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +33,9 @@ const Workers = 100
 // QueueSize is the stdio queue of calls waiting for a worker.
 const QueueSize = 10000
 
+// ServerName is the name the host gives MCP clients.
+const ServerName = "switchboard"
+
 // Refusal is a tool the front end could not expose.
 type Refusal struct {
 	Tool   string // canonical name
@@ -43,26 +44,29 @@ type Refusal struct {
 
 // Frontend is the MCP face of a registry.
 type Frontend struct {
-	reg *registry.Registry
-	log hclog.Logger
-	srv *server.MCPServer
+	reg     *registry.Registry
+	log     hclog.Logger
+	srv     *server.MCPServer
+	version string
 
 	mu       sync.Mutex
 	refusals []Refusal
-	total    atomic.Int64 // tools with handlers
+	total    atomic.Int64                      // tools with handlers
+	names    atomic.Pointer[map[string]string] // MCP name -> canonical name
+	short    atomic.Int64                      // calls answered on the stdio short path
 }
 
 // New builds the MCP server for reg. version is the host's version.
 func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend {
-	f := &Frontend{reg: reg, log: logger.Named("mcp")}
-	tools, refusals := f.serverTools()
-	f.srv = server.NewMCPServer("switchboard", version,
+	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version}
+	tools, names, refusals := f.serverTools()
+	f.srv = server.NewMCPServer(ServerName, version,
 		server.WithToolCapabilities(true),
 		server.WithInstructions(Instructions(reg, refusals)),
 		server.WithRecovery(),
 		server.WithToolFilter(f.listReady),
 	)
-	f.setTools(tools, refusals)
+	f.setTools(tools, names, refusals)
 	reg.Subscribe(f.Refresh)
 	return f
 }
@@ -70,14 +74,15 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 // Refresh re-reads the registry's tools; clients get
 // notifications/tools/list_changed.
 func (f *Frontend) Refresh() {
-	tools, refusals := f.serverTools()
-	f.setTools(tools, refusals)
+	tools, names, refusals := f.serverTools()
+	f.setTools(tools, names, refusals)
 }
 
-func (f *Frontend) setTools(tools []server.ServerTool, refusals []Refusal) {
+func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, refusals []Refusal) {
 	f.mu.Lock()
 	f.refusals = refusals
 	f.mu.Unlock()
+	f.names.Store(&names)
 	f.total.Store(int64(len(tools)))
 	f.srv.SetTools(tools...)
 	for _, r := range refusals {
@@ -116,19 +121,6 @@ func (f *Frontend) Refusals() []Refusal {
 // MCPServer returns the underlying mcp-go server.
 func (f *Frontend) MCPServer() *server.MCPServer { return f.srv }
 
-// ServeStdio serves MCP over in/out until in ends or ctx is cancelled.
-func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	s := server.NewStdioServer(f.srv)
-	server.WithWorkerPoolSize(Workers)(s)
-	server.WithQueueSize(QueueSize)(s)
-	s.SetErrorLogger(log.New(f.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), "", 0))
-	err := s.Listen(ctx, in, out)
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
-}
-
 // Instructions is one line per server with its status and its own
 // instructions, then the servers that failed and the tools not exposed.
 func Instructions(reg *registry.Registry, refusals []Refusal) string {
@@ -151,7 +143,9 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	return b.String()
 }
 
-func (f *Frontend) serverTools() ([]server.ServerTool, []Refusal) {
+// serverTools builds the MCP tools, the map from MCP names to canonical
+// names, and the refusals.
+func (f *Frontend) serverTools() ([]server.ServerTool, map[string]string, []Refusal) {
 	var out []server.ServerTool
 	var refusals []Refusal
 	seen := map[string]string{}
@@ -169,7 +163,7 @@ func (f *Frontend) serverTools() ([]server.ServerTool, []Refusal) {
 		seen[name] = t.Name
 		out = append(out, st)
 	}
-	return out, refusals
+	return out, seen, refusals
 }
 
 func (f *Frontend) serverTool(name string, t registry.Tool) (st server.ServerTool, err error) {

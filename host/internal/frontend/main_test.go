@@ -3,7 +3,8 @@ package frontend
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain builds the fixtures once and checks for leaked goroutines.
+func TestMain(m *testing.M) { fixtures.Main(m) }

@@ -95,6 +95,14 @@ func (p *Policy) AccessAllows(t Tool) bool {
 	return access != "read" || t.Access() == pluginv1.Access_ACCESS_READ
 }
 
+// MayAsk reports whether a call can need a person's approval (the default
+// is "ask").
+func (p *Policy) MayAsk() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.Default == "ask"
+}
+
 // Decide judges a call of tool (canonical name) with its patterns.
 func (p *Policy) Decide(tool string, patterns []string) Decision {
 	p.mu.RLock()

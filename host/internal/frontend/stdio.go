@@ -1,0 +1,342 @@
+package frontend
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// ServeStdio serves MCP over in/out until in ends or ctx is cancelled.
+//
+// mcp-go's stdio server handles the session: initialize, listings,
+// notifications, cancellation, elicitation and everything else. Plain tool
+// calls, the one message a busy client sends over and over, take a shorter
+// path beside it (see fastCall): mcp-go decodes every incoming line
+// several times over and hands calls to a fixed pool of workers, which on
+// a small machine costs as much CPU as the call itself. Anything the short
+// path does not recognise exactly is passed to mcp-go untouched.
+func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	w := &lineWriter{w: out}
+	sessionCtx := make(chan context.Context, 1)
+	s := server.NewStdioServer(f.srv)
+	server.WithWorkerPoolSize(Workers)(s)
+	server.WithQueueSize(QueueSize)(s)
+	server.WithStdioContextFunc(func(ctx context.Context) context.Context {
+		sessionCtx <- ctx // the context mcp-go's handlers get: it carries the session
+		return ctx
+	})(s)
+	s.SetErrorLogger(log.New(f.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), "", 0))
+
+	pr, pw := io.Pipe()
+	listenDone := make(chan error, 1)
+	go func() {
+		err := s.Listen(ctx, pr, w)
+		_ = pr.CloseWithError(io.EOF) // unblock a forward still in progress
+		listenDone <- err
+	}()
+	var fp *fastPath
+	select {
+	case c := <-sessionCtx:
+		fp = newFastPath(f, c, w, pw)
+	case err := <-listenDone:
+		return stdioErr(err)
+	}
+
+	// A read from stdin cannot be interrupted; when ctx ends first the
+	// reader is left to end with the input (or the process).
+	readDone := make(chan error, 1)
+	go func() { readDone <- fp.read(in) }()
+	var readErr error
+	select {
+	case readErr = <-readDone:
+	case <-ctx.Done():
+	}
+	// Input ended or the host is stopping: like mcp-go, stop the calls
+	// still running and wait for them, then let mcp-go finish.
+	fp.stop()
+	_ = pw.Close()
+	err := <-listenDone
+	if readErr != nil && !errors.Is(readErr, io.EOF) && !errors.Is(readErr, io.ErrClosedPipe) {
+		return readErr
+	}
+	return stdioErr(err)
+}
+
+func stdioErr(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// lineWriter makes each Write whole with respect to the others: mcp-go and
+// the short path both write one complete message per Write.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// fastPath answers plain tools/call requests itself.
+type fastPath struct {
+	f       *Frontend
+	ctx     context.Context
+	cancel  context.CancelFunc
+	w       io.Writer
+	forward io.Writer
+
+	mu       sync.Mutex
+	inflight map[string]context.CancelFunc // by raw request id
+	wg       sync.WaitGroup
+}
+
+func newFastPath(f *Frontend, sessionCtx context.Context, w, forward io.Writer) *fastPath {
+	ctx, cancel := context.WithCancel(sessionCtx)
+	return &fastPath{f: f, ctx: ctx, cancel: cancel, w: w, forward: forward, inflight: map[string]context.CancelFunc{}}
+}
+
+// maxLine bounds one incoming message kept whole in memory for the short
+// path; longer lines go to mcp-go as they are.
+const maxLine = 4 << 20
+
+// read reads messages until in ends, handling plain tool calls and passing
+// every other line on to mcp-go.
+func (p *fastPath) read(in io.Reader) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	var long []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(line) > 0 && !p.handle(line) {
+			if _, werr := p.forward.Write(line); werr != nil {
+				return werr
+			}
+			if line[len(line)-1] != '\n' {
+				_, _ = p.forward.Write([]byte{'\n'})
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if cap(long) > maxLine {
+			long = nil
+		}
+	}
+}
+
+// stop cancels the short path's calls and waits for them.
+func (p *fastPath) stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// callMessage is a tools/call request as the short path accepts it: exactly
+// these fields, nothing else.
+type callMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      *mcp.Meta       `json:"_meta"`
+	} `json:"params"`
+}
+
+var (
+	toolsCall   = []byte(`"tools/call"`)
+	cancelledNt = []byte(`"notifications/cancelled"`)
+)
+
+// handle answers line if it is a plain call of a known tool, and reports
+// whether it did. It also cancels the short path's own calls on
+// notifications/cancelled (which mcp-go gets as well).
+func (p *fastPath) handle(line []byte) bool {
+	if bytes.Contains(line, cancelledNt) {
+		p.cancelled(line)
+		return false
+	}
+	if !bytes.Contains(line, toolsCall) || len(line) > maxLine {
+		return false
+	}
+	var m callMessage
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields() // task, MRTR answers, modern _meta...: mcp-go's
+	if dec.Decode(&m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Method != string(mcp.MethodToolsCall) || !plainID(m.ID) {
+		return false
+	}
+	names := p.f.names.Load()
+	if names == nil {
+		return false
+	}
+	canonical, ok := (*names)[m.Params.Name]
+	if !ok || p.f.reg.Policy().MayAsk() {
+		// Unknown tools get mcp-go's error; calls that may need a person's
+		// approval get mcp-go's elicitation, which also bridges it for
+		// clients of older protocol versions.
+		return false
+	}
+	ctx, modern, ok := p.protocolContext(m.Params.Meta)
+	if !ok {
+		return false
+	}
+	req := mcp.CallToolRequest{}
+	req.Method = m.Method
+	req.Params.Name = m.Params.Name
+	req.Params.RawArguments = m.Params.Arguments
+	req.Params.Meta = m.Params.Meta
+	p.f.short.Add(1)
+	id := append(json.RawMessage(nil), m.ID...)
+	ctx, cancel := context.WithCancel(ctx)
+	key := string(id)
+	p.mu.Lock()
+	p.inflight[key] = cancel
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() {
+			p.mu.Lock()
+			delete(p.inflight, key)
+			p.mu.Unlock()
+			cancel()
+		}()
+		res := p.run(ctx, canonical, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && modern {
+			p.decorate(r)
+		}
+		p.respond(id, res)
+	}()
+	return true
+}
+
+// decorate stamps a result for the 2026-07-28 era as mcp-go does: its
+// result type, and the server's identity in _meta.
+func (p *fastPath) decorate(r *mcp.CallToolResult) {
+	if r.GetResultType() == "" {
+		r.SetResultType(mcp.ResultTypeComplete)
+	}
+	if meta := r.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
+		meta.SetServerInfo(mcp.Implementation{Name: ServerName, Version: p.f.version})
+	}
+}
+
+// protocolContext does for a call what mcp-go does for every request: a
+// request of the 2026-07-28 era or later carries its protocol version,
+// client and capabilities in _meta, which go into the context and the
+// session; an older one relies on the initialize handshake. Requests mcp-go
+// would refuse (an unknown modern version, no capabilities) are left to it.
+func (p *fastPath) protocolContext(meta *mcp.Meta) (ctx context.Context, modern, ok bool) {
+	version := meta.ProtocolVersion()
+	if !mcp.IsModernProtocol(version) {
+		return server.WithRequestProtocolInfo(p.ctx, &server.RequestProtocolInfo{ProtocolVersion: version}), false, true
+	}
+	caps := meta.ClientCapabilities()
+	if !mcp.IsValidProtocolVersion(version) || caps == nil {
+		return nil, false, false
+	}
+	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}
+	if session := server.ClientSessionFromContext(p.ctx); session != nil {
+		if withInfo, ok := session.(server.SessionWithClientInfo); ok {
+			if info.ClientInfo != nil {
+				withInfo.SetClientInfo(*info.ClientInfo)
+			}
+			withInfo.SetClientCapabilities(*caps)
+		}
+		if !session.Initialized() {
+			session.Initialize()
+		}
+	}
+	return server.WithRequestProtocolInfo(p.ctx, info), true, true
+}
+
+// run calls the tool as mcp-go would call its handler, panics included.
+func (p *fastPath) run(ctx context.Context, canonical string, req mcp.CallToolRequest) (res any) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("panic recovered in %s tool handler: %v", req.Params.Name, r), nil)
+		}
+	}()
+	out, err := p.f.call(ctx, canonical, req)
+	if err != nil {
+		return mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)
+	}
+	return out
+}
+
+// respond writes the answer to request id: a result or a JSON-RPC error.
+func (p *fastPath) respond(id json.RawMessage, res any) {
+	msg := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result,omitempty"`
+		Error   any             `json:"error,omitempty"`
+	}{JSONRPC: mcp.JSONRPC_VERSION, ID: id}
+	if e, ok := res.(mcp.JSONRPCErrorDetails); ok {
+		msg.Error = e
+	} else {
+		msg.Result = res
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		p.f.log.Error("tool result not sent: it does not encode as JSON", "error", err)
+		b, _ = json.Marshal(struct {
+			JSONRPC string                  `json:"jsonrpc"`
+			ID      json.RawMessage         `json:"id"`
+			Error   mcp.JSONRPCErrorDetails `json:"error"`
+		}{mcp.JSONRPC_VERSION, id, mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "the result could not be encoded: "+err.Error(), nil)})
+	}
+	if _, err := p.w.Write(append(b, '\n')); err != nil {
+		p.f.log.Debug("tool result not sent", "error", err)
+	}
+}
+
+// cancelled cancels a short-path call named by a notifications/cancelled.
+func (p *fastPath) cancelled(line []byte) {
+	var n struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) != nil || len(n.Params.RequestID) == 0 {
+		return
+	}
+	p.mu.Lock()
+	cancel := p.inflight[string(n.Params.RequestID)]
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// plainID reports whether id is a JSON number or string (not null, not
+// missing, not an object).
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	c := id[0]
+	return c == '"' || c == '-' || (c >= '0' && c <= '9')
+}

@@ -1,0 +1,249 @@
+package frontend
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+)
+
+// stdioSession runs ServeStdio over pipes with the test plugin registered
+// as "fx", and reads what it writes.
+type stdioSession struct {
+	t      *testing.T
+	f      *Frontend
+	in     *io.PipeWriter
+	lines  chan map[string]any
+	done   chan error
+	marker string
+}
+
+func newStdioSession(t *testing.T, policy *registry.Policy) *stdioSession {
+	t.Helper()
+	marker := filepath.Join(t.TempDir(), "cancelled")
+	p, err := launcher.Launch(t.Context(), launcher.Spec{
+		Name: "fx", Path: fixtures.Build(t).TestPlugin, ProjectDir: t.TempDir(),
+		Env: map[string]string{"FIXTURE_CANCEL_MARKER": marker},
+	}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(policy, registry.WithDuplicateLimit(0))
+	if err := reg.Register(p, registry.KindPlugin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Shutdown(context.Background(), 5*time.Second) })
+	f := New(reg, "test", hclog.NewNullLogger())
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &stdioSession{t: t, f: f, in: inW, lines: make(chan map[string]any, 1024), done: make(chan error, 1), marker: marker}
+	go func() {
+		s.done <- f.ServeStdio(context.Background(), inR, outW)
+		_ = outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("the server wrote a line that is not one JSON message: %v\n%.300s", err, sc.Text())
+				continue
+			}
+			s.lines <- m
+		}
+		close(s.lines)
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		select {
+		case err := <-s.done:
+			if err != nil {
+				t.Errorf("ServeStdio: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("ServeStdio did not return after its input ended")
+		}
+		for range s.lines { //nolint:revive // drain
+		}
+	})
+	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	s.response("init")
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+func (s *stdioSession) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// response waits for the response to id, collecting the notifications that
+// came before it.
+func (s *stdioSession) response(id any) (resp map[string]any, notes []map[string]any) {
+	s.t.Helper()
+	want := fmt.Sprint(id)
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case m, ok := <-s.lines:
+			if !ok {
+				s.t.Fatalf("output ended before the response to %v", id)
+			}
+			if m["id"] == nil {
+				notes = append(notes, m)
+				continue
+			}
+			if fmt.Sprint(m["id"]) == want {
+				return m, notes
+			}
+			s.t.Fatalf("unexpected message while waiting for %v: %v", id, m)
+		case <-timeout:
+			s.t.Fatalf("no response to %v", id)
+		}
+	}
+}
+
+// The short path answers exactly as mcp-go does. A field mcp-go ignores
+// ("x") sends the same request down mcp-go's own path for comparison.
+func TestShortPathAnswersLikeMCPGo(t *testing.T) {
+	s := newStdioSession(t, nil)
+	modernMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+	cases := []struct{ name, params string }{
+		{"echo", `{"name":"fx__echo","arguments":{"text":"hi \u00e9 \"quoted\""}}`},
+		{"modern era", `{"name":"fx__echo","arguments":{"text":"modern"},` + modernMeta + `}`},
+		{"progress", `{"name":"fx__progress","arguments":{"steps":2},"_meta":{"progressToken":"tok"}}`},
+		{"modern era with progress", `{"name":"fx__progress","arguments":{"steps":2},"_meta":{"progressToken":7,` + modernMeta[len(`"_meta":{`):] + `}`},
+		{"unsupported modern version", `{"name":"fx__echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`},
+		{"invalid arguments", `{"name":"fx__echo","arguments":{"text":7}}`},
+		{"no arguments", `{"name":"fx__calls"}`},
+		{"unknown tool", `{"name":"fx__nope","arguments":{}}`},
+		{"tool error", `{"name":"fx__sleep","arguments":{"ms":"soon"}}`},
+	}
+	// The cases mcp-go must answer itself (a tool it reports as unknown, a
+	// protocol version it refuses).
+	forwarded := map[string]bool{"unknown tool": true, "unsupported modern version": true}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s.t = t
+			before := s.f.short.Load()
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, 2*i, c.params))
+			short, shortNotes := s.response(2 * i)
+			if took := s.f.short.Load() - before; took != map[bool]int64{false: 1, true: 0}[forwarded[c.name]] {
+				t.Errorf("the short path took %d calls, want %v", took, !forwarded[c.name])
+			}
+			before = s.f.short.Load()
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s,"x":1}`, 2*i+1, c.params))
+			full, fullNotes := s.response(2*i + 1)
+			if s.f.short.Load() != before {
+				t.Error("the short path took a call with a field it does not know")
+			}
+			short["id"], full["id"] = nil, nil
+			if !reflect.DeepEqual(short, full) {
+				t.Errorf("short path answered\n  %v\nmcp-go answered\n  %v", short, full)
+			}
+			if len(shortNotes) != len(fullNotes) || !reflect.DeepEqual(shortNotes, fullNotes) {
+				t.Errorf("notifications differ:\n  short %v\n  mcp-go %v", shortNotes, fullNotes)
+			}
+		})
+	}
+	s.t = t
+}
+
+// Cancellation reaches a call on the short path, and the plugin's handler.
+func TestShortPathCancellation(t *testing.T) {
+	s := newStdioSession(t, nil)
+	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000}}}`)
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"changed my mind"}}`)
+	resp, _ := s.response("slow")
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("the cancelled call took %v to end", time.Since(start))
+	}
+	if res, _ := resp["result"].(map[string]any); res["isError"] != true {
+		t.Errorf("cancelled call answered %v, want an error result", resp)
+	}
+	if b, err := os.ReadFile(s.marker); err != nil || !strings.Contains(string(b), "canceled") {
+		t.Errorf("the plugin's handler did not see the cancellation: %q, %v", b, err)
+	}
+}
+
+// Many calls at once, with ids of every JSON kind and arguments larger than
+// the reader's buffer, each get one intact answer.
+func TestShortPathConcurrentAndLarge(t *testing.T) {
+	s := newStdioSession(t, nil)
+	big := strings.Repeat("z", 300<<10)
+	ids := []string{`"a"`, `-3`, `0`, `17`, `"with \"quotes\""`}
+	want := map[string]string{}
+	var mu sync.Mutex
+	for i := 0; i < 40; i++ {
+		id := ids[i%len(ids)]
+		if i >= len(ids) {
+			id = fmt.Sprint(1000 + i)
+		}
+		text := fmt.Sprintf("call %d", i)
+		if i%10 == 3 {
+			text += big
+		}
+		var parsed any
+		_ = json.Unmarshal([]byte(id), &parsed)
+		mu.Lock()
+		want[fmt.Sprint(parsed)] = text
+		mu.Unlock()
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":%q}}}`, id, text))
+	}
+	for len(want) > 0 {
+		select {
+		case m, ok := <-s.lines:
+			if !ok {
+				t.Fatal("output ended early")
+			}
+			key := fmt.Sprint(m["id"])
+			text, ok := want[key]
+			if !ok {
+				t.Fatalf("answer to an unknown or already answered id %s", key)
+			}
+			delete(want, key)
+			res, _ := m["result"].(map[string]any)
+			content, _ := res["content"].([]any)
+			if len(content) != 1 || content[0].(map[string]any)["text"] != text {
+				t.Errorf("id %s: wrong answer (%.80v)", key, res)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d calls unanswered", len(want))
+		}
+	}
+}
+
+// With "ask" as the default, calls take mcp-go's path (which asks the
+// client, or refuses when it cannot be asked); the short path stays out.
+func TestAskPolicyTakesTheFullPath(t *testing.T) {
+	s := newStdioSession(t, &registry.Policy{Default: "ask", Access: "write"})
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}`)
+	resp, _ := s.response(1)
+	res, _ := resp["result"].(map[string]any)
+	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "approval") {
+		t.Errorf("call needing approval from a client that cannot be asked = %v", resp)
+	}
+	if n := s.f.short.Load(); n != 0 {
+		t.Errorf("the short path took %d calls under an ask policy", n)
+	}
+}
