@@ -186,15 +186,45 @@ type stats struct {
 	perSec   float64
 }
 
-// measure runs n calls spread over callers goroutines and returns latency
-// percentiles and throughput.
+// measure runs n calls spread over callers goroutines, after a warm-up,
+// and returns latency percentiles and throughput.
 func measure(b *testing.B, n, callers int, call func(context.Context) error) stats {
+	return interleave(b, n, callers, 1, call)[0]
+}
+
+// interleave measures several paths in turns (rounds of n/rounds calls
+// each, alternating), so that the machine's drift over a run, which can
+// be tens of percent on a shared VM, falls on all of them alike.
+func interleave(b *testing.B, n, callers, rounds int, calls ...func(context.Context) error) []stats {
 	ctx := context.Background()
-	for i := 0; i < 200; i++ { // warm up
-		if err := call(ctx); err != nil {
-			b.Fatal(err)
+	for _, call := range calls {
+		for i := 0; i < 200; i++ { // warm up
+			if err := call(ctx); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
+	lats := make([][]time.Duration, len(calls))
+	totals := make([]time.Duration, len(calls))
+	for r := 0; r < rounds; r++ {
+		for i, call := range calls {
+			lat, total := run(b, n/rounds, callers, call)
+			lats[i] = append(lats[i], lat...)
+			totals[i] += total
+		}
+	}
+	out := make([]stats, len(calls))
+	for i, lat := range lats {
+		slices.Sort(lat)
+		out[i] = stats{p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], perSec: float64(len(lat)) / totals[i].Seconds()}
+	}
+	return out
+}
+
+// run makes n calls from callers goroutines and returns each call's
+// latency and the wall time of the whole.
+func run(b *testing.B, n, callers int, call func(context.Context) error) ([]time.Duration, time.Duration) {
+	ctx := context.Background()
 	lat := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	per := n / callers
@@ -214,8 +244,5 @@ func measure(b *testing.B, n, callers int, call func(context.Context) error) sta
 		}()
 	}
 	wg.Wait()
-	total := time.Since(start)
-	lat = lat[:per*callers]
-	slices.Sort(lat)
-	return stats{p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], perSec: float64(len(lat)) / total.Seconds()}
+	return lat[:per*callers], time.Since(start)
 }

@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -235,6 +236,14 @@ func (a *app) serveCmd() *cobra.Command {
 			// the user chose GOGC.
 			if os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(50)
+			}
+			// A host routes; the work happens in plugins. One scheduler
+			// slot serves some 20,000 calls a second, and it spares each
+			// call the wake-up of an idle thread (and the spinning that
+			// follows), which on a small machine costs more than the call
+			// itself (see README, PERFORMANCE). GOMAXPROCS overrides it.
+			if os.Getenv("GOMAXPROCS") == "" {
+				runtime.GOMAXPROCS(1)
 			}
 			n := len(reg.Tools()) - len(fe.Refusals())
 			log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)

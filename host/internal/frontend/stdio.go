@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -26,6 +27,12 @@ import (
 // a small machine costs as much CPU as the call itself. Anything the short
 // path does not recognise exactly is passed to mcp-go untouched.
 func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	if file, ok := in.(*os.File); ok {
+		if polled, restore := pollable(file); polled != nil {
+			in = polled
+			defer restore()
+		}
+	}
 	w := &lineWriter{w: out}
 	sessionCtx := make(chan context.Context, 1)
 	s := server.NewStdioServer(f.srv)
