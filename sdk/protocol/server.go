@@ -7,8 +7,6 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -97,19 +95,9 @@ type callSource interface {
 	Send(*pluginv1.CallToolEvent) error
 }
 
-// inlineBudget is how long a call may run on the goroutine that read it
-// before another goroutine takes over reading. Most calls finish well
-// within it and so cost no hand-off between goroutines (on a small machine,
-// waking a goroutine on another thread costs more than a quick call); a
-// longer call only delays the frames behind it by this much.
-const inlineBudget = 50 * time.Microsecond
-
-// serveCalls runs the calls arriving on stream until the stream ends. Every
-// call still running then is cancelled and waited for.
-//
-// The goroutine that reads a call runs it. If the call is still running
-// after inlineBudget, a new goroutine becomes the reader, so that one slow
-// call never holds up the others (or its own cancellation).
+// serveCalls runs the calls arriving on stream, each on its own goroutine,
+// until the stream ends. Every call still running then is cancelled and
+// waited for.
 func (s *server) serveCalls(parent context.Context, stream callSource) {
 	ctx, cancelAll := context.WithCancel(parent)
 	defer cancelAll()
@@ -119,11 +107,9 @@ func (s *server) serveCalls(parent context.Context, stream callSource) {
 		callsMu sync.Mutex
 		calls   = map[uint64]context.CancelFunc{}
 		wg      sync.WaitGroup
-		ended   = make(chan struct{}) // closed by the reader that sees the end
 	)
 	defer func() {
 		// The carrier is gone: stop the calls still running, then wait.
-		<-ended
 		cancelAll()
 		wg.Wait()
 	}()
@@ -141,86 +127,62 @@ func (s *server) serveCalls(parent context.Context, stream callSource) {
 		_ = stream.Send(ev)
 	}
 
-	run := func(id uint64, call *pluginv1.Call, callCtx context.Context, cancel context.CancelFunc) {
-		defer wg.Done()
-		defer func() {
-			callsMu.Lock()
-			delete(calls, id)
-			callsMu.Unlock()
-			cancel()
-		}()
-		sink := &eventSink{id: id, send: send, wantProgress: call.GetWantProgress()}
-		res, err := s.runCall(callCtx, call, sink)
-		sink.close()
-		ev := &pluginv1.CallToolEvent{CallId: id}
-		switch {
-		case err != nil:
-			ev.Kind = &pluginv1.CallToolEvent_Error{Error: toWire(err)}
-		case callCtx.Err() != nil && res == nil:
-			ev.Kind = &pluginv1.CallToolEvent_Error{Error: toWire(callCtx.Err())}
-		default:
-			if res == nil {
-				res = &pluginv1.Result{}
-			}
-			ev.Kind = &pluginv1.CallToolEvent_Result{Result: res}
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return // host closed the stream or went away
 		}
-		send(ev)
-	}
-
-	var read func()
-	read = func() {
-		for {
-			req, err := stream.Recv()
-			if err != nil {
-				close(ended) // host closed the stream or went away
-				return
+		id := req.GetCallId()
+		switch k := req.GetKind().(type) {
+		case *pluginv1.CallToolRequest_Cancel:
+			callsMu.Lock()
+			if cancel, ok := calls[id]; ok {
+				cancel()
 			}
-			id := req.GetCallId()
-			switch k := req.GetKind().(type) {
-			case *pluginv1.CallToolRequest_Cancel:
-				callsMu.Lock()
-				if cancel, ok := calls[id]; ok {
-					cancel()
-				}
+			callsMu.Unlock()
+		case *pluginv1.CallToolRequest_Call:
+			callCtx, cancel := context.WithCancel(ctx)
+			callsMu.Lock()
+			if _, dup := calls[id]; dup {
 				callsMu.Unlock()
-			case *pluginv1.CallToolRequest_Call:
-				callCtx, cancel := context.WithCancel(ctx)
-				callsMu.Lock()
-				if _, dup := calls[id]; dup {
+				cancel()
+				send(&pluginv1.CallToolEvent{CallId: id, Kind: &pluginv1.CallToolEvent_Error{
+					Error: &pluginv1.Error{Code: CodeInternal, Message: fmt.Sprintf("call id %d is already in flight", id)},
+				}})
+				continue
+			}
+			calls[id] = cancel
+			callsMu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					callsMu.Lock()
+					delete(calls, id)
 					callsMu.Unlock()
 					cancel()
-					send(&pluginv1.CallToolEvent{CallId: id, Kind: &pluginv1.CallToolEvent_Error{
-						Error: &pluginv1.Error{Code: CodeInternal, Message: fmt.Sprintf("call id %d is already in flight", id)},
-					}})
-					continue
-				}
-				calls[id] = cancel
-				callsMu.Unlock()
-				wg.Add(1)
-				// Run the call here; whichever of the call's end and the
-				// budget's comes first decides who reads next.
-				const (
-					running = iota
-					finished
-					handedOff
-				)
-				var state atomic.Int32
-				t := time.AfterFunc(inlineBudget, func() {
-					if state.CompareAndSwap(running, handedOff) {
-						read() // this timer goroutine is the reader now
+				}()
+				sink := &eventSink{id: id, send: send, wantProgress: k.Call.GetWantProgress()}
+				res, err := s.runCall(callCtx, k.Call, sink)
+				sink.close()
+				ev := &pluginv1.CallToolEvent{CallId: id}
+				switch {
+				case err != nil:
+					ev.Kind = &pluginv1.CallToolEvent_Error{Error: toWire(err)}
+				case callCtx.Err() != nil && res == nil:
+					ev.Kind = &pluginv1.CallToolEvent_Error{Error: toWire(callCtx.Err())}
+				default:
+					if res == nil {
+						res = &pluginv1.Result{}
 					}
-				})
-				run(id, k.Call, callCtx, cancel)
-				if !state.CompareAndSwap(running, finished) {
-					return // another goroutine reads now
+					ev.Kind = &pluginv1.CallToolEvent_Result{Result: res}
 				}
-				t.Stop()
-			default:
-				// An unknown message kind from a newer host: ignore it.
-			}
+				send(ev)
+			}()
+		default:
+			// An unknown message kind from a newer host: ignore it.
 		}
 	}
-	read()
 }
 
 // runCall runs the handler, turning a panic into an internal error so that
