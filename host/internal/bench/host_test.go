@@ -185,10 +185,11 @@ func BenchmarkHost(b *testing.B) {
 	if e := os.Getenv("BENCH_HOST_ENV"); e != "" {
 		hostEnv = strings.Fields(e)
 	}
+	profEnv := hostEnv
 	if p := os.Getenv("BENCH_HOST_CPUPROFILE"); p != "" {
-		hostEnv = []string{"SWITCHBOARD_CPUPROFILE=" + p}
+		profEnv = append(slices.Clone(hostEnv), "SWITCHBOARD_CPUPROFILE="+p)
 	}
-	host, _ := startMCP(b, hostEnv, bins.Switchboard, "serve", "--config", hostCfg)
+	host, _ := startMCP(b, profEnv, bins.Switchboard, "serve", "--config", hostCfg)
 	// The same host with calls on the gRPC CallTool stream, for comparison.
 	hostGRPC, _ := startMCP(b, append(hostEnv, "SWITCHBOARD_CALL_CHANNEL=off"), bins.Switchboard, "serve", "--config", hostCfg)
 	hostPID := host.cmd.Process.Pid

@@ -65,7 +65,7 @@ func askResult(canonical string, args []byte, e *registry.ApprovalRequiredError)
 // answer returns the person's decision from a retried request, or "" when
 // the request carries none for this call.
 func answer(req mcp.CallToolRequest, canonical string, args []byte) string {
-	if req.Params.RequestState != approvalState(canonical, args) {
+	if req.Params.RequestState == "" || req.Params.RequestState != approvalState(canonical, args) {
 		return ""
 	}
 	res := server.ElicitationResponse(req.Params.InputResponses, approvalID)

@@ -54,6 +54,8 @@ type Frontend struct {
 	total    atomic.Int64                      // tools with handlers
 	names    atomic.Pointer[map[string]string] // MCP name -> canonical name
 	short    atomic.Int64                      // calls answered on the stdio short path
+
+	noShortPath bool // tests: every message goes to mcp-go
 }
 
 // New builds the MCP server for reg. version is the host's version.

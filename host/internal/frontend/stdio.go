@@ -159,17 +159,29 @@ func (p *fastPath) stop() {
 	p.wg.Wait()
 }
 
-// callMessage is a tools/call request as the short path accepts it: exactly
-// these fields, nothing else.
+// callMessage is a tools/call request as mcp-go reads one. Task,
+// InputResponses and RequestState are only looked at: a request that
+// carries them (a task-augmented call, the retry of a call that asked for
+// input) is mcp-go's. Fields neither reads are ignored by both.
 type callMessage struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
 	Params  struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      *mcp.Meta       `json:"_meta"`
+		Name           string          `json:"name"`
+		Arguments      json.RawMessage `json:"arguments"`
+		Meta           *mcp.Meta       `json:"_meta"`
+		Task           json.RawMessage `json:"task"`
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
 	} `json:"params"`
+}
+
+// plain reports whether m is an ordinary call the short path may answer.
+func (m *callMessage) plain() bool {
+	absent := func(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
+	return m.JSONRPC == mcp.JSONRPC_VERSION && m.Method == string(mcp.MethodToolsCall) && plainID(m.ID) &&
+		absent(m.Params.Task) && absent(m.Params.InputResponses) && absent(m.Params.RequestState)
 }
 
 var (
@@ -185,13 +197,11 @@ func (p *fastPath) handle(line []byte) bool {
 		p.cancelled(line)
 		return false
 	}
-	if !bytes.Contains(line, toolsCall) || len(line) > maxLine {
+	if p.f.noShortPath || !bytes.Contains(line, toolsCall) || len(line) > maxLine {
 		return false
 	}
 	var m callMessage
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields() // task, MRTR answers, modern _meta...: mcp-go's
-	if dec.Decode(&m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Method != string(mcp.MethodToolsCall) || !plainID(m.ID) {
+	if json.Unmarshal(line, &m) != nil || !m.plain() {
 		return false
 	}
 	names := p.f.names.Load()

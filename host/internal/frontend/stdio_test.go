@@ -30,9 +30,16 @@ type stdioSession struct {
 	lines  chan map[string]any
 	done   chan error
 	marker string
+
+	closeOnce sync.Once
 }
 
 func newStdioSession(t *testing.T, policy *registry.Policy) *stdioSession {
+	return newSession(t, policy, false)
+}
+
+// newSession is newStdioSession; noShortPath sends everything to mcp-go.
+func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioSession {
 	t.Helper()
 	marker := filepath.Join(t.TempDir(), "cancelled")
 	p, err := launcher.Launch(t.Context(), launcher.Spec{
@@ -48,6 +55,7 @@ func newStdioSession(t *testing.T, policy *registry.Policy) *stdioSession {
 	}
 	t.Cleanup(func() { _ = reg.Shutdown(context.Background(), 5*time.Second) })
 	f := New(reg, "test", hclog.NewNullLogger())
+	f.noShortPath = noShortPath
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -69,23 +77,29 @@ func newStdioSession(t *testing.T, policy *registry.Policy) *stdioSession {
 		}
 		close(s.lines)
 	}()
-	t.Cleanup(func() {
-		_ = inW.Close()
-		select {
-		case err := <-s.done:
-			if err != nil {
-				t.Errorf("ServeStdio: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("ServeStdio did not return after its input ended")
-		}
-		for range s.lines { //nolint:revive // drain
-		}
-	})
+	t.Cleanup(s.close)
 	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	s.response("init")
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s
+}
+
+// close ends the input and waits for ServeStdio to return; it may be
+// called more than once.
+func (s *stdioSession) close() {
+	s.closeOnce.Do(func() {
+		_ = s.in.Close()
+		select {
+		case err := <-s.done:
+			if err != nil {
+				s.t.Errorf("ServeStdio: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			s.t.Error("ServeStdio did not return after its input ended")
+		}
+		for range s.lines { //nolint:revive // drain
+		}
+	})
 }
 
 func (s *stdioSession) send(line string) {
@@ -121,50 +135,64 @@ func (s *stdioSession) response(id any) (resp map[string]any, notes []map[string
 	}
 }
 
-// The short path answers exactly as mcp-go does. A field mcp-go ignores
-// ("x") sends the same request down mcp-go's own path for comparison.
+// The short path answers exactly as mcp-go does: the same requests sent to
+// a host whose every message goes to mcp-go get the same answers and
+// notifications. (One session at a time: mcp-go's stdio session is a
+// package-level singleton, so two stdio servers in one process would share
+// their notifications.)
 func TestShortPathAnswersLikeMCPGo(t *testing.T) {
-	s := newStdioSession(t, nil)
 	modernMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
-	cases := []struct{ name, params string }{
-		{"echo", `{"name":"fx__echo","arguments":{"text":"hi \u00e9 \"quoted\""}}`},
-		{"modern era", `{"name":"fx__echo","arguments":{"text":"modern"},` + modernMeta + `}`},
-		{"progress", `{"name":"fx__progress","arguments":{"steps":2},"_meta":{"progressToken":"tok"}}`},
-		{"modern era with progress", `{"name":"fx__progress","arguments":{"steps":2},"_meta":{"progressToken":7,` + modernMeta[len(`"_meta":{`):] + `}`},
-		{"unsupported modern version", `{"name":"fx__echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`},
-		{"invalid arguments", `{"name":"fx__echo","arguments":{"text":7}}`},
-		{"no arguments", `{"name":"fx__calls"}`},
-		{"unknown tool", `{"name":"fx__nope","arguments":{}}`},
-		{"tool error", `{"name":"fx__sleep","arguments":{"ms":"soon"}}`},
+	cases := []struct {
+		name, params string
+		short        bool // answered on the short path
+	}{
+		{"echo", `{"name":"fx__echo","arguments":{"text":"hi \u00e9 \"quoted\""}}`, true},
+		{"modern era", `{"name":"fx__echo","arguments":{"text":"modern"},` + modernMeta + `}`, true},
+		{"progress", `{"name":"fx__progress","arguments":{"steps":2},"_meta":{"progressToken":"tok"}}`, true},
+		{"modern era with progress", `{"name":"fx__progress","arguments":{"steps":2},"_meta":{"progressToken":7,` + modernMeta[len(`"_meta":{`):] + `}`, true},
+		{"fields neither reads", `{"name":"fx__echo","arguments":{"text":"x"},"extra":[1,2]}`, true},
+		{"invalid arguments", `{"name":"fx__echo","arguments":{"text":7}}`, true},
+		{"no arguments", `{"name":"fx__calls"}`, true},
+		{"tool error", `{"name":"fx__sleep","arguments":{"ms":"soon"}}`, true},
+		{"unknown tool", `{"name":"fx__nope","arguments":{}}`, false},
+		{"unsupported modern version", `{"name":"fx__echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`, false},
+		{"task-augmented", `{"name":"fx__echo","arguments":{"text":"x"},"task":{"ttl":1000}}`, false},
+		{"retry with answers", `{"name":"fx__echo","arguments":{"text":"x"},"requestState":"s","inputResponses":{}}`, false},
 	}
-	// The cases mcp-go must answer itself (a tool it reports as unknown, a
-	// protocol version it refuses).
-	forwarded := map[string]bool{"unknown tool": true, "unsupported modern version": true}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s.t = t
+	type answer struct {
+		resp  map[string]any
+		notes []map[string]any
+		short bool
+	}
+	run := func(noShortPath bool) []answer {
+		s := newSession(t, nil, noShortPath)
+		defer s.close()
+		var out []answer
+		for i, c := range cases {
 			before := s.f.short.Load()
-			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, 2*i, c.params))
-			short, shortNotes := s.response(2 * i)
-			if took := s.f.short.Load() - before; took != map[bool]int64{false: 1, true: 0}[forwarded[c.name]] {
-				t.Errorf("the short path took %d calls, want %v", took, !forwarded[c.name])
-			}
-			before = s.f.short.Load()
-			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s,"x":1}`, 2*i+1, c.params))
-			full, fullNotes := s.response(2*i + 1)
-			if s.f.short.Load() != before {
-				t.Error("the short path took a call with a field it does not know")
-			}
-			short["id"], full["id"] = nil, nil
-			if !reflect.DeepEqual(short, full) {
-				t.Errorf("short path answered\n  %v\nmcp-go answered\n  %v", short, full)
-			}
-			if len(shortNotes) != len(fullNotes) || !reflect.DeepEqual(shortNotes, fullNotes) {
-				t.Errorf("notifications differ:\n  short %v\n  mcp-go %v", shortNotes, fullNotes)
-			}
-		})
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i, c.params))
+			resp, notes := s.response(i)
+			// Let late notifications of this call arrive before the next.
+			time.Sleep(20 * time.Millisecond)
+			out = append(out, answer{resp, notes, s.f.short.Load() > before})
+		}
+		return out
 	}
-	s.t = t
+	short, full := run(false), run(true)
+	for i, c := range cases {
+		if short[i].short != c.short {
+			t.Errorf("%s: taken by the short path: %v, want %v", c.name, short[i].short, c.short)
+		}
+		if full[i].short {
+			t.Errorf("%s: the host without the short path answered it there", c.name)
+		}
+		if !reflect.DeepEqual(short[i].resp, full[i].resp) {
+			t.Errorf("%s: short path answered\n  %v\nmcp-go answered\n  %v", c.name, short[i].resp, full[i].resp)
+		}
+		if !reflect.DeepEqual(short[i].notes, full[i].notes) {
+			t.Errorf("%s: notifications differ:\n  short %v\n  mcp-go %v", c.name, short[i].notes, full[i].notes)
+		}
+	}
 }
 
 // Cancellation reaches a call on the short path, and the plugin's handler.
