@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -99,13 +100,17 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 		Logger: log,
 		Test:   cfg.test,
 	}
+	stopProfile := startCPUProfile(log)
 	// Shutdown runs once; a caller arriving while it runs (SIGTERM during
 	// a graceful stop) waits for it to finish.
 	var once sync.Once
 	shutdown := func() {
-		if sd, ok := h.(Shutdowner); ok {
-			once.Do(sd.Shutdown)
-		}
+		once.Do(func() {
+			if sd, ok := h.(Shutdowner); ok {
+				sd.Shutdown()
+			}
+			stopProfile()
+		})
 	}
 	if cfg.test != nil {
 		plugin.Serve(sc)
@@ -118,6 +123,32 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 	defer stop()
 	plugin.Serve(sc)
 	shutdown()
+}
+
+// EnvCPUProfile names a file the plugin writes a CPU profile to, from start
+// to shutdown (set it in the plugin block's env to see where a plugin's
+// time goes; read it with go tool pprof).
+const EnvCPUProfile = "SWITCHBOARD_PLUGIN_CPUPROFILE"
+
+func startCPUProfile(log hclog.Logger) (stop func()) {
+	path := os.Getenv(EnvCPUProfile)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		log.Warn("no CPU profile", "error", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Warn("no CPU profile", "error", err)
+		_ = f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // Shutdowner is implemented by handlers that hold resources beyond single

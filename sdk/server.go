@@ -259,6 +259,7 @@ type Request struct {
 	Arguments json.RawMessage
 
 	events       protocol.EventSink
+	loggerOnce   sync.Once // the logger is made on first use: most calls never log
 	logger       hclog.Logger
 	wantProgress bool
 }
@@ -294,7 +295,10 @@ func (r *Request) Log(level hclog.Level, msg string, fields ...any) {
 
 // Logger returns the plugin process's logger (JSON on stderr, re-logged by
 // the host) with the tool's name attached.
-func (r *Request) Logger() hclog.Logger { return r.logger }
+func (r *Request) Logger() hclog.Logger {
+	r.loggerOnce.Do(func() { r.logger = Logger().With("tool", r.Tool) })
+	return r.logger
+}
 
 func wireLevel(l hclog.Level) pluginv1.LogLevel {
 	switch l {
@@ -399,7 +403,6 @@ func (s *Server) CallTool(ctx context.Context, call *pluginv1.Call, events proto
 		Tool:         call.GetTool(),
 		Arguments:    json.RawMessage(call.GetArguments()),
 		events:       events,
-		logger:       Logger().With("tool", call.GetTool()),
 		wantProgress: call.GetWantProgress(),
 	}
 	res, err := e.run(ctx, req)

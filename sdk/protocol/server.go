@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/switchboard-mcp/switchboard/internal/workpool"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 )
 
@@ -108,10 +109,14 @@ func (s *server) serveCalls(parent context.Context, stream callSource) {
 		calls   = map[uint64]context.CancelFunc{}
 		wg      sync.WaitGroup
 	)
+	// Calls run on reused goroutines: a fresh one would grow its stack
+	// anew for every call.
+	pool := workpool.New(64)
 	defer func() {
 		// The carrier is gone: stop the calls still running, then wait.
 		cancelAll()
 		wg.Wait()
+		pool.Close()
 	}()
 
 	// A gRPC stream takes one Send at a time; the channel combines
@@ -154,7 +159,7 @@ func (s *server) serveCalls(parent context.Context, stream callSource) {
 			calls[id] = cancel
 			callsMu.Unlock()
 			wg.Add(1)
-			go func() {
+			pool.Go(func() {
 				defer wg.Done()
 				defer func() {
 					callsMu.Lock()
@@ -178,7 +183,7 @@ func (s *server) serveCalls(parent context.Context, stream callSource) {
 					ev.Kind = &pluginv1.CallToolEvent_Result{Result: res}
 				}
 				send(ev)
-			}()
+			})
 		default:
 			// An unknown message kind from a newer host: ignore it.
 		}

@@ -181,6 +181,10 @@ func BenchmarkHost(b *testing.B) {
 	// directly, and an SDK plugin through switchboard serve.
 	direct, _ := startMCP(b, nil, bins.MCPServer)
 	hostCfg := writeConfig(b, fmt.Sprintf("plugin \"fx\" { path = %q }\n", bins.TestPlugin))
+	profCfg := hostCfg
+	if p := os.Getenv("BENCH_PLUGIN_CPUPROFILE"); p != "" {
+		profCfg = writeConfig(b, fmt.Sprintf("plugin \"fx\" {\n  path = %q\n  env = { SWITCHBOARD_PLUGIN_CPUPROFILE = %q }\n}\n", bins.TestPlugin, p))
+	}
 	var hostEnv []string
 	if e := os.Getenv("BENCH_HOST_ENV"); e != "" {
 		hostEnv = strings.Fields(e)
@@ -189,7 +193,7 @@ func BenchmarkHost(b *testing.B) {
 	if p := os.Getenv("BENCH_HOST_CPUPROFILE"); p != "" {
 		profEnv = append(slices.Clone(hostEnv), "SWITCHBOARD_CPUPROFILE="+p)
 	}
-	host, _ := startMCP(b, profEnv, bins.Switchboard, "serve", "--config", hostCfg)
+	host, _ := startMCP(b, profEnv, bins.Switchboard, "serve", "--config", profCfg)
 	// The same host with calls on the gRPC CallTool stream, for comparison.
 	hostGRPC, _ := startMCP(b, append(hostEnv, "SWITCHBOARD_CALL_CHANNEL=off"), bins.Switchboard, "serve", "--config", hostCfg)
 	hostPID := host.cmd.Process.Pid

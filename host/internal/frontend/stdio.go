@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-mcp/switchboard/internal/workpool"
 )
 
 // ServeStdio serves MCP over in/out until in ends or ctx is cancelled.
@@ -110,11 +112,12 @@ type fastPath struct {
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc // by raw request id
 	wg       sync.WaitGroup
+	pool     *workpool.Pool // calls run on reused goroutines (warm stacks)
 }
 
 func newFastPath(f *Frontend, sessionCtx context.Context, w, forward io.Writer) *fastPath {
 	ctx, cancel := context.WithCancel(sessionCtx)
-	return &fastPath{f: f, ctx: ctx, cancel: cancel, w: w, forward: forward, inflight: map[string]context.CancelFunc{}}
+	return &fastPath{f: f, ctx: ctx, cancel: cancel, w: w, forward: forward, inflight: map[string]context.CancelFunc{}, pool: workpool.New(Workers)}
 }
 
 // maxLine bounds one incoming message kept whole in memory for the short
@@ -157,6 +160,7 @@ func (p *fastPath) read(in io.Reader) error {
 func (p *fastPath) stop() {
 	p.cancel()
 	p.wg.Wait()
+	p.pool.Close()
 }
 
 // callMessage is a tools/call request as mcp-go reads one. Task,
@@ -232,7 +236,7 @@ func (p *fastPath) handle(line []byte) bool {
 	p.inflight[key] = cancel
 	p.mu.Unlock()
 	p.wg.Add(1)
-	go func() {
+	p.pool.Go(func() {
 		defer p.wg.Done()
 		defer func() {
 			p.mu.Lock()
@@ -245,7 +249,7 @@ func (p *fastPath) handle(line []byte) bool {
 			p.decorate(r)
 		}
 		p.respond(id, res)
-	}()
+	})
 	return true
 }
 
