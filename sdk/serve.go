@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"syscall"
@@ -77,6 +78,9 @@ func Serve(s *Server, opts ...ServeOption) {
 //   - raises gRPC's message limits to protocol.MaxMessageSize;
 //   - serves tool calls on the call channel when the host passed one (see
 //     protocol.TakeCallChannel), and on the CallTool stream otherwise;
+//   - runs with one scheduler slot (runtime.GOMAXPROCS(1)) unless GOMAXPROCS
+//     is set in its environment; a plugin whose tools do parallel CPU work
+//     should have its config block set it (env = { GOMAXPROCS = "4" });
 //   - exits when the host dies (the parent process changes) or sends
 //     SIGTERM, cancelling running calls and stopping its own process group.
 func ServeHandler(h protocol.Handler, opts ...ServeOption) {
@@ -118,6 +122,14 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 		return
 	}
 
+	// One scheduler slot unless the plugin's environment sets GOMAXPROCS:
+	// a plugin answers one host, and on a small machine waking an idle
+	// thread for every call costs more than a second core gives back
+	// (README, PERFORMANCE). It is set here, not in the environment, so
+	// the processes a tool starts keep Go's default.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	guardStdout()
 	stop := watchHost(log, shutdown)
 	defer stop()

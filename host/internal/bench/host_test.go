@@ -201,7 +201,7 @@ func BenchmarkHost(b *testing.B) {
 	calls := 0
 	hostPlugins := fixtures.Children(hostPID)
 	for _, callers := range []int{1, 8, 32} {
-		n := map[int]int{1: 3000, 8: 8000, 32: 12000}[callers]
+		n := map[int]int{1: 6000, 8: 8000, 32: 12000}[callers]
 		st := interleave(b, n, callers, 6, direct.echo("echo"), host.echo("fx__echo"), hostGRPC.echo("fx__echo"))
 		d, h, g := st[0], st[1], st[2]
 		calls += n + 200
