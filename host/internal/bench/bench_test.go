@@ -74,7 +74,7 @@ func socketPingPong(b *testing.B) func(context.Context) error {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), pingPongChild+"=1")
+	cmd.Env = append(os.Environ(), pingPongChild+"=1", "GOMAXPROCS=1")
 	conn, child, err := protocol.AttachCallChannel(cmd)
 	if err != nil {
 		b.Fatal(err)
@@ -102,7 +102,9 @@ func socketPingPong(b *testing.B) func(context.Context) error {
 func bareConn(b *testing.B, bin string) *grpc.ClientConn {
 	sock := filepath.Join(b.TempDir(), "bare.sock")
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "FIXTURE_BARE_SOCKET="+sock)
+	// One scheduler slot, as an SDK plugin runs: the baseline gets the
+	// same tuning as the path it is compared with.
+	cmd.Env = append(os.Environ(), "FIXTURE_BARE_SOCKET="+sock, "GOMAXPROCS=1")
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

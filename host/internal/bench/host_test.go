@@ -180,6 +180,9 @@ func BenchmarkHost(b *testing.B) {
 	// 1. An echo tool called by an MCP client over stdio: an mcp-go server
 	// directly, and an SDK plugin through switchboard serve.
 	direct, _ := startMCP(b, nil, bins.MCPServer)
+	// The direct server tuned as switchboard is (one scheduler slot), to
+	// show what that tuning alone is worth.
+	directOne, _ := startMCP(b, []string{"GOMAXPROCS=1"}, bins.MCPServer)
 	hostCfg := writeConfig(b, fmt.Sprintf("plugin \"fx\" { path = %q }\n", bins.TestPlugin))
 	profCfg := hostCfg
 	if p := os.Getenv("BENCH_PLUGIN_CPUPROFILE"); p != "" {
@@ -202,8 +205,15 @@ func BenchmarkHost(b *testing.B) {
 	hostPlugins := fixtures.Children(hostPID)
 	for _, callers := range []int{1, 8, 32} {
 		n := map[int]int{1: 6000, 8: 8000, 32: 12000}[callers]
-		st := interleave(b, n, callers, 6, direct.echo("echo"), host.echo("fx__echo"), hostGRPC.echo("fx__echo"))
+		paths := []func(context.Context) error{direct.echo("echo"), host.echo("fx__echo"), hostGRPC.echo("fx__echo")}
+		if callers == 1 {
+			paths = append(paths, directOne.echo("echo"))
+		}
+		st := interleave(b, n, callers, 6, paths...)
 		d, h, g := st[0], st[1], st[2]
+		if callers == 1 {
+			add("direct server tuned alike (GOMAXPROCS=1) p50", us(st[3].p50), us(d.p50)+" (direct, as shipped)", ratio(float64(st[3].p50), float64(d.p50)))
+		}
 		calls += n + 200
 		add(fmt.Sprintf("MCP echo p50, %d callers", callers), us(h.p50), us(d.p50), ratio(float64(h.p50), float64(d.p50)))
 		add(fmt.Sprintf("MCP echo p99, %d callers", callers), us(h.p99), us(d.p99), ratio(float64(h.p99), float64(d.p99)))
