@@ -10,7 +10,9 @@
 // Lifecycle of a plugin as seen from here: the host starts the binary with
 // go-plugin, both sides agree on the highest protocol version they share,
 // the host calls Configure once and Describe once, and then every tool call
-// travels over one persistent CallTool stream opened by [Client].
+// travels over one persistent carrier managed by [Client]: the call channel
+// (a private socket pair, see [AttachCallChannel] and [TakeCallChannel])
+// when the plugin accepted it in Configure, otherwise the CallTool stream.
 package protocol
 
 import (
@@ -39,7 +41,8 @@ var Handshake = plugin.HandshakeConfig{
 const PluginName = "toolserver"
 
 // Version1 is protocol version 1: Configure, Describe, CallTool (one
-// multiplexed stream), PermissionPattern.
+// multiplexed stream, or the call channel carrying the same messages),
+// PermissionPattern.
 const Version1 = 1
 
 // SupportedVersions lists the protocol versions this build speaks, lowest

@@ -492,6 +492,7 @@ type ServerInfo struct {
 	Origin   string `json:"origin"` // builtin, config, mcp_json, runtime
 	Status   string `json:"status"`
 	Protocol int    `json:"protocol,omitempty"`
+	Calls    string `json:"calls,omitempty"` // what carries a plugin's calls: channel or grpc
 	Version  string `json:"version,omitempty"`
 	SDK      string `json:"sdk_version,omitempty"`
 	PID      int    `json:"pid,omitempty"`
@@ -512,6 +513,9 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		}
 		if p, ok := e.Server.(registry.Process); ok {
 			si.PID, si.Protocol = p.PID(), p.ProtocolVersion()
+		}
+		if t, ok := e.Server.(interface{ Transport() string }); ok {
+			si.Calls = t.Transport()
 		}
 		if s, ok := e.Server.(*supervisor.Server); ok {
 			st := s.Status()

@@ -530,6 +530,15 @@ func (srv *Server) ProtocolVersion() int {
 	return 0
 }
 
+// Transport says what carries the current instance's calls ("channel" or
+// "grpc"; "" for servers that are not plugins or have no instance).
+func (srv *Server) Transport() string {
+	if p, ok := srv.Status().Instance.(interface{ Transport() string }); ok {
+		return p.Transport()
+	}
+	return ""
+}
+
 // Exited reports whether there is no live instance.
 func (srv *Server) Exited() bool {
 	if p, ok := srv.Status().Instance.(process); ok {
