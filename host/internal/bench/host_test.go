@@ -249,8 +249,8 @@ func BenchmarkHost(b *testing.B) {
 		// measured here with one scheduler slot as switchboard serve runs
 		// (the baselines get the same).
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-		st := interleave(b, 6000, 1, 6, bareClient(b, bins.TestPlugin), hostCall(b, bins.TestPlugin, false), hostCall(b, bins.TestPlugin, true))
-		bs, hs, gs := st[0], st[1], st[2]
+		st := interleave(b, 6000, 1, 6, bareClient(b, bins.TestPlugin), hostCall(b, bins.TestPlugin, false), hostCall(b, bins.TestPlugin, true), socketPingPong(b))
+		bs, hs, gs, ps := st[0], st[1], st[2], st[3]
 		add("router -> plugin hop p50 (call channel)", us(hs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bs.p50)))
 		add("router -> plugin hop p50 (gRPC stream)", us(gs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(gs.p50), float64(bs.p50)))
 		summary["host hop / bare gRPC unary, p50"] = float64(hs.p50) / float64(bs.p50)
@@ -259,7 +259,6 @@ func BenchmarkHost(b *testing.B) {
 		rs, pc := st[0], st[1]
 		add("protocol client, no go-plugin/TLS, p50", us(pc.p50), us(rs.p50)+" (raw stream ping-pong)", ratio(float64(pc.p50), float64(rs.p50)))
 		add("raw gRPC stream ping-pong p50", us(rs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(rs.p50), float64(bs.p50)))
-		ps := measure(b, 5000, 1, socketPingPong(b))
 		add("raw socket-pair ping-pong p50 (floor)", us(ps.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(ps.p50), float64(bs.p50)))
 		if d1, ok := summary["direct p50 us"]; ok {
 			lb := (d1 + float64(ps.p50.Microseconds())) / d1
