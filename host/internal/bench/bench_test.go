@@ -164,9 +164,11 @@ func bareClient(b *testing.B, bin string) func(context.Context) error {
 }
 
 // hostCall starts the fixture as a real plugin behind a registry and
-// returns one routed call of its echo tool; grpc carries calls on the
-// CallTool stream instead of the call channel.
-func hostCall(b *testing.B, bin string, grpc bool) func(context.Context) error {
+// returns one routed call of its echo tool (through the registry's guards:
+// schema validation, policy, duplicate check) and the same call straight to
+// the plugin's carrier; grpc carries calls on the CallTool stream instead of
+// the call channel.
+func hostCall(b *testing.B, bin string, grpc bool) (routed, carried func(context.Context) error) {
 	p, err := launcher.Launch(context.Background(), launcher.Spec{Name: "fx", Path: bin, ProjectDir: b.TempDir(), NoCallChannel: grpc}, hclog.NewNullLogger())
 	if err != nil {
 		b.Fatal(err)
@@ -177,10 +179,15 @@ func hostCall(b *testing.B, bin string, grpc bool) func(context.Context) error {
 	}
 	b.Cleanup(func() { _ = reg.Shutdown(context.Background(), time.Second) })
 	args := []byte(`{"text":"ping"}`)
-	return func(ctx context.Context) error {
+	routed = func(ctx context.Context) error {
 		_, err := reg.Call(ctx, "fx.echo", args, false, nil)
 		return err
 	}
+	carried = func(ctx context.Context) error {
+		_, err := p.Call(ctx, "echo", args, false, nil)
+		return err
+	}
+	return routed, carried
 }
 
 type stats struct {
