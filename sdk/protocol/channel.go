@@ -139,7 +139,7 @@ func (f *frameConn) write(m proto.Message) error {
 		f.wmu.Unlock()
 		return err
 	}
-	f.pending = binary.BigEndian.AppendUint32(f.pending, uint32(size))
+	f.pending = binary.BigEndian.AppendUint32(f.pending, uint32(size)) //nolint:gosec // G115: size <= maxFrame, checked above
 	var err error
 	f.pending, err = proto.MarshalOptions{}.MarshalAppend(f.pending, m)
 	if err != nil {
@@ -183,7 +183,7 @@ func (f *frameConn) read(m proto.Message) error {
 		return fmt.Errorf("%w (a frame of %d bytes)", errFrameTooLarge, n)
 	}
 	buf := f.rbuf
-	if uint32(cap(buf)) < n {
+	if cap(buf) < int(n) {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]

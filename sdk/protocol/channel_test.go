@@ -188,7 +188,7 @@ func TestCallsOverTheChannel(t *testing.T) {
 	h := blockingHandler{cancelled: make(chan string, 4)}
 	srv := newServer(h, plugin)
 	done := make(chan struct{})
-	go func() { srv.serveChannel(); close(done) }()
+	go func() { srv.serveChannel(context.Background()); close(done) }()
 	c := &Client{CancelGrace: 5 * time.Second, channel: host}
 	if c.Transport() != TransportChannel {
 		t.Errorf("Transport() = %q before the first call, want %q", c.Transport(), TransportChannel)

@@ -43,14 +43,16 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 	if s.channel == nil {
 		return &pluginv1.ConfigureResponse{}, nil
 	}
-	go s.serveChannel()
+	// The channel outlives this request: its calls end when the host
+	// closes the channel, not when Configure returns.
+	go s.serveChannel(context.WithoutCancel(ctx))
 	return &pluginv1.ConfigureResponse{CallChannel: true}, nil
 }
 
 // serveChannel serves calls on the call channel until the host closes it.
-func (s *server) serveChannel() {
-	defer s.channel.Close()
-	s.serveCalls(context.Background(), channelSource{newFrameConn(s.channel)})
+func (s *server) serveChannel(ctx context.Context) {
+	defer func() { _ = s.channel.Close() }()
+	s.serveCalls(ctx, channelSource{newFrameConn(s.channel)})
 }
 
 // channelSource is the plugin's side of the call channel, shaped like the
