@@ -96,8 +96,9 @@ func TakeCallChannel() net.Conn {
 	return conn
 }
 
-// maxFrame bounds one frame, like MaxMessageSize bounds a gRPC message.
-const maxFrame = MaxMessageSize
+// maxFrame bounds one frame, like MaxMessageSize bounds a gRPC message (a
+// variable so tests can lower it).
+var maxFrame = MaxMessageSize
 
 // keepBuffer is the largest write or read buffer kept between frames; a
 // bigger one (a large file, long command output) is dropped after use.
@@ -179,7 +180,7 @@ func (f *frameConn) read(m proto.Message) error {
 		return err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxFrame {
+	if int64(n) > int64(maxFrame) {
 		return fmt.Errorf("%w (a frame of %d bytes)", errFrameTooLarge, n)
 	}
 	buf := f.rbuf

@@ -93,7 +93,7 @@ func TestFramesFromManyWriters(t *testing.T) {
 func TestOversizedFrameIsRefused(t *testing.T) {
 	a, b := socketPair(t)
 	var hdr [4]byte
-	binary.BigEndian.PutUint32(hdr[:], maxFrame+1)
+	binary.BigEndian.PutUint32(hdr[:], uint32(maxFrame+1))
 	if _, err := a.Write(hdr[:]); err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +172,10 @@ func (blockingHandler) PermissionPattern(context.Context, *pluginv1.PermissionPa
 }
 
 func (h blockingHandler) CallTool(ctx context.Context, call *pluginv1.Call, events EventSink) (*pluginv1.Result, error) {
+	if call.GetTool() == "double" {
+		a := string(call.GetArguments())
+		return &pluginv1.Result{Content: []*pluginv1.Content{{Kind: &pluginv1.Content_Text{Text: &pluginv1.TextContent{Text: a + a}}}}}, nil
+	}
 	if call.GetTool() == "echo" {
 		events.Progress(&pluginv1.Progress{Message: "working"})
 		return &pluginv1.Result{Content: []*pluginv1.Content{{Kind: &pluginv1.Content_Text{Text: &pluginv1.TextContent{Text: string(call.GetArguments())}}}}}, nil
@@ -241,5 +245,36 @@ func TestCallsOverTheChannel(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the plugin's channel server did not stop")
+	}
+}
+
+// A message over the limit fails its own call with a reason, in either
+// direction, and the channel carries on.
+func TestOversizedMessagesFailOneCall(t *testing.T) {
+	defer func(old int) { maxFrame = old }(maxFrame)
+	maxFrame = 64 << 10
+	host, plugin := socketPair(t)
+	srv := newServer(blockingHandler{cancelled: make(chan string, 4)}, plugin)
+	go srv.serveChannel(context.Background())
+	c := &Client{CancelGrace: 5 * time.Second, channel: host}
+	defer c.Close()
+
+	// The echo handler answers with its arguments: 40 KB in, 40 KB out.
+	if _, err := c.Call(t.Context(), "echo", []byte(`"`+strings.Repeat("a", 40<<10)+`"`), false, nil); err != nil {
+		t.Fatalf("a call under the limit: %v", err)
+	}
+	_, err := c.Call(t.Context(), "echo", []byte(`"`+strings.Repeat("a", 100<<10)+`"`), false, nil)
+	if !errors.Is(err, ErrInvalidArguments) || !strings.Contains(err.Error(), "exceed the plugin protocol's limit") {
+		t.Errorf("arguments over the limit: err = %v, want ErrInvalidArguments naming the limit", err)
+	}
+	// Arguments under the limit whose answer is over it.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err = c.Call(ctx, "double", []byte(`"`+strings.Repeat("b", 40<<10)+`"`), false, nil)
+	if !errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), "result") || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("result over the limit: err = %v, want ErrInternal about the result's size", err)
+	}
+	if _, err := c.Call(t.Context(), "echo", []byte(`"still fine"`), false, nil); err != nil {
+		t.Errorf("a call after the refusals: %v", err)
 	}
 }

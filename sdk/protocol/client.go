@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 )
@@ -328,9 +330,19 @@ func (cs *callStream) send(req *pluginv1.CallToolRequest) error {
 		defer cs.sendMu.Unlock()
 	}
 	if err := cs.s.Send(req); err != nil {
+		if tooLarge(err) {
+			// Only this call is refused; the carrier is fine.
+			return Errorf(CodeInvalidArguments, "the call's arguments (%d bytes) exceed the plugin protocol's limit of %d bytes", proto.Size(req), maxFrame)
+		}
 		return Errorf(CodeUnavailable, "plugin connection lost: %v", rpcError(err))
 	}
 	return nil
+}
+
+// tooLarge reports whether a send failed only because the message exceeds
+// the protocol's limit (on either carrier).
+func tooLarge(err error) bool {
+	return errors.Is(err, errFrameTooLarge) || status.Code(err) == codes.ResourceExhausted
 }
 
 // Close ends the call stream (cancelling calls still on it in the plugin)

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/internal/workpool"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
@@ -129,9 +130,17 @@ func (s *server) serveCalls(parent context.Context, stream callSource) {
 			sendMu.Lock()
 			defer sendMu.Unlock()
 		}
-		// A failed send means the stream is gone; the receive loop sees
-		// that too and cancels everything.
-		_ = stream.Send(ev)
+		err := stream.Send(ev)
+		if err != nil && tooLarge(err) && (ev.GetResult() != nil || ev.GetError() != nil) {
+			// The call's answer cannot travel; say so instead, or the
+			// host would wait for it forever.
+			_ = stream.Send(&pluginv1.CallToolEvent{CallId: ev.GetCallId(), Kind: &pluginv1.CallToolEvent_Error{Error: &pluginv1.Error{
+				Code:    CodeInternal,
+				Message: fmt.Sprintf("the tool's result (%d bytes) exceeds the plugin protocol's limit of %d bytes; ask for less (a range, a page, a filter)", proto.Size(ev), maxFrame),
+			}}})
+		}
+		// Any other failed send means the stream is gone; the receive
+		// loop sees that too and cancels everything.
 	}
 
 	for {
