@@ -99,12 +99,10 @@ func socketPingPong(b *testing.B) func(context.Context) error {
 
 // bareConn starts the fixture in bare mode (gRPC without go-plugin or
 // TLS, in its own process) and returns a connection to it.
-func bareConn(b *testing.B, bin string) *grpc.ClientConn {
+func bareConn(b *testing.B, bin string, env ...string) *grpc.ClientConn {
 	sock := filepath.Join(b.TempDir(), "bare.sock")
 	cmd := exec.Command(bin)
-	// One scheduler slot, as an SDK plugin runs: the baseline gets the
-	// same tuning as the path it is compared with.
-	cmd.Env = append(os.Environ(), "FIXTURE_BARE_SOCKET="+sock, "GOMAXPROCS=1")
+	cmd.Env = append(append(os.Environ(), "FIXTURE_BARE_SOCKET="+sock), env...)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -155,8 +153,8 @@ func protocolClient(conn *grpc.ClientConn) func(context.Context) error {
 
 // bareClient starts the fixture in bare mode (gRPC health service only, on
 // a Unix socket, in its own process) and returns a unary call to it.
-func bareClient(b *testing.B, bin string) func(context.Context) error {
-	hc := healthpb.NewHealthClient(bareConn(b, bin))
+func bareClient(b *testing.B, bin string, env ...string) func(context.Context) error {
+	hc := healthpb.NewHealthClient(bareConn(b, bin, env...))
 	return func(ctx context.Context) error {
 		_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
 		return err

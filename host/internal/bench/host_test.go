@@ -251,14 +251,19 @@ func BenchmarkHost(b *testing.B) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 		routed, carried := hostCall(b, bins.TestPlugin, false)
 		routedGRPC, _ := hostCall(b, bins.TestPlugin, true)
-		st := interleave(b, 6000, 1, 6, bareClient(b, bins.TestPlugin), routed, carried, routedGRPC, socketPingPong(b))
-		bs, hs, cs, gs, ps := st[0], st[1], st[2], st[3], st[4]
+		// The bare server runs with one scheduler slot, as an SDK plugin
+		// does (the conservative baseline); the same with Go's default
+		// is shown beside it.
+		st := interleave(b, 6000, 1, 6, bareClient(b, bins.TestPlugin, "GOMAXPROCS=1"), routed, carried, routedGRPC, socketPingPong(b), bareClient(b, bins.TestPlugin))
+		bs, hs, cs, gs, ps, bd := st[0], st[1], st[2], st[3], st[4], st[5]
+		add("bare gRPC unary, server with Go's default GOMAXPROCS", us(bd.p50), us(bs.p50)+" (the same, GOMAXPROCS=1)", ratio(float64(bd.p50), float64(bs.p50)))
+		add("router -> plugin hop vs that default baseline", us(hs.p50), us(bd.p50), ratio(float64(hs.p50), float64(bd.p50)))
 		add("router -> plugin hop p50 (call channel)", us(hs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bs.p50)))
 		add("  of which the carrier (no guards)", us(cs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(cs.p50), float64(bs.p50)))
 		add("router -> plugin hop p50 (gRPC stream)", us(gs.p50), us(bs.p50)+" (bare gRPC unary)", ratio(float64(gs.p50), float64(bs.p50)))
 		summary["host hop / bare gRPC unary, p50"] = float64(hs.p50) / float64(bs.p50)
 		summary["carrier / bare gRPC unary, p50"] = float64(cs.p50) / float64(bs.p50)
-		conn := bareConn(b, bins.TestPlugin)
+		conn := bareConn(b, bins.TestPlugin, "GOMAXPROCS=1")
 		st = interleave(b, 6000, 1, 6, rawStream(b, conn), protocolClient(conn))
 		rs, pc := st[0], st[1]
 		add("protocol client, no go-plugin/TLS, p50", us(pc.p50), us(rs.p50)+" (raw stream ping-pong)", ratio(float64(pc.p50), float64(rs.p50)))
