@@ -181,6 +181,19 @@ type callMessage struct {
 	} `json:"params"`
 }
 
+// decodeCall decodes line if it is an ordinary tools/call the short path
+// may answer.
+func decodeCall(line []byte) (*callMessage, bool) {
+	if !bytes.Contains(line, toolsCall) || len(line) > maxLine {
+		return nil, false
+	}
+	var m callMessage
+	if json.Unmarshal(line, &m) != nil || !m.plain() {
+		return nil, false
+	}
+	return &m, true
+}
+
 // plain reports whether m is an ordinary call the short path may answer.
 func (m *callMessage) plain() bool {
 	absent := func(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
@@ -201,11 +214,11 @@ func (p *fastPath) handle(line []byte) bool {
 		p.cancelled(line)
 		return false
 	}
-	if p.f.noShortPath || !bytes.Contains(line, toolsCall) || len(line) > maxLine {
+	if p.f.noShortPath {
 		return false
 	}
-	var m callMessage
-	if json.Unmarshal(line, &m) != nil || !m.plain() {
+	m, ok := decodeCall(line)
+	if !ok {
 		return false
 	}
 	names := p.f.names.Load()
