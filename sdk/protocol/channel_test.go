@@ -8,12 +8,16 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 )
@@ -276,5 +280,51 @@ func TestOversizedMessagesFailOneCall(t *testing.T) {
 	}
 	if _, err := c.Call(t.Context(), "echo", []byte(`"still fine"`), false, nil); err != nil {
 		t.Errorf("a call after the refusals: %v", err)
+	}
+}
+
+// When the channel breaks but the plugin is still there, the next call
+// goes over the CallTool stream instead.
+func TestBrokenChannelFallsBackToTheStream(t *testing.T) {
+	h := blockingHandler{cancelled: make(chan string, 4)}
+	sock := filepath.Join(t.TempDir(), "p.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	pluginv1.RegisterToolServerServer(gs, newServer(h, nil))
+	go func() { _ = gs.Serve(l) }()
+	defer gs.Stop()
+	cc, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+
+	host, plugin := socketPair(t)
+	chanSrv := newServer(h, plugin)
+	go chanSrv.serveChannel(context.Background())
+	c := NewClient(pluginv1.NewToolServerClient(cc))
+	c.channel = host
+	defer c.Close()
+
+	if _, err := c.Call(t.Context(), "echo", []byte(`"one"`), false, nil); err != nil || c.Transport() != TransportChannel {
+		t.Fatalf("first call: %v over %q, want success over the channel", err, c.Transport())
+	}
+	_ = plugin.Close() // the plugin's end goes away; the plugin itself does not
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := c.Call(t.Context(), "echo", []byte(`"two"`), false, nil)
+		if err == nil {
+			if got := res.GetContent()[0].GetText().GetText(); got != `"two"` || c.Transport() != TransportGRPC {
+				t.Fatalf("after the break: %q over %q, want \"two\" over grpc", got, c.Transport())
+			}
+			return
+		}
+		// A call racing the break may fail once; the next must not.
+		if !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("after the break: %v", err)
+		}
 	}
 }
