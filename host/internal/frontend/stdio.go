@@ -10,6 +10,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -24,7 +25,7 @@ import (
 // mcp-go's stdio server handles the session: initialize, listings,
 // notifications, cancellation, elicitation and everything else. Plain tool
 // calls, the one message a busy client sends over and over, take a shorter
-// path beside it (see fastCall): mcp-go decodes every incoming line
+// path beside it (see fastPath): mcp-go decodes every incoming line
 // several times over and hands calls to a fixed pool of workers, which on
 // a small machine costs as much CPU as the call itself. Anything the short
 // path does not recognise exactly is passed to mcp-go untouched.
@@ -244,7 +245,7 @@ func (p *fastPath) handle(line []byte) bool {
 	p.f.short.Add(1)
 	id := append(json.RawMessage(nil), m.ID...)
 	ctx, cancel := context.WithCancel(ctx)
-	key := string(id)
+	key := idKey(id)
 	p.mu.Lock()
 	p.inflight[key] = cancel
 	p.mu.Unlock()
@@ -358,11 +359,22 @@ func (p *fastPath) cancelled(line []byte) {
 		return
 	}
 	p.mu.Lock()
-	cancel := p.inflight[string(n.Params.RequestID)]
+	cancel := p.inflight[idKey(n.Params.RequestID)]
 	p.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
+}
+
+// idKey names a request id for the in-flight map: a string as written, a
+// number by its value (so 7 and 7.0 are the same request).
+func idKey(id json.RawMessage) string {
+	if len(id) > 0 && id[0] != '"' {
+		if f, err := strconv.ParseFloat(string(id), 64); err == nil {
+			return strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return string(id)
 }
 
 // plainID reports whether id is a JSON number or string (not null, not

@@ -214,6 +214,18 @@ func TestShortPathCancellation(t *testing.T) {
 	}
 }
 
+// A cancellation may name a numeric request id in another spelling.
+func TestShortPathCancellationByNumericID(t *testing.T) {
+	s := newStdioSession(t, nil)
+	s.send(`{"jsonrpc":"2.0","id":70,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000}}}`)
+	time.Sleep(200 * time.Millisecond)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7e1}}`)
+	resp, _ := s.response(70)
+	if res, _ := resp["result"].(map[string]any); res["isError"] != true {
+		t.Errorf("cancelled call answered %v, want an error result", resp)
+	}
+}
+
 // Many calls at once, with ids of every JSON kind and arguments larger than
 // the reader's buffer, each get one intact answer.
 func TestShortPathConcurrentAndLarge(t *testing.T) {
