@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ func socketPair(t *testing.T) (host, plugin net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cmd.ExtraFiles) != 1 || !slicesContain(cmd.Env, EnvCallFD+"=3") {
+	if len(cmd.ExtraFiles) != 1 || !slices.Contains(cmd.Env, EnvCallFD+"=3") {
 		t.Fatalf("AttachCallChannel set ExtraFiles %v and Env %v; want one file at fd 3", cmd.ExtraFiles, cmd.Env)
 	}
 	plugin, err = net.FileConn(child)
@@ -41,15 +42,6 @@ func socketPair(t *testing.T) (host, plugin net.Conn) {
 	}
 	t.Cleanup(func() { _ = host.Close(); _ = plugin.Close() })
 	return host, plugin
-}
-
-func slicesContain(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Frames written by many goroutines at once (combined into shared writes)
@@ -140,11 +132,16 @@ func TestTakeCallChannel(t *testing.T) {
 	// The real thing: a socket at the named descriptor becomes a
 	// connection, and the inherited descriptor itself is closed.
 	host, plugin := socketPair(t)
-	pf, err := plugin.(*net.UnixConn).File()
+	// A bare duplicate, owned by nothing but TakeCallChannel (an *os.File
+	// would close the number again later, whatever it then names).
+	raw, err := plugin.(*net.UnixConn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pfd := int(pf.Fd())
+	pfd := -1
+	if err := raw.Control(func(fd uintptr) { pfd, err = syscall.Dup(int(fd)) }); err != nil || pfd < 0 {
+		t.Fatal(err)
+	}
 	t.Setenv(EnvCallFD, strconv.Itoa(pfd))
 	conn := TakeCallChannel()
 	if conn == nil {
