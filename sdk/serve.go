@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
@@ -147,20 +147,12 @@ func startCPUProfile(log hclog.Logger) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
-	f, err := os.Create(path)
+	stop, err := cpuprofile.Start(path)
 	if err != nil {
 		log.Warn("no CPU profile", "error", err)
 		return func() {}
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		log.Warn("no CPU profile", "error", err)
-		_ = f.Close()
-		return func() {}
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
-	}
+	return stop
 }
 
 // Shutdowner is implemented by handlers that hold resources beyond single

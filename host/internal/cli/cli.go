@@ -19,7 +19,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -36,6 +35,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
+	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/plugins/git"
@@ -184,13 +184,8 @@ func (a *app) serveCmd() *cobra.Command {
 				defer ln.Close()
 			}
 			if path := os.Getenv(EnvCPUProfile); path != "" {
-				if f, err := os.Create(path); err == nil {
-					if pprof.StartCPUProfile(f) == nil {
-						defer func() {
-							pprof.StopCPUProfile()
-							f.Close()
-						}()
-					}
+				if stop, err := cpuprofile.Start(path); err == nil {
+					defer stop()
 				}
 			}
 			// SIGTERM: finish in-flight calls within shutdown_grace, then stop.
