@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -76,8 +75,6 @@ func Serve(s *Server, opts ...ServeOption) {
 //     the go-plugin handshake reaches the host on stdout;
 //   - logs hclog JSON to stderr (see Logger);
 //   - raises gRPC's message limits to protocol.MaxMessageSize;
-//   - serves tool calls on the call channel when the host passed one (see
-//     protocol.TakeCallChannel), and on the CallTool stream otherwise;
 //   - runs with one scheduler slot (runtime.GOMAXPROCS(1)) unless GOMAXPROCS
 //     is set in its environment; a plugin whose tools do parallel CPU work
 //     should have its config block set it (env = { GOMAXPROCS = "4" });
@@ -89,15 +86,9 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 		o(&cfg)
 	}
 	log := Logger()
-	var channel net.Conn
-	if cfg.test == nil {
-		// Before anything can start a child process that would inherit it.
-		channel = protocol.TakeCallChannel()
-	}
-
 	sc := &plugin.ServeConfig{
 		HandshakeConfig:  protocol.Handshake,
-		VersionedPlugins: protocol.PluginSetsWithChannel(h, channel, cfg.versions),
+		VersionedPlugins: protocol.PluginSets(h, cfg.versions),
 		GRPCServer: func(o []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(o, protocol.GRPCServerOptions()...)...)
 		},

@@ -78,6 +78,12 @@ type Config struct {
 	// HostDataDir is the host's own state directory. A plugin that works
 	// with files must refuse paths inside it.
 	HostDataDir string
+	// ProtectedPaths are the host's control plane (config files, an
+	// imported .mcp.json, the lock file, plugin binaries and directories,
+	// and HostDataDir): absolute, symlink-free paths that no tool may read,
+	// list, write, move, delete or link, at or under them, however the path
+	// is spelled. Recursive tools skip them.
+	ProtectedPaths []string
 }
 
 // Decode decodes Settings into v, refusing unknown fields so that a typo in
@@ -257,6 +263,11 @@ type Request struct {
 	Tool string
 	// Arguments are the raw arguments as the client sent them.
 	Arguments json.RawMessage
+	// Owner says who the call belongs to (an authenticated caller, an HTTP
+	// session, or the stdio client; empty from an older host). Tools that
+	// keep state per caller key it on this, so that one caller can neither
+	// see nor stop another's.
+	Owner string
 
 	events       protocol.EventSink
 	loggerOnce   sync.Once // the logger is made on first use: most calls never log
@@ -324,6 +335,8 @@ func (s *Server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 		HostVersion: req.GetHostVersion(),
 		Settings:    json.RawMessage(req.GetSettingsJson()),
 		HostDataDir: req.GetHostDataDir(),
+		// The host data dir is protected even when a host does not list it.
+		ProtectedPaths: appendIfMissing(req.GetProtectedPaths(), req.GetHostDataDir()),
 	}
 	s.mu.Lock()
 	s.config = cfg
@@ -402,6 +415,7 @@ func (s *Server) CallTool(ctx context.Context, call *pluginv1.Call, events proto
 	req := &Request{
 		Tool:         call.GetTool(),
 		Arguments:    json.RawMessage(call.GetArguments()),
+		Owner:        call.GetOwner(),
 		events:       events,
 		wantProgress: call.GetWantProgress(),
 	}
@@ -446,3 +460,11 @@ func (s *Server) PermissionPattern(ctx context.Context, req *pluginv1.Permission
 }
 
 var _ protocol.Handler = (*Server)(nil)
+
+// appendIfMissing returns paths with p added unless p is empty or present.
+func appendIfMissing(paths []string, p string) []string {
+	if p == "" || slices.Contains(paths, p) {
+		return paths
+	}
+	return append(slices.Clone(paths), p)
+}

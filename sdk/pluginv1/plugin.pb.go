@@ -2,13 +2,10 @@
 //
 // A plugin is a subprocess started by the host through hashicorp/go-plugin.
 // After the handshake the host calls Configure once, then Describe once, and
-// then sends every tool call over one persistent, multiplexed carrier for the
-// life of the plugin: calls and cancellations go one way, progress, log events
-// and results come back, each tagged with the call id the host chose. The
-// carrier is the CallTool stream, or, when the plugin says so in its
-// ConfigureResponse, the call channel: the same messages over a private
-// socket pair the host created at start, which costs a fifth of a gRPC stream
-// round trip (see README, PERFORMANCE). Everything else stays on gRPC.
+// then sends every tool call over one persistent, multiplexed CallTool stream
+// for the life of the plugin: calls and cancellations go one way, progress,
+// log events and results come back, each tagged with the call id the host
+// chose.
 //
 // Compatibility rules: fields are only ever added, never renumbered or
 // re-typed. Anything that cannot be added compatibly goes into protocol
@@ -233,9 +230,15 @@ type ConfigureRequest struct {
 	// The host's own state directory (permissions, audit log). Plugins that
 	// touch files must refuse paths inside it, even under a root, so an
 	// agent cannot edit its own permissions.
-	HostDataDir   string `protobuf:"bytes,6,opt,name=host_data_dir,json=hostDataDir,proto3" json:"host_data_dir,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HostDataDir string `protobuf:"bytes,6,opt,name=host_data_dir,json=hostDataDir,proto3" json:"host_data_dir,omitempty"`
+	// Absolute, symlink-free paths that belong to the host's control plane
+	// (its config files, an imported .mcp.json, the lock file, plugin
+	// binaries and plugin directories, and host_data_dir). No tool may read,
+	// list, write, move, delete or link anything at or under them, however the
+	// path is spelled; recursive tools skip them.
+	ProtectedPaths []string `protobuf:"bytes,7,rep,name=protected_paths,json=protectedPaths,proto3" json:"protected_paths,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -310,16 +313,15 @@ func (x *ConfigureRequest) GetHostDataDir() string {
 	return ""
 }
 
+func (x *ConfigureRequest) GetProtectedPaths() []string {
+	if x != nil {
+		return x.ProtectedPaths
+	}
+	return nil
+}
+
 type ConfigureResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The plugin serves tool calls on the call channel the host passed it at
-	// start (a private socket pair; see SWITCHBOARD_CALL_FD in package
-	// protocol), so the host sends calls there instead of opening CallTool.
-	// The channel carries the same CallToolRequest and CallToolEvent messages
-	// as the CallTool stream, each framed by its length (4 bytes, big-endian).
-	// A plugin that leaves this false (an older SDK, a plugin started without
-	// a channel) is called over CallTool.
-	CallChannel   bool `protobuf:"varint,1,opt,name=call_channel,json=callChannel,proto3" json:"call_channel,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -352,13 +354,6 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
 	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *ConfigureResponse) GetCallChannel() bool {
-	if x != nil {
-		return x.CallChannel
-	}
-	return false
 }
 
 type DescribeRequest struct {
@@ -404,8 +399,11 @@ type DescribeResponse struct {
 	PluginVersion string `protobuf:"bytes,2,opt,name=plugin_version,json=pluginVersion,proto3" json:"plugin_version,omitempty"`
 	SdkVersion    string `protobuf:"bytes,3,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
 	// Instructions for the model, one short paragraph.
-	Instructions  string  `protobuf:"bytes,4,opt,name=instructions,proto3" json:"instructions,omitempty"`
-	Tools         []*Tool `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	Instructions string  `protobuf:"bytes,4,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	Tools        []*Tool `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	// What the plugin needs from its sandbox beyond the defaults, for the
+	// operator to grant (the host never widens a sandbox on a plugin's word).
+	Sandbox       *SandboxNeeds `protobuf:"bytes,6,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -475,6 +473,75 @@ func (x *DescribeResponse) GetTools() []*Tool {
 	return nil
 }
 
+func (x *DescribeResponse) GetSandbox() *SandboxNeeds {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+// SandboxNeeds is what a plugin declares it needs to work. Paths are
+// absolute or start with "~/" (the user's home).
+type SandboxNeeds struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Read          []string               `protobuf:"bytes,1,rep,name=read,proto3" json:"read,omitempty"`
+	Write         []string               `protobuf:"bytes,2,rep,name=write,proto3" json:"write,omitempty"`
+	Network       bool                   `protobuf:"varint,3,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxNeeds) Reset() {
+	*x = SandboxNeeds{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxNeeds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxNeeds) ProtoMessage() {}
+
+func (x *SandboxNeeds) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxNeeds.ProtoReflect.Descriptor instead.
+func (*SandboxNeeds) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SandboxNeeds) GetRead() []string {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+func (x *SandboxNeeds) GetWrite() []string {
+	if x != nil {
+		return x.Write
+	}
+	return nil
+}
+
+func (x *SandboxNeeds) GetNetwork() bool {
+	if x != nil {
+		return x.Network
+	}
+	return false
+}
+
 type Tool struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -497,7 +564,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +576,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +589,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Tool) GetName() string {
@@ -602,7 +669,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +681,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +694,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Annotations) GetTitle() string {
@@ -680,7 +747,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +759,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +772,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CallToolRequest) GetCallId() uint64 {
@@ -762,14 +829,19 @@ type Call struct {
 	// The arguments object as JSON, exactly as the client sent it.
 	Arguments []byte `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// The caller wants progress events.
-	WantProgress  bool `protobuf:"varint,3,opt,name=want_progress,json=wantProgress,proto3" json:"want_progress,omitempty"`
+	WantProgress bool `protobuf:"varint,3,opt,name=want_progress,json=wantProgress,proto3" json:"want_progress,omitempty"`
+	// Who the call belongs to: the authenticated caller when there is one,
+	// else the HTTP session, else the stdio client. Plugins that keep state
+	// per caller (bash's background jobs) key it on this, so one caller can
+	// neither see nor stop another's.
+	Owner         string `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +853,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +866,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Call) GetTool() string {
@@ -818,6 +890,13 @@ func (x *Call) GetWantProgress() bool {
 	return false
 }
 
+func (x *Call) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
 type Cancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -827,7 +906,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +918,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +931,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Cancel) GetReason() string {
@@ -878,7 +957,7 @@ type CallToolEvent struct {
 
 func (x *CallToolEvent) Reset() {
 	*x = CallToolEvent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +969,7 @@ func (x *CallToolEvent) String() string {
 func (*CallToolEvent) ProtoMessage() {}
 
 func (x *CallToolEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +982,7 @@ func (x *CallToolEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolEvent.ProtoReflect.Descriptor instead.
 func (*CallToolEvent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CallToolEvent) GetCallId() uint64 {
@@ -998,7 +1077,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1089,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1102,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Progress) GetProgress() float64 {
@@ -1059,7 +1138,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1150,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1163,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Log) GetLevel() LogLevel {
@@ -1120,7 +1199,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1211,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1224,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Result) GetContent() []*Content {
@@ -1185,7 +1264,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1276,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1289,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Content) GetKind() isContent_Kind {
@@ -1308,7 +1387,7 @@ type TextContent struct {
 
 func (x *TextContent) Reset() {
 	*x = TextContent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1399,7 @@ func (x *TextContent) String() string {
 func (*TextContent) ProtoMessage() {}
 
 func (x *TextContent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1412,7 @@ func (x *TextContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextContent.ProtoReflect.Descriptor instead.
 func (*TextContent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TextContent) GetText() string {
@@ -1353,7 +1432,7 @@ type BinaryContent struct {
 
 func (x *BinaryContent) Reset() {
 	*x = BinaryContent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1444,7 @@ func (x *BinaryContent) String() string {
 func (*BinaryContent) ProtoMessage() {}
 
 func (x *BinaryContent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1457,7 @@ func (x *BinaryContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BinaryContent.ProtoReflect.Descriptor instead.
 func (*BinaryContent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BinaryContent) GetData() []byte {
@@ -1407,7 +1486,7 @@ type ResourceLink struct {
 
 func (x *ResourceLink) Reset() {
 	*x = ResourceLink{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1498,7 @@ func (x *ResourceLink) String() string {
 func (*ResourceLink) ProtoMessage() {}
 
 func (x *ResourceLink) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1511,7 @@ func (x *ResourceLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceLink.ProtoReflect.Descriptor instead.
 func (*ResourceLink) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ResourceLink) GetUri() string {
@@ -1476,7 +1555,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1567,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1580,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EmbeddedResource) GetUri() string {
@@ -1542,7 +1621,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1633,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1646,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -1594,7 +1673,7 @@ type PermissionPatternRequest struct {
 
 func (x *PermissionPatternRequest) Reset() {
 	*x = PermissionPatternRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1685,7 @@ func (x *PermissionPatternRequest) String() string {
 func (*PermissionPatternRequest) ProtoMessage() {}
 
 func (x *PermissionPatternRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1698,7 @@ func (x *PermissionPatternRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionPatternRequest.ProtoReflect.Descriptor instead.
 func (*PermissionPatternRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PermissionPatternRequest) GetTool() string {
@@ -1645,7 +1724,7 @@ type PermissionPatternResponse struct {
 
 func (x *PermissionPatternResponse) Reset() {
 	*x = PermissionPatternResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1736,7 @@ func (x *PermissionPatternResponse) String() string {
 func (*PermissionPatternResponse) ProtoMessage() {}
 
 func (x *PermissionPatternResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1749,7 @@ func (x *PermissionPatternResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionPatternResponse.ProtoReflect.Descriptor instead.
 func (*PermissionPatternResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PermissionPatternResponse) GetPatterns() []string {
@@ -1684,7 +1763,7 @@ var File_switchboard_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"\"switchboard/plugin/v1/plugin.proto\x12\x15switchboard.plugin.v1\"\xdb\x01\n" +
+	"\"switchboard/plugin/v1/plugin.proto\x12\x15switchboard.plugin.v1\"\x84\x02\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vserver_name\x18\x01 \x01(\tR\n" +
 	"serverName\x12\x1f\n" +
@@ -1693,17 +1772,22 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bdata_dir\x18\x03 \x01(\tR\adataDir\x12#\n" +
 	"\rsettings_json\x18\x04 \x01(\fR\fsettingsJson\x12!\n" +
 	"\fhost_version\x18\x05 \x01(\tR\vhostVersion\x12\"\n" +
-	"\rhost_data_dir\x18\x06 \x01(\tR\vhostDataDir\"6\n" +
-	"\x11ConfigureResponse\x12!\n" +
-	"\fcall_channel\x18\x01 \x01(\bR\vcallChannel\"\x11\n" +
-	"\x0fDescribeRequest\"\xc5\x01\n" +
+	"\rhost_data_dir\x18\x06 \x01(\tR\vhostDataDir\x12'\n" +
+	"\x0fprotected_paths\x18\a \x03(\tR\x0eprotectedPaths\"'\n" +
+	"\x11ConfigureResponseJ\x04\b\x01\x10\x02R\fcall_channel\"\x11\n" +
+	"\x0fDescribeRequest\"\x84\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0eplugin_version\x18\x02 \x01(\tR\rpluginVersion\x12\x1f\n" +
 	"\vsdk_version\x18\x03 \x01(\tR\n" +
 	"sdkVersion\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x121\n" +
-	"\x05tools\x18\x05 \x03(\v2\x1b.switchboard.plugin.v1.ToolR\x05tools\"\x85\x03\n" +
+	"\x05tools\x18\x05 \x03(\v2\x1b.switchboard.plugin.v1.ToolR\x05tools\x12=\n" +
+	"\asandbox\x18\x06 \x01(\v2#.switchboard.plugin.v1.SandboxNeedsR\asandbox\"R\n" +
+	"\fSandboxNeeds\x12\x12\n" +
+	"\x04read\x18\x01 \x03(\tR\x04read\x12\x14\n" +
+	"\x05write\x18\x02 \x03(\tR\x05write\x12\x18\n" +
+	"\anetwork\x18\x03 \x01(\bR\anetwork\"\x85\x03\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -1729,11 +1813,12 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x121\n" +
 	"\x04call\x18\x02 \x01(\v2\x1b.switchboard.plugin.v1.CallH\x00R\x04call\x127\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x1d.switchboard.plugin.v1.CancelH\x00R\x06cancelB\x06\n" +
-	"\x04kind\"]\n" +
+	"\x04kind\"s\n" +
 	"\x04Call\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x02 \x01(\fR\targuments\x12#\n" +
-	"\rwant_progress\x18\x03 \x01(\bR\fwantProgress\" \n" +
+	"\rwant_progress\x18\x03 \x01(\bR\fwantProgress\x12\x14\n" +
+	"\x05owner\x18\x04 \x01(\tR\x05owner\" \n" +
 	"\x06Cancel\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x8e\x02\n" +
 	"\rCallToolEvent\x12\x17\n" +
@@ -1826,7 +1911,7 @@ func file_switchboard_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchboard_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_switchboard_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_switchboard_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_switchboard_plugin_v1_plugin_proto_goTypes = []any{
 	(Access)(0),                       // 0: switchboard.plugin.v1.Access
 	(LogLevel)(0),                     // 1: switchboard.plugin.v1.LogLevel
@@ -1835,55 +1920,57 @@ var file_switchboard_plugin_v1_plugin_proto_goTypes = []any{
 	(*ConfigureResponse)(nil),         // 4: switchboard.plugin.v1.ConfigureResponse
 	(*DescribeRequest)(nil),           // 5: switchboard.plugin.v1.DescribeRequest
 	(*DescribeResponse)(nil),          // 6: switchboard.plugin.v1.DescribeResponse
-	(*Tool)(nil),                      // 7: switchboard.plugin.v1.Tool
-	(*Annotations)(nil),               // 8: switchboard.plugin.v1.Annotations
-	(*CallToolRequest)(nil),           // 9: switchboard.plugin.v1.CallToolRequest
-	(*Call)(nil),                      // 10: switchboard.plugin.v1.Call
-	(*Cancel)(nil),                    // 11: switchboard.plugin.v1.Cancel
-	(*CallToolEvent)(nil),             // 12: switchboard.plugin.v1.CallToolEvent
-	(*Progress)(nil),                  // 13: switchboard.plugin.v1.Progress
-	(*Log)(nil),                       // 14: switchboard.plugin.v1.Log
-	(*Result)(nil),                    // 15: switchboard.plugin.v1.Result
-	(*Content)(nil),                   // 16: switchboard.plugin.v1.Content
-	(*TextContent)(nil),               // 17: switchboard.plugin.v1.TextContent
-	(*BinaryContent)(nil),             // 18: switchboard.plugin.v1.BinaryContent
-	(*ResourceLink)(nil),              // 19: switchboard.plugin.v1.ResourceLink
-	(*EmbeddedResource)(nil),          // 20: switchboard.plugin.v1.EmbeddedResource
-	(*Error)(nil),                     // 21: switchboard.plugin.v1.Error
-	(*PermissionPatternRequest)(nil),  // 22: switchboard.plugin.v1.PermissionPatternRequest
-	(*PermissionPatternResponse)(nil), // 23: switchboard.plugin.v1.PermissionPatternResponse
+	(*SandboxNeeds)(nil),              // 7: switchboard.plugin.v1.SandboxNeeds
+	(*Tool)(nil),                      // 8: switchboard.plugin.v1.Tool
+	(*Annotations)(nil),               // 9: switchboard.plugin.v1.Annotations
+	(*CallToolRequest)(nil),           // 10: switchboard.plugin.v1.CallToolRequest
+	(*Call)(nil),                      // 11: switchboard.plugin.v1.Call
+	(*Cancel)(nil),                    // 12: switchboard.plugin.v1.Cancel
+	(*CallToolEvent)(nil),             // 13: switchboard.plugin.v1.CallToolEvent
+	(*Progress)(nil),                  // 14: switchboard.plugin.v1.Progress
+	(*Log)(nil),                       // 15: switchboard.plugin.v1.Log
+	(*Result)(nil),                    // 16: switchboard.plugin.v1.Result
+	(*Content)(nil),                   // 17: switchboard.plugin.v1.Content
+	(*TextContent)(nil),               // 18: switchboard.plugin.v1.TextContent
+	(*BinaryContent)(nil),             // 19: switchboard.plugin.v1.BinaryContent
+	(*ResourceLink)(nil),              // 20: switchboard.plugin.v1.ResourceLink
+	(*EmbeddedResource)(nil),          // 21: switchboard.plugin.v1.EmbeddedResource
+	(*Error)(nil),                     // 22: switchboard.plugin.v1.Error
+	(*PermissionPatternRequest)(nil),  // 23: switchboard.plugin.v1.PermissionPatternRequest
+	(*PermissionPatternResponse)(nil), // 24: switchboard.plugin.v1.PermissionPatternResponse
 }
 var file_switchboard_plugin_v1_plugin_proto_depIdxs = []int32{
-	7,  // 0: switchboard.plugin.v1.DescribeResponse.tools:type_name -> switchboard.plugin.v1.Tool
-	8,  // 1: switchboard.plugin.v1.Tool.annotations:type_name -> switchboard.plugin.v1.Annotations
-	0,  // 2: switchboard.plugin.v1.Tool.access:type_name -> switchboard.plugin.v1.Access
-	10, // 3: switchboard.plugin.v1.CallToolRequest.call:type_name -> switchboard.plugin.v1.Call
-	11, // 4: switchboard.plugin.v1.CallToolRequest.cancel:type_name -> switchboard.plugin.v1.Cancel
-	13, // 5: switchboard.plugin.v1.CallToolEvent.progress:type_name -> switchboard.plugin.v1.Progress
-	14, // 6: switchboard.plugin.v1.CallToolEvent.log:type_name -> switchboard.plugin.v1.Log
-	15, // 7: switchboard.plugin.v1.CallToolEvent.result:type_name -> switchboard.plugin.v1.Result
-	21, // 8: switchboard.plugin.v1.CallToolEvent.error:type_name -> switchboard.plugin.v1.Error
-	1,  // 9: switchboard.plugin.v1.Log.level:type_name -> switchboard.plugin.v1.LogLevel
-	16, // 10: switchboard.plugin.v1.Result.content:type_name -> switchboard.plugin.v1.Content
-	17, // 11: switchboard.plugin.v1.Content.text:type_name -> switchboard.plugin.v1.TextContent
-	18, // 12: switchboard.plugin.v1.Content.image:type_name -> switchboard.plugin.v1.BinaryContent
-	18, // 13: switchboard.plugin.v1.Content.audio:type_name -> switchboard.plugin.v1.BinaryContent
-	19, // 14: switchboard.plugin.v1.Content.resource_link:type_name -> switchboard.plugin.v1.ResourceLink
-	20, // 15: switchboard.plugin.v1.Content.resource:type_name -> switchboard.plugin.v1.EmbeddedResource
-	2,  // 16: switchboard.plugin.v1.Error.code:type_name -> switchboard.plugin.v1.ErrorCode
-	3,  // 17: switchboard.plugin.v1.ToolServer.Configure:input_type -> switchboard.plugin.v1.ConfigureRequest
-	5,  // 18: switchboard.plugin.v1.ToolServer.Describe:input_type -> switchboard.plugin.v1.DescribeRequest
-	9,  // 19: switchboard.plugin.v1.ToolServer.CallTool:input_type -> switchboard.plugin.v1.CallToolRequest
-	22, // 20: switchboard.plugin.v1.ToolServer.PermissionPattern:input_type -> switchboard.plugin.v1.PermissionPatternRequest
-	4,  // 21: switchboard.plugin.v1.ToolServer.Configure:output_type -> switchboard.plugin.v1.ConfigureResponse
-	6,  // 22: switchboard.plugin.v1.ToolServer.Describe:output_type -> switchboard.plugin.v1.DescribeResponse
-	12, // 23: switchboard.plugin.v1.ToolServer.CallTool:output_type -> switchboard.plugin.v1.CallToolEvent
-	23, // 24: switchboard.plugin.v1.ToolServer.PermissionPattern:output_type -> switchboard.plugin.v1.PermissionPatternResponse
-	21, // [21:25] is the sub-list for method output_type
-	17, // [17:21] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	8,  // 0: switchboard.plugin.v1.DescribeResponse.tools:type_name -> switchboard.plugin.v1.Tool
+	7,  // 1: switchboard.plugin.v1.DescribeResponse.sandbox:type_name -> switchboard.plugin.v1.SandboxNeeds
+	9,  // 2: switchboard.plugin.v1.Tool.annotations:type_name -> switchboard.plugin.v1.Annotations
+	0,  // 3: switchboard.plugin.v1.Tool.access:type_name -> switchboard.plugin.v1.Access
+	11, // 4: switchboard.plugin.v1.CallToolRequest.call:type_name -> switchboard.plugin.v1.Call
+	12, // 5: switchboard.plugin.v1.CallToolRequest.cancel:type_name -> switchboard.plugin.v1.Cancel
+	14, // 6: switchboard.plugin.v1.CallToolEvent.progress:type_name -> switchboard.plugin.v1.Progress
+	15, // 7: switchboard.plugin.v1.CallToolEvent.log:type_name -> switchboard.plugin.v1.Log
+	16, // 8: switchboard.plugin.v1.CallToolEvent.result:type_name -> switchboard.plugin.v1.Result
+	22, // 9: switchboard.plugin.v1.CallToolEvent.error:type_name -> switchboard.plugin.v1.Error
+	1,  // 10: switchboard.plugin.v1.Log.level:type_name -> switchboard.plugin.v1.LogLevel
+	17, // 11: switchboard.plugin.v1.Result.content:type_name -> switchboard.plugin.v1.Content
+	18, // 12: switchboard.plugin.v1.Content.text:type_name -> switchboard.plugin.v1.TextContent
+	19, // 13: switchboard.plugin.v1.Content.image:type_name -> switchboard.plugin.v1.BinaryContent
+	19, // 14: switchboard.plugin.v1.Content.audio:type_name -> switchboard.plugin.v1.BinaryContent
+	20, // 15: switchboard.plugin.v1.Content.resource_link:type_name -> switchboard.plugin.v1.ResourceLink
+	21, // 16: switchboard.plugin.v1.Content.resource:type_name -> switchboard.plugin.v1.EmbeddedResource
+	2,  // 17: switchboard.plugin.v1.Error.code:type_name -> switchboard.plugin.v1.ErrorCode
+	3,  // 18: switchboard.plugin.v1.ToolServer.Configure:input_type -> switchboard.plugin.v1.ConfigureRequest
+	5,  // 19: switchboard.plugin.v1.ToolServer.Describe:input_type -> switchboard.plugin.v1.DescribeRequest
+	10, // 20: switchboard.plugin.v1.ToolServer.CallTool:input_type -> switchboard.plugin.v1.CallToolRequest
+	23, // 21: switchboard.plugin.v1.ToolServer.PermissionPattern:input_type -> switchboard.plugin.v1.PermissionPatternRequest
+	4,  // 22: switchboard.plugin.v1.ToolServer.Configure:output_type -> switchboard.plugin.v1.ConfigureResponse
+	6,  // 23: switchboard.plugin.v1.ToolServer.Describe:output_type -> switchboard.plugin.v1.DescribeResponse
+	13, // 24: switchboard.plugin.v1.ToolServer.CallTool:output_type -> switchboard.plugin.v1.CallToolEvent
+	24, // 25: switchboard.plugin.v1.ToolServer.PermissionPattern:output_type -> switchboard.plugin.v1.PermissionPatternResponse
+	22, // [22:26] is the sub-list for method output_type
+	18, // [18:22] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_plugin_v1_plugin_proto_init() }
@@ -1891,18 +1978,18 @@ func file_switchboard_plugin_v1_plugin_proto_init() {
 	if File_switchboard_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[5].OneofWrappers = []any{}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{}
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[7].OneofWrappers = []any{
 		(*CallToolRequest_Call)(nil),
 		(*CallToolRequest_Cancel)(nil),
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[9].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[10].OneofWrappers = []any{
 		(*CallToolEvent_Progress)(nil),
 		(*CallToolEvent_Log)(nil),
 		(*CallToolEvent_Result)(nil),
 		(*CallToolEvent_Error)(nil),
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[13].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[14].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Image)(nil),
 		(*Content_Audio)(nil),
@@ -1915,7 +2002,7 @@ func file_switchboard_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_plugin_v1_plugin_proto_rawDesc), len(file_switchboard_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -2,13 +2,10 @@
 //
 // A plugin is a subprocess started by the host through hashicorp/go-plugin.
 // After the handshake the host calls Configure once, then Describe once, and
-// then sends every tool call over one persistent, multiplexed carrier for the
-// life of the plugin: calls and cancellations go one way, progress, log events
-// and results come back, each tagged with the call id the host chose. The
-// carrier is the CallTool stream, or, when the plugin says so in its
-// ConfigureResponse, the call channel: the same messages over a private
-// socket pair the host created at start, which costs a fifth of a gRPC stream
-// round trip (see README, PERFORMANCE). Everything else stays on gRPC.
+// then sends every tool call over one persistent, multiplexed CallTool stream
+// for the life of the plugin: calls and cancellations go one way, progress,
+// log events and results come back, each tagged with the call id the host
+// chose.
 //
 // Compatibility rules: fields are only ever added, never renumbered or
 // re-typed. Anything that cannot be added compatibly goes into protocol

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -20,44 +19,25 @@ import (
 const DefaultCancelGrace = 5 * time.Second
 
 // Client is the host's side of one plugin connection. All tool calls share
-// one persistent carrier: the call channel when the plugin accepted one
-// (see OfferChannel), otherwise a CallTool stream, opened on first use and
-// reopened after it breaks. A broken channel is not reopened; calls move to
-// a CallTool stream. A Client is safe for concurrent use; Close may be
-// called more than once.
+// one persistent CallTool stream, opened on first use and reopened after it
+// breaks. A Client is safe for concurrent use; Close may be called more than
+// once.
 type Client struct {
 	rpc pluginv1.ToolServerClient
 
 	// CancelGrace bounds the wait for a cancelled call's acknowledgement.
 	CancelGrace time.Duration
 
-	mu        sync.Mutex
-	offered   net.Conn // a call channel offered, not yet accepted
-	channel   net.Conn // the accepted call channel, until first used
-	transport string
-	stream    *callStream
-	nextID    uint64
-	closed    bool
-	streams   sync.WaitGroup
+	mu      sync.Mutex
+	stream  *callStream
+	nextID  uint64
+	closed  bool
+	streams sync.WaitGroup
 }
 
-// carrier carries the calls of one stream: a CallTool stream or the call
-// channel.
-type carrier interface {
-	Send(*pluginv1.CallToolRequest) error
-	Recv() (*pluginv1.CallToolEvent, error)
-	CloseSend() error
-}
-
-// Transports a Client can carry calls on, as reported by Transport.
-const (
-	TransportChannel = "channel"
-	TransportGRPC    = "grpc"
-)
-
-// callStream is one carrier and the calls in flight on it.
+// callStream is one CallTool stream and the calls in flight on it.
 type callStream struct {
-	s       carrier
+	s       pluginv1.ToolServer_CallToolClient
 	cancel  func()
 	sendMu  sync.Mutex
 	mu      sync.Mutex
@@ -75,44 +55,10 @@ func NewClient(rpc pluginv1.ToolServerClient) *Client {
 	return &Client{rpc: rpc, CancelGrace: DefaultCancelGrace}
 }
 
-// OfferChannel hands the Client the host's end of a call channel (see
-// AttachCallChannel), before Configure. If the plugin accepts it in its
-// ConfigureResponse, calls go over it; otherwise Configure closes it.
-func (c *Client) OfferChannel(conn net.Conn) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.offered != nil {
-		_ = c.offered.Close()
-	}
-	c.offered = conn
-}
-
-// Configure calls the plugin's Configure, and settles an offered call
-// channel by the plugin's answer.
+// Configure calls the plugin's Configure.
 func (c *Client) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) error {
-	resp, err := c.rpc.Configure(ctx, req)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.offered != nil {
-		if err == nil && resp.GetCallChannel() && !c.closed {
-			c.channel = c.offered
-		} else {
-			_ = c.offered.Close()
-		}
-		c.offered = nil
-	}
+	_, err := c.rpc.Configure(ctx, req)
 	return rpcError(err)
-}
-
-// Transport reports what carries the calls: TransportChannel or
-// TransportGRPC ("" before the first call).
-func (c *Client) Transport() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.transport == "" && c.channel != nil {
-		return TransportChannel
-	}
-	return c.transport
 }
 
 // Describe calls the plugin's Describe.
@@ -135,23 +81,22 @@ func (c *Client) PermissionPattern(ctx context.Context, tool string, args []byte
 type ProgressFunc func(ev *pluginv1.CallToolEvent)
 
 // Call runs one tool call over the shared stream. onEvent, if not nil, gets
-// progress and log events (progress only when wantProgress). When ctx ends
+// progress and log events (progress only when call.WantProgress). When ctx ends
 // the plugin is told to cancel the call; Call then returns the plugin's
 // answer (normally an *Error with CodeCancelled) or, if the plugin does not
 // answer within CancelGrace, ErrCancelled.
 //
 // A returned error is always an *Error: ErrUnavailable when the plugin
 // cannot be reached or the connection broke mid-call.
-func (c *Client) Call(ctx context.Context, tool string, args []byte, wantProgress bool, onEvent ProgressFunc) (*pluginv1.Result, error) {
+func (c *Client) Call(ctx context.Context, call *pluginv1.Call, onEvent ProgressFunc) (*pluginv1.Result, error) {
+	tool := call.GetTool()
 	cs, id, pc, err := c.start()
 	if err != nil {
 		return nil, err
 	}
 	defer cs.forget(id)
 
-	req := &pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_Call{
-		Call: &pluginv1.Call{Tool: tool, Arguments: args, WantProgress: wantProgress},
-	}}
+	req := &pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_Call{Call: call}}
 	if err := cs.send(req); err != nil {
 		return nil, err
 	}
@@ -240,23 +185,13 @@ func (c *Client) start() (*callStream, uint64, *pendingCall, error) {
 }
 
 func (c *Client) openLocked() error {
-	var cs *callStream
-	if conn := c.channel; conn != nil {
-		// The channel is used once: if it breaks, the next call opens a
-		// CallTool stream (and fails there if the plugin is gone).
-		c.channel = nil
-		c.transport = TransportChannel
-		cs = &callStream{s: channelCarrier{newFrameConn(conn)}, cancel: func() { _ = conn.Close() }, pending: map[uint64]*pendingCall{}}
-	} else {
-		ctx, cancel := context.WithCancel(context.Background())
-		s, err := c.rpc.CallTool(ctx)
-		if err != nil {
-			cancel()
-			return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
-		}
-		c.transport = TransportGRPC
-		cs = &callStream{s: s, cancel: cancel, pending: map[uint64]*pendingCall{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := c.rpc.CallTool(ctx)
+	if err != nil {
+		cancel()
+		return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
 	}
+	cs := &callStream{s: s, cancel: cancel, pending: map[uint64]*pendingCall{}}
 	c.stream = cs
 	c.streams.Add(1)
 	go func() {
@@ -323,16 +258,13 @@ func (cs *callStream) forget(id uint64) {
 }
 
 func (cs *callStream) send(req *pluginv1.CallToolRequest) error {
-	// A gRPC stream takes one Send at a time; the channel combines
-	// concurrent writes itself.
-	if _, concurrent := cs.s.(channelCarrier); !concurrent {
-		cs.sendMu.Lock()
-		defer cs.sendMu.Unlock()
-	}
+	// A gRPC stream takes one Send at a time.
+	cs.sendMu.Lock()
+	defer cs.sendMu.Unlock()
 	if err := cs.s.Send(req); err != nil {
 		if tooLarge(err) {
-			// Only this call is refused; the carrier is fine.
-			return Errorf(CodeInvalidArguments, "the call's arguments (%d bytes) exceed the plugin protocol's limit of %d bytes", proto.Size(req), maxFrame)
+			// Only this call is refused; the stream is fine.
+			return Errorf(CodeInvalidArguments, "the call's arguments (%d bytes) exceed the plugin protocol's limit of %d bytes", proto.Size(req), MaxMessageSize)
 		}
 		return Errorf(CodeUnavailable, "plugin connection lost: %v", rpcError(err))
 	}
@@ -340,9 +272,9 @@ func (cs *callStream) send(req *pluginv1.CallToolRequest) error {
 }
 
 // tooLarge reports whether a send failed only because the message exceeds
-// the protocol's limit (on either carrier).
+// the protocol's limit.
 func tooLarge(err error) bool {
-	return errors.Is(err, errFrameTooLarge) || status.Code(err) == codes.ResourceExhausted
+	return status.Code(err) == codes.ResourceExhausted
 }
 
 // Close ends the call stream (cancelling calls still on it in the plugin)
@@ -352,12 +284,6 @@ func (c *Client) Close() error {
 	c.closed = true
 	cs := c.stream
 	c.stream = nil
-	for _, conn := range []net.Conn{c.offered, c.channel} {
-		if conn != nil {
-			_ = conn.Close()
-		}
-	}
-	c.offered, c.channel = nil, nil
 	c.mu.Unlock()
 	if cs != nil {
 		cs.sendMu.Lock()

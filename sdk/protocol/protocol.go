@@ -10,15 +10,14 @@
 // Lifecycle of a plugin as seen from here: the host starts the binary with
 // go-plugin, both sides agree on the highest protocol version they share,
 // the host calls Configure once and Describe once, and then every tool call
-// travels over one persistent carrier managed by [Client]: the call channel
-// (a private socket pair, see [AttachCallChannel] and [TakeCallChannel])
-// when the plugin accepted it in Configure, otherwise the CallTool stream.
+// travels over one persistent CallTool stream managed by [Client].
 package protocol
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"net"
+	"regexp"
 	"slices"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -41,8 +40,7 @@ var Handshake = plugin.HandshakeConfig{
 const PluginName = "toolserver"
 
 // Version1 is protocol version 1: Configure, Describe, CallTool (one
-// multiplexed stream, or the call channel carrying the same messages),
-// PermissionPattern.
+// multiplexed stream), PermissionPattern.
 const Version1 = 1
 
 // SupportedVersions lists the protocol versions this build speaks, lowest
@@ -109,9 +107,6 @@ type EventSink interface {
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	Impl Handler
-	// Channel is the plugin's end of the call channel (TakeCallChannel), if
-	// any; the plugin accepts it when configured.
-	Channel net.Conn
 }
 
 // GRPCServer registers the tool server on the plugin's gRPC server.
@@ -119,7 +114,7 @@ func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Impl == nil {
 		return fmt.Errorf("protocol: GRPCPlugin has no Impl")
 	}
-	pluginv1.RegisterToolServerServer(s, newServer(p.Impl, p.Channel))
+	pluginv1.RegisterToolServerServer(s, newServer(p.Impl))
 	return nil
 }
 
@@ -131,15 +126,9 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, cc *grp
 // PluginSets returns the VersionedPlugins map for the given versions, each
 // mapped to a GRPCPlugin with impl. The host passes a nil impl.
 func PluginSets(impl Handler, versions []int) map[int]plugin.PluginSet {
-	return PluginSetsWithChannel(impl, nil, versions)
-}
-
-// PluginSetsWithChannel is PluginSets for a plugin that serves calls on the
-// call channel too (see TakeCallChannel).
-func PluginSetsWithChannel(impl Handler, channel net.Conn, versions []int) map[int]plugin.PluginSet {
 	sets := make(map[int]plugin.PluginSet, len(versions))
 	for _, v := range versions {
-		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl, Channel: channel}}
+		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl}}
 	}
 	return sets
 }
@@ -149,4 +138,45 @@ func FormatVersions(vs []int) string {
 	s := slices.Clone(vs)
 	slices.Sort(s)
 	return fmt.Sprint(s)
+}
+
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// ValidateToolName checks a tool name against MCP's grammar: 1 to 128 of
+// [A-Za-z0-9_.-].
+func ValidateToolName(name string) error {
+	if !toolNameRE.MatchString(name) {
+		return fmt.Errorf("tool name %q is invalid: use 1-128 of [A-Za-z0-9_.-]", name)
+	}
+	return nil
+}
+
+// ValidateDescribe checks what a plugin describes: every tool name valid
+// and unique, every input schema a JSON object, every output schema (when
+// given) a JSON object. The host refuses a plugin that fails it, and the
+// SDK and sdktest run the same check, so a plugin that passes its tests
+// loads in the host.
+func ValidateDescribe(info *pluginv1.DescribeResponse) error {
+	seen := map[string]bool{}
+	for _, t := range info.GetTools() {
+		if err := ValidateToolName(t.GetName()); err != nil {
+			return err
+		}
+		if seen[t.GetName()] {
+			return fmt.Errorf("tool %q is described twice", t.GetName())
+		}
+		seen[t.GetName()] = true
+		if !isJSONObject(t.GetInputSchema()) {
+			return fmt.Errorf("tool %q: input schema is not a JSON object", t.GetName())
+		}
+		if len(t.GetOutputSchema()) > 0 && !isJSONObject(t.GetOutputSchema()) {
+			return fmt.Errorf("tool %q: output schema is not a JSON object", t.GetName())
+		}
+	}
+	return nil
+}
+
+func isJSONObject(b []byte) bool {
+	var obj map[string]any
+	return len(b) > 0 && json.Unmarshal(b, &obj) == nil && obj != nil
 }

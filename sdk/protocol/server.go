@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"runtime/debug"
 	"sync"
 
@@ -20,15 +19,14 @@ import (
 // own goroutine and serialises the events they send back.
 type server struct {
 	pluginv1.UnimplementedToolServerServer
-	impl    Handler
-	channel net.Conn // the call channel, if the host passed one
+	impl Handler
 
 	mu         sync.Mutex
 	configured bool
 }
 
-func newServer(impl Handler, channel net.Conn) *server {
-	return &server{impl: impl, channel: channel}
+func newServer(impl Handler) *server {
+	return &server{impl: impl}
 }
 
 func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
@@ -41,34 +39,8 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	s.configured = true
-	if s.channel == nil {
-		return &pluginv1.ConfigureResponse{}, nil
-	}
-	// The channel outlives this request: its calls end when the host
-	// closes the channel, not when Configure returns.
-	go s.serveChannel(context.WithoutCancel(ctx))
-	return &pluginv1.ConfigureResponse{CallChannel: true}, nil
+	return &pluginv1.ConfigureResponse{}, nil
 }
-
-// serveChannel serves calls on the call channel until the host closes it.
-func (s *server) serveChannel(ctx context.Context) {
-	defer func() { _ = s.channel.Close() }()
-	s.serveCalls(ctx, channelSource{newFrameConn(s.channel)})
-}
-
-// channelSource is the plugin's side of the call channel, shaped like the
-// CallTool stream server.
-type channelSource struct{ f *frameConn }
-
-func (c channelSource) Recv() (*pluginv1.CallToolRequest, error) {
-	req := &pluginv1.CallToolRequest{}
-	if err := c.f.read(req); err != nil {
-		return nil, err
-	}
-	return req, nil
-}
-
-func (c channelSource) Send(ev *pluginv1.CallToolEvent) error { return c.f.write(ev) }
 
 func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
 	resp, err := s.impl.Describe(ctx)
@@ -93,16 +65,10 @@ func (s *server) CallTool(stream pluginv1.ToolServer_CallToolServer) error {
 	return nil
 }
 
-// callSource is a carrier of calls: the CallTool stream or the call channel.
-type callSource interface {
-	Recv() (*pluginv1.CallToolRequest, error)
-	Send(*pluginv1.CallToolEvent) error
-}
-
 // serveCalls runs the calls arriving on stream, each on its own goroutine,
 // until the stream ends. Every call still running then is cancelled and
 // waited for.
-func (s *server) serveCalls(parent context.Context, stream callSource) {
+func (s *server) serveCalls(parent context.Context, stream pluginv1.ToolServer_CallToolServer) {
 	ctx, cancelAll := context.WithCancel(parent)
 	defer cancelAll()
 
@@ -116,27 +82,23 @@ func (s *server) serveCalls(parent context.Context, stream callSource) {
 	// anew for every call.
 	pool := workpool.New(64)
 	defer func() {
-		// The carrier is gone: stop the calls still running, then wait.
+		// The stream is gone: stop the calls still running, then wait.
 		cancelAll()
 		wg.Wait()
 		pool.Close()
 	}()
 
-	// A gRPC stream takes one Send at a time; the channel combines
-	// concurrent writes itself.
-	_, concurrent := stream.(channelSource)
+	// A gRPC stream takes one Send at a time.
 	send := func(ev *pluginv1.CallToolEvent) {
-		if !concurrent {
-			sendMu.Lock()
-			defer sendMu.Unlock()
-		}
+		sendMu.Lock()
+		defer sendMu.Unlock()
 		err := stream.Send(ev)
 		if err != nil && tooLarge(err) && (ev.GetResult() != nil || ev.GetError() != nil) {
 			// The call's answer cannot travel; say so instead, or the
 			// host would wait for it forever.
 			_ = stream.Send(&pluginv1.CallToolEvent{CallId: ev.GetCallId(), Kind: &pluginv1.CallToolEvent_Error{Error: &pluginv1.Error{
 				Code:    CodeInternal,
-				Message: fmt.Sprintf("the tool's result (%d bytes) exceeds the plugin protocol's limit of %d bytes; ask for less (a range, a page, a filter)", proto.Size(ev), maxFrame),
+				Message: fmt.Sprintf("the tool's result (%d bytes) exceeds the plugin protocol's limit of %d bytes; ask for less (a range, a page, a filter)", proto.Size(ev), MaxMessageSize),
 			}}})
 		}
 		// Any other failed send means the stream is gone; the receive

@@ -12,9 +12,7 @@ package sdktest
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
@@ -35,14 +34,13 @@ const ReattachWaitFunction = "github.com/hashicorp/go-plugin/internal/cmdrunner.
 // Plugin is a started plugin.
 type Plugin struct {
 	t testing.TB
-	// Client is the host-side protocol client, for calls the helpers below
-	// do not cover.
-	Client *protocol.Client
 	// Info is the plugin's answer to Describe.
 	Info *pluginv1.DescribeResponse
 	// PID is the plugin's process id (0 in process).
 	PID int
 
+	call     func(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error)
+	patterns func(ctx context.Context, tool string, args []byte) ([]string, error)
 	stopOnce sync.Once
 	stop     func()
 }
@@ -103,9 +101,9 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 		GRPCDialOptions:  protocol.GRPCDialOptions(),
 		Logger:           hclog.NewNullLogger(),
 	})
-	p := connect(t, client, nil, nil, opts)
+	p, pc := connect(t, client, opts)
 	p.stop = func() {
-		_ = p.Client.Close()
+		_ = pc.Close()
 		// Closing the connection asks the plugin to shut down; only if it
 		// does not is the serve context cancelled (doing both at once races
 		// inside go-plugin's test mode).
@@ -125,49 +123,31 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 	return p
 }
 
-// Start launches the plugin binary at path (with args) as a subprocess, as
-// the host would, and returns it configured and described.
+// Start launches the plugin binary at path (with args) as a subprocess
+// through the host's own launch code (clean environment, own process group,
+// handshake, the same checks of what Describe reports), and returns it
+// configured and described. The host's kernel sandbox is not applied: it
+// needs the switchboard binary.
 func Start(t testing.TB, path string, args []string, opts ...Option) *Plugin {
 	t.Helper()
-	cmd := exec.Command(path, args...)
-	// Calls travel over the call channel, as they do under the host.
-	channel, child, err := protocol.AttachCallChannel(cmd)
+	o := resolve(t, opts)
+	lp, err := launcher.Launch(context.Background(), launcher.Spec{
+		Name: o.name, Path: path, Args: args, Settings: o.settingsJSON(t),
+		ProjectDir: o.projectDir, DataDir: o.dataDir,
+	}, hclog.New(&hclog.LoggerOptions{Name: "sdktest", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
 		t.Fatalf("sdktest: %v", err)
 	}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  protocol.Handshake,
-		VersionedPlugins: protocol.PluginSets(nil, protocol.SupportedVersions),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		GRPCDialOptions:  protocol.GRPCDialOptions(),
-		StartTimeout:     30 * time.Second,
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "sdktest", Level: hclog.Warn, Output: os.Stderr}),
-	})
-	p := connect(t, client, channel, child, opts)
-	if rc := client.ReattachConfig(); rc != nil {
-		p.PID = rc.Pid
+	p := &Plugin{t: t, Info: lp.Describe(), PID: lp.PID(), patterns: lp.PermissionPatterns}
+	p.call = func(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error) {
+		return lp.CallEvents(ctx, call, onEvent)
 	}
-	p.stop = func() {
-		_ = p.Client.Close()
-		client.Kill()
-	}
+	p.stop = func() { _ = lp.Close(context.Background()) }
 	t.Cleanup(p.Stop)
 	return p
 }
 
-// connect starts the plugin (if client launches one), offers it the call
-// channel (if any) and configures and describes it.
-func connect(t testing.TB, client *plugin.Client, channel net.Conn, child *os.File, opts []Option) *Plugin {
-	t.Helper()
-	if channel != nil {
-		defer func() {
-			if channel != nil {
-				_ = channel.Close()
-			}
-		}()
-	}
+func resolve(t testing.TB, opts []Option) options {
 	o := options{name: "plugin"}
 	for _, fn := range opts {
 		fn(&o)
@@ -178,10 +158,26 @@ func connect(t testing.TB, client *plugin.Client, channel net.Conn, child *os.Fi
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()
 	}
-	rpc, err := client.Client()
-	if child != nil {
-		_ = child.Close() // the plugin holds its own copy now
+	return o
+}
+
+func (o options) settingsJSON(t testing.TB) []byte {
+	if o.settings == nil {
+		return nil
 	}
+	b, err := json.Marshal(o.settings)
+	if err != nil {
+		t.Fatalf("sdktest: settings: %v", err)
+	}
+	return b
+}
+
+// connect configures and describes an in-process plugin the way the
+// launcher does, with the same checks.
+func connect(t testing.TB, client *plugin.Client, opts []Option) (*Plugin, *protocol.Client) {
+	t.Helper()
+	o := resolve(t, opts)
+	rpc, err := client.Client()
 	if err != nil {
 		client.Kill()
 		t.Fatalf("sdktest: starting plugin: %v", err)
@@ -192,30 +188,34 @@ func connect(t testing.TB, client *plugin.Client, channel net.Conn, child *os.Fi
 		t.Fatalf("sdktest: dispensing plugin: %v", err)
 	}
 	pc := raw.(*protocol.Client)
-	if channel != nil {
-		pc.OfferChannel(channel)
-		channel = nil
-	}
-	var settings []byte
-	if o.settings != nil {
-		if settings, err = json.Marshal(o.settings); err != nil {
-			t.Fatalf("sdktest: settings: %v", err)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := pc.Configure(ctx, &pluginv1.ConfigureRequest{
-		ServerName: o.name, ProjectDir: o.projectDir, DataDir: o.dataDir, SettingsJson: settings, HostVersion: "sdktest",
+		ServerName: o.name, ProjectDir: o.projectDir, DataDir: o.dataDir, SettingsJson: o.settingsJSON(t), HostVersion: "sdktest",
 	}); err != nil {
 		client.Kill()
 		t.Fatalf("sdktest: Configure: %v", err)
 	}
 	info, err := pc.Describe(ctx)
+	if err == nil {
+		err = protocol.ValidateDescribe(info)
+	}
 	if err != nil {
 		client.Kill()
 		t.Fatalf("sdktest: Describe: %v", err)
 	}
-	return &Plugin{t: t, Client: pc, Info: info}
+	return &Plugin{t: t, Info: info, call: pc.Call, patterns: pc.PermissionPattern}, pc
+}
+
+// PermissionPatterns returns the patterns the plugin gives for a call, as
+// the host asks before it decides.
+func (p *Plugin) PermissionPatterns(tool string, args any) []string {
+	p.t.Helper()
+	pats, err := p.patterns(context.Background(), tool, p.raw(args))
+	if err != nil {
+		p.t.Fatalf("sdktest: permission patterns for %s: %v", tool, err)
+	}
+	return pats
 }
 
 // Call calls tool with args (any JSON-marshallable value, or a string or
@@ -233,23 +233,25 @@ func (p *Plugin) Call(tool string, args any) *pluginv1.Result {
 // CallContext calls tool and returns the protocol error, if any; onEvent
 // receives progress (requested when onEvent is set) and log events.
 func (p *Plugin) CallContext(ctx context.Context, tool string, args any, onEvent protocol.ProgressFunc) (*pluginv1.Result, error) {
-	var raw []byte
+	return p.call(ctx, &pluginv1.Call{Tool: tool, Arguments: p.raw(args), WantProgress: onEvent != nil}, onEvent)
+}
+
+func (p *Plugin) raw(args any) []byte {
 	switch a := args.(type) {
 	case nil:
-		raw = []byte("{}")
+		return []byte("{}")
 	case string:
-		raw = []byte(a)
+		return []byte(a)
 	case []byte:
-		raw = a
+		return a
 	case json.RawMessage:
-		raw = a
-	default:
-		var err error
-		if raw, err = json.Marshal(a); err != nil {
-			p.t.Fatalf("sdktest: arguments: %v", err)
-		}
+		return a
 	}
-	return p.Client.Call(ctx, tool, raw, onEvent != nil, onEvent)
+	raw, err := json.Marshal(args)
+	if err != nil {
+		p.t.Fatalf("sdktest: arguments: %v", err)
+	}
+	return raw
 }
 
 // Tool returns the described tool called name, or nil.

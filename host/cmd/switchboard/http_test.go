@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
 func TestServeHTTP(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
 // TestReconnect: SIGKILL a plugin; it goes reconnecting (its tools leave

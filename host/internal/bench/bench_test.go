@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,9 +22,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
@@ -75,7 +76,13 @@ func socketPingPong(b *testing.B) func(context.Context) error {
 	}
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), pingPongChild+"=1", "GOMAXPROCS=1")
-	conn, child, err := protocol.AttachCallChannel(cmd)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	child := os.NewFile(uintptr(fds[1]), "pingpong")
+	cmd.ExtraFiles = []*os.File{child}
+	conn, err := net.FileConn(os.NewFile(uintptr(fds[0]), "pingpong"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,7 +153,7 @@ func protocolClient(conn *grpc.ClientConn) func(context.Context) error {
 	c := protocol.NewClient(pluginv1.NewToolServerClient(conn))
 	args := []byte(`{"text":"ping"}`)
 	return func(ctx context.Context) error {
-		_, err := c.Call(ctx, "echo", args, false, nil)
+		_, err := c.Call(ctx, &pluginv1.Call{Tool: "echo", Arguments: args}, nil)
 		return err
 	}
 }
@@ -164,10 +171,9 @@ func bareClient(b *testing.B, bin string, env ...string) func(context.Context) e
 // hostCall starts the fixture as a real plugin behind a registry and
 // returns one routed call of its echo tool (through the registry's guards:
 // schema validation, policy, duplicate check) and the same call straight to
-// the plugin's carrier; grpc carries calls on the CallTool stream instead of
-// the call channel.
-func hostCall(b *testing.B, bin string, grpc bool) (routed, carried func(context.Context) error) {
-	p, err := launcher.Launch(context.Background(), launcher.Spec{Name: "fx", Path: bin, ProjectDir: b.TempDir(), NoCallChannel: grpc}, hclog.NewNullLogger())
+// the plugin's carrier.
+func hostCall(b *testing.B, bin string) (routed, carried func(context.Context) error) {
+	p, err := launcher.Launch(context.Background(), launcher.Spec{Name: "fx", Path: bin, ProjectDir: b.TempDir()}, hclog.NewNullLogger())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,11 +184,11 @@ func hostCall(b *testing.B, bin string, grpc bool) (routed, carried func(context
 	b.Cleanup(func() { _ = reg.Shutdown(context.Background(), time.Second) })
 	args := []byte(`{"text":"ping"}`)
 	routed = func(ctx context.Context) error {
-		_, err := reg.Call(ctx, "fx.echo", args, false, nil)
+		_, err := reg.Call(ctx, "fx.echo", args, nil)
 		return err
 	}
 	carried = func(ctx context.Context) error {
-		_, err := p.Call(ctx, "echo", args, false, nil)
+		_, err := p.Call(ctx, "echo", args, nil)
 		return err
 	}
 	return routed, carried

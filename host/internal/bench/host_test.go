@@ -18,7 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
 // mcpProc is an MCP client connected over stdio to a process it started.
@@ -197,29 +197,25 @@ func BenchmarkHost(b *testing.B) {
 		profEnv = append(slices.Clone(hostEnv), "SWITCHBOARD_CPUPROFILE="+p)
 	}
 	host, _ := startMCP(b, profEnv, bins.Switchboard, "serve", "--config", profCfg)
-	// The same host with calls on the gRPC CallTool stream, for comparison.
-	hostGRPC, _ := startMCP(b, append(hostEnv, "SWITCHBOARD_CALL_CHANNEL=off"), bins.Switchboard, "serve", "--config", hostCfg)
 	hostPID := host.cmd.Process.Pid
 	startRSS := rssKB(hostPID)
 	calls := 0
 	hostPlugins := fixtures.Children(hostPID)
 	for _, callers := range []int{1, 8, 32} {
 		n := map[int]int{1: 6000, 8: 8000, 32: 12000}[callers]
-		paths := []func(context.Context) error{direct.echo("echo"), host.echo("fx__echo"), hostGRPC.echo("fx__echo")}
+		paths := []func(context.Context) error{direct.echo("echo"), host.echo("fx__echo")}
 		if callers == 1 {
 			paths = append(paths, directOne.echo("echo"))
 		}
 		st := interleave(b, n, callers, 6, paths...)
-		d, h, g := st[0], st[1], st[2]
+		d, h := st[0], st[1]
 		if callers == 1 {
-			add("direct server tuned alike (GOMAXPROCS=1) p50", us(st[3].p50), us(d.p50)+" (direct, as shipped)", ratio(float64(st[3].p50), float64(d.p50)))
+			add("direct server tuned alike (GOMAXPROCS=1) p50", us(st[2].p50), us(d.p50)+" (direct, as shipped)", ratio(float64(st[2].p50), float64(d.p50)))
 		}
 		calls += n + 200
 		add(fmt.Sprintf("MCP echo p50, %d callers", callers), us(h.p50), us(d.p50), ratio(float64(h.p50), float64(d.p50)))
 		add(fmt.Sprintf("MCP echo p99, %d callers", callers), us(h.p99), us(d.p99), ratio(float64(h.p99), float64(d.p99)))
 		add(fmt.Sprintf("MCP echo calls/s, %d callers", callers), fmt.Sprintf("%.0f", h.perSec), fmt.Sprintf("%.0f", d.perSec), ratio(h.perSec, d.perSec))
-		add(fmt.Sprintf("  calls on the gRPC stream: p50, %d callers", callers), us(g.p50), us(d.p50), ratio(float64(g.p50), float64(d.p50)))
-		add(fmt.Sprintf("  calls on the gRPC stream: calls/s, %d", callers), fmt.Sprintf("%.0f", g.perSec), fmt.Sprintf("%.0f", d.perSec), ratio(g.perSec, d.perSec))
 		if callers == 1 {
 			summary["p50 through host / direct, 1 caller"] = float64(h.p50) / float64(d.p50)
 			summary["direct p50 us"] = float64(d.p50.Microseconds())
@@ -243,23 +239,20 @@ func BenchmarkHost(b *testing.B) {
 		add("CPU per call, 32 callers: plugin", fmt.Sprintf("%.0f µs", perCall(p1-p0)), "-", "-")
 		add("CPU per call, 32 callers: MCP client", fmt.Sprintf("%.0f µs", perCall(c1-c0)), "-", "-")
 	}
-	_ = hostGRPC.c.Close()
 	hops := func() {
 		// 2. The host's own hop against a bare gRPC unary round trip,
 		// measured here with one scheduler slot as switchboard serve runs
 		// (the baselines get the same).
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-		routed, carried := hostCall(b, bins.TestPlugin, false)
-		routedGRPC, _ := hostCall(b, bins.TestPlugin, true)
+		routed, carried := hostCall(b, bins.TestPlugin)
 		// The bare gRPC server as shipped (Go's defaults), and the same
 		// with one scheduler slot as an SDK plugin runs: the conservative
 		// baseline, shown beside it.
-		st := interleave(b, 6000, 1, 6, bareClient(b, bins.TestPlugin, "GOMAXPROCS=1"), routed, carried, routedGRPC, socketPingPong(b), bareClient(b, bins.TestPlugin))
-		bs, hs, cs, gs, ps, bd := st[0], st[1], st[2], st[3], st[4], st[5]
-		add("router -> plugin hop p50 (call channel)", us(hs.p50), us(bd.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bd.p50)))
+		st := interleave(b, 6000, 1, 6, bareClient(b, bins.TestPlugin, "GOMAXPROCS=1"), routed, carried, socketPingPong(b), bareClient(b, bins.TestPlugin))
+		bs, hs, cs, ps, bd := st[0], st[1], st[2], st[3], st[4]
+		add("router -> plugin hop p50 (gRPC stream)", us(hs.p50), us(bd.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bd.p50)))
 		add("  vs a bare server tuned like a plugin", us(hs.p50), us(bs.p50)+" (same, GOMAXPROCS=1)", ratio(float64(hs.p50), float64(bs.p50)))
 		add("  the carrier alone (no guards)", us(cs.p50), us(bs.p50)+" (same, GOMAXPROCS=1)", ratio(float64(cs.p50), float64(bs.p50)))
-		add("router -> plugin hop p50 (gRPC stream)", us(gs.p50), us(bd.p50)+" (bare gRPC unary)", ratio(float64(gs.p50), float64(bd.p50)))
 		summary["host hop / bare gRPC unary, p50"] = float64(hs.p50) / float64(bd.p50)
 		summary["host hop / tuned bare gRPC unary, p50"] = float64(hs.p50) / float64(bs.p50)
 		conn := bareConn(b, bins.TestPlugin, "GOMAXPROCS=1")

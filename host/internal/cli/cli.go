@@ -31,11 +31,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/control"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
-	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/plugins/git"
@@ -392,7 +392,7 @@ func (a *app) callCmd() *cobra.Command {
 				}
 			}
 			ctx = registry.WithClient(ctx, "cli")
-			res, err := reg.Call(ctx, args[0], raw, false, nil)
+			res, err := reg.Call(ctx, args[0], raw, nil)
 			var ask *registry.ApprovalRequiredError
 			if errors.As(err, &ask) {
 				decision := ""
@@ -408,7 +408,7 @@ func (a *app) callCmd() *cobra.Command {
 				if aerr != nil {
 					return fail(2, "%v", aerr)
 				}
-				res, err = reg.Call(approved, args[0], raw, false, nil)
+				res, err = reg.Call(approved, args[0], raw, nil)
 			}
 			if err != nil {
 				return fail(2, "%v", err)
@@ -487,7 +487,6 @@ type ServerInfo struct {
 	Origin   string `json:"origin"` // builtin, config, mcp_json, runtime
 	Status   string `json:"status"`
 	Protocol int    `json:"protocol,omitempty"`
-	Calls    string `json:"calls,omitempty"` // what carries a plugin's calls: channel or grpc
 	Version  string `json:"version,omitempty"`
 	SDK      string `json:"sdk_version,omitempty"`
 	PID      int    `json:"pid,omitempty"`
@@ -508,9 +507,6 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		}
 		if p, ok := e.Server.(registry.Process); ok {
 			si.PID, si.Protocol = p.PID(), p.ProtocolVersion()
-		}
-		if t, ok := e.Server.(interface{ Transport() string }); ok {
-			si.Calls = t.Transport()
 		}
 		if s, ok := e.Server.(*supervisor.Server); ok {
 			st := s.Status()

@@ -316,12 +316,12 @@ func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info }
 
 // Call runs tools/call with our own request id; when ctx ends the server
 // is sent notifications/cancelled naming it, on any transport.
-func (s *Server) Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
 	id := s.id()
 	params := map[string]any{"name": tool, "arguments": json.RawMessage(args)}
 	var progress chan *pluginv1.Progress
 	token := ""
-	if wantProgress && onProgress != nil {
+	if onProgress != nil {
 		token = fmt.Sprint(id.Value())
 		progress = make(chan *pluginv1.Progress, 64)
 		s.progressMu.Lock()

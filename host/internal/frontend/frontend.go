@@ -235,7 +235,7 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 	}
-	res, err := f.reg.Call(ctx, canonical, args, token != nil, onProgress)
+	res, err := f.reg.Call(ctx, canonical, args, onProgress)
 	var ask *registry.ApprovalRequiredError
 	if errors.As(err, &ask) && clientCanElicit(ctx) {
 		return askResult(canonical, args, ask), nil

@@ -3,7 +3,7 @@ package frontend
 import (
 	"testing"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
 // TestMain builds the fixtures once and checks for leaked goroutines.

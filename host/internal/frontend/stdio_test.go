@@ -16,9 +16,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 )
 
 // stdioSession runs ServeStdio over pipes with the test plugin registered

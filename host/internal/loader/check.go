@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
-	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 )
 
 // Check looks for problems a valid config can still have, which only show

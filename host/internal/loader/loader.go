@@ -27,9 +27,9 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/external"
-	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 )
 
 // PluginPrefix is the file name prefix of plugin binaries.

@@ -14,10 +14,10 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
-	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
@@ -54,7 +54,7 @@ func start(t *testing.T, src string) (*registry.Registry, error) {
 
 func call(t *testing.T, reg *registry.Registry, name, args string) string {
 	t.Helper()
-	res, err := reg.Call(t.Context(), name, []byte(args), false, nil)
+	res, err := reg.Call(t.Context(), name, []byte(args), nil)
 	if err != nil {
 		t.Fatalf("Call(%s): %v", name, err)
 	}
@@ -165,7 +165,7 @@ plugin "current" { path = "$FIXTURE" }
 	if got := call(t, reg, "current.echo", `{"text":"v1 works"}`); got != "v1 works" {
 		t.Errorf("current.echo = %q", got)
 	}
-	if _, err := reg.Call(t.Context(), "future.echo", []byte(`{}`), false, nil); !errors.Is(err, protocol.ErrUnknownTool) {
+	if _, err := reg.Call(t.Context(), "future.echo", []byte(`{}`), nil); !errors.Is(err, protocol.ErrUnknownTool) {
 		t.Errorf("future.echo err = %v, want unknown (never registered)", err)
 	}
 }
@@ -179,14 +179,14 @@ permissions {
   deny = ["bash.*", "fx.echo"]
 }
 `)
-	_, err := reg.Call(t.Context(), "bash.run", []byte(fmt.Sprintf(`{"command":"touch %s"}`, marker)), false, nil)
+	_, err := reg.Call(t.Context(), "bash.run", []byte(fmt.Sprintf(`{"command":"touch %s"}`, marker)), nil)
 	if !errors.Is(err, protocol.ErrPermissionDenied) || !strings.Contains(err.Error(), `"bash.*"`) {
 		t.Errorf("bash.run err = %v, want denied naming the rule", err)
 	}
 	if _, statErr := os.Stat(marker); statErr == nil {
 		t.Error("denied command ran anyway")
 	}
-	if _, err := reg.Call(t.Context(), "fx.echo", []byte(`{"text":"x"}`), false, nil); !errors.Is(err, protocol.ErrPermissionDenied) {
+	if _, err := reg.Call(t.Context(), "fx.echo", []byte(`{"text":"x"}`), nil); !errors.Is(err, protocol.ErrPermissionDenied) {
 		t.Errorf("fx.echo err = %v, want denied", err)
 	}
 }
@@ -196,7 +196,7 @@ func TestShutdownCancelsInFlight(t *testing.T) {
 	pid := reg.Entries()[0].Server.(registry.Process).PID()
 	done := make(chan error, 1)
 	go func() {
-		_, err := reg.Call(context.Background(), "fx.sleep", []byte(`{"ms":60000}`), false, nil)
+		_, err := reg.Call(context.Background(), "fx.sleep", []byte(`{"ms":60000}`), nil)
 		done <- err
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -211,7 +211,7 @@ func TestShutdownCancelsInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("in-flight call did not end at shutdown")
 	}
-	if _, err := reg.Call(context.Background(), "fx.echo", []byte(`{}`), false, nil); !errors.Is(err, protocol.ErrUnavailable) {
+	if _, err := reg.Call(context.Background(), "fx.echo", []byte(`{}`), nil); !errors.Is(err, protocol.ErrUnavailable) {
 		t.Errorf("call after shutdown err = %v, want unavailable", err)
 	}
 	if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
@@ -241,7 +241,7 @@ func TestRestartRetriesAFailedStart(t *testing.T) {
 	if len(h.Registry().Failures()) != 0 {
 		t.Fatalf("failures = %v", h.Registry().Failures())
 	}
-	if _, err := h.Registry().Call(t.Context(), "late.echo", []byte(`{"text":"x"}`), false, nil); err == nil || !strings.Contains(err.Error(), "late is reconnecting") {
+	if _, err := h.Registry().Call(t.Context(), "late.echo", []byte(`{"text":"x"}`), nil); err == nil || !strings.Contains(err.Error(), "late is reconnecting") {
 		t.Errorf("call while waiting = %v, want it to say late is reconnecting", err)
 	}
 	// The binary appears; restart brings the server up.
@@ -257,7 +257,7 @@ func TestRestartRetriesAFailedStart(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := h.Registry().Call(t.Context(), "late.echo", []byte(`{"text":"here"}`), false, nil); err == nil {
+		if _, err := h.Registry().Call(t.Context(), "late.echo", []byte(`{"text":"here"}`), nil); err == nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

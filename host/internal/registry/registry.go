@@ -24,6 +24,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
@@ -47,7 +48,10 @@ const (
 type Server interface {
 	Name() string
 	Describe() *pluginv1.DescribeResponse
-	Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error)
+	// Call runs one tool call. onProgress, if not nil, asks for progress
+	// and receives it; the caller's identity travels in ctx (package
+	// caller).
+	Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error)
 	PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error)
 	Close(ctx context.Context) error
 }
@@ -175,14 +179,13 @@ func New(policy *Policy, opts ...Option) *Registry {
 type ctxKey int
 
 const (
-	clientKey ctxKey = iota
-	approvedKey
+	approvedKey ctxKey = iota
 )
 
 // WithClient tags ctx with the calling client's identity (an MCP session
 // id, "cli"); the duplicate guard and the audit log use it.
 func WithClient(ctx context.Context, client string) context.Context {
-	return context.WithValue(ctx, clientKey, client)
+	return caller.With(ctx, client)
 }
 
 // WithApproval marks a call as approved by a person, which satisfies an
@@ -192,7 +195,7 @@ func WithApproval(ctx context.Context) context.Context {
 }
 
 func clientOf(ctx context.Context) string {
-	if c, ok := ctx.Value(clientKey).(string); ok && c != "" {
+	if c := caller.From(ctx); c != "" {
 		return c
 	}
 	return "unknown"
@@ -442,7 +445,7 @@ func (r *Registry) names() []string {
 // An error means the tool did not run, or was cut short; it is a
 // *protocol.Error (or an *ApprovalRequiredError). A result with IsError
 // means the tool ran and failed.
-func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (res *pluginv1.Result, err error) {
+func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgress func(*pluginv1.Progress)) (res *pluginv1.Result, err error) {
 	start := time.Now()
 	args = normalizeArgs(args)
 	argsSum := sha256Hex(args)
@@ -506,7 +509,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, wantProgr
 	defer cancel()
 	stop := context.AfterFunc(base, cancel)
 	defer stop()
-	return t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, wantProgress, onProgress)
+	return t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, onProgress)
 }
 
 // Decide returns the policy's verdict on a call without running it (the

@@ -76,7 +76,7 @@ func (b Backoff) Delay(n int) time.Duration {
 // Instance is one running incarnation of a server.
 type Instance interface {
 	Describe() *pluginv1.DescribeResponse
-	Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error)
+	Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error)
 	PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error)
 	Close(ctx context.Context) error
 	// Done is closed when the instance has exited.
@@ -460,12 +460,12 @@ func (srv *Server) current() (Instance, error) {
 }
 
 // Call runs a call on the current instance.
-func (srv *Server) Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+func (srv *Server) Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
 	inst, err := srv.current()
 	if err != nil {
 		return nil, err
 	}
-	return inst.Call(ctx, tool, args, wantProgress, onProgress)
+	return inst.Call(ctx, tool, args, onProgress)
 }
 
 // PermissionPatterns asks the current instance.
@@ -528,15 +528,6 @@ func (srv *Server) ProtocolVersion() int {
 		return p.ProtocolVersion()
 	}
 	return 0
-}
-
-// Transport says what carries the current instance's calls ("channel" or
-// "grpc"; "" for servers that are not plugins or have no instance).
-func (srv *Server) Transport() string {
-	if p, ok := srv.Status().Instance.(interface{ Transport() string }); ok {
-		return p.Transport()
-	}
-	return ""
 }
 
 // Exited reports whether there is no live instance.

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -31,6 +30,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
+	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
@@ -72,7 +72,9 @@ type Spec struct {
 	Args []string
 	// Env adds variables to the plugin's clean environment.
 	Env map[string]string
-	// SHA256, if set, pins the binary (64 hex digits).
+	// SHA256, if set, pins the binary (64 hex digits). The launcher hashes
+	// an open descriptor of the file and executes that same descriptor, so
+	// a file swapped in after the check never runs.
 	SHA256 string
 	// Settings is sent to the plugin's Configure as JSON.
 	Settings []byte
@@ -82,20 +84,31 @@ type Spec struct {
 	// HostDataDir is the host's own state directory, which plugins must
 	// leave alone (sent to Configure).
 	HostDataDir string
+	// ProtectedPaths are the host's control plane, which no tool may touch
+	// (sent to Configure).
+	ProtectedPaths []string
 	// StartTimeout bounds the handshake, Configure and Describe together.
 	StartTimeout time.Duration
 	// KillGrace is how long each shutdown step waits (default 2s).
 	KillGrace time.Duration
 	// Versions overrides the protocol versions the host offers (tests).
 	Versions []int
-	// NoCallChannel carries calls on the gRPC CallTool stream instead of
-	// offering the plugin a call channel (benchmarks, debugging; the
-	// environment variable SWITCHBOARD_CALL_CHANNEL=off does the same).
-	NoCallChannel bool
+	// Sandbox, if set, confines the plugin process and everything it
+	// starts. Without one the plugin runs with the host's privileges.
+	Sandbox Sandbox
 }
 
-// EnvCallChannel set to "off" makes every launch behave as NoCallChannel.
-const EnvCallChannel = "SWITCHBOARD_CALL_CHANNEL"
+// Sandbox confines a plugin process. The launcher hands Wrap the command it
+// would run (the plugin's path, arguments, clean environment and process
+// attributes, and any descriptors in ExtraFiles) and go-plugin's socket
+// folder, which the plugin must be able to write; Wrap rewrites cmd in place
+// to run the same program confined. Wrap is called once per start, right
+// before the process starts. A Wrap that sets cmd.SysProcAttr must start
+// from sysproc.Attr(syscall.SIGTERM): the plugin's own process group and
+// parent-death signal are what Close and a dying host rely on.
+type Sandbox interface {
+	Wrap(cmd *exec.Cmd, socketDir string) error
+}
 
 // EnvAllowlist lists the host variables a plugin inherits; everything else
 // (tokens, keys) stays in the host.
@@ -119,35 +132,64 @@ type Plugin struct {
 
 var incompatibleRE = regexp.MustCompile(`Plugin version: (\d+)`)
 
-// Launch starts and describes the plugin. log is the host's logger; the
-// plugin's own log lines appear under plugin.<name>.
-func Launch(ctx context.Context, spec Spec, log hclog.Logger) (p *Plugin, err error) {
-	if spec.StartTimeout <= 0 {
-		spec.StartTimeout = 30 * time.Second
+// Launch starts the plugin, configures it and asks it to describe itself.
+// log is the host's logger; the plugin's own log lines appear under
+// plugin.<name>. On any failure the process is gone when Launch returns.
+func Launch(ctx context.Context, spec Spec, log hclog.Logger) (_ *Plugin, err error) {
+	spec, err = spec.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if spec.KillGrace <= 0 {
-		spec.KillGrace = 2 * time.Second
+	p := &Plugin{spec: spec, log: log.Named(spec.Name)}
+	defer func() {
+		if err != nil {
+			p.kill()
+		}
+	}()
+	if err := p.start(log); err != nil {
+		return nil, err
 	}
-	versions := spec.Versions
-	if len(versions) == 0 {
-		versions = protocol.SupportedVersions
+	cctx, cancel := context.WithTimeout(ctx, spec.StartTimeout)
+	defer cancel()
+	if err := p.configure(cctx); err != nil {
+		return nil, err
 	}
-	if spec.SHA256 != "" {
-		if _, err := hex.DecodeString(spec.SHA256); err != nil || len(spec.SHA256) != 2*sha256.Size {
-			return nil, fmt.Errorf("launcher: plugin %s: sha256 pin %q is not 64 hex digits", spec.Name, spec.SHA256)
+	if err := p.describe(cctx); err != nil {
+		return nil, err
+	}
+	p.log.Debug("plugin started", "pid", p.PID(), "protocol", p.version, "version", p.info.GetPluginVersion(), "tools", len(p.info.GetTools()))
+	return p, nil
+}
+
+// withDefaults fills in the defaults and checks what can be checked before
+// anything runs.
+func (s Spec) withDefaults() (Spec, error) {
+	if s.StartTimeout <= 0 {
+		s.StartTimeout = 30 * time.Second
+	}
+	if s.KillGrace <= 0 {
+		s.KillGrace = 2 * time.Second
+	}
+	if len(s.Versions) == 0 {
+		s.Versions = protocol.SupportedVersions
+	}
+	if s.SHA256 != "" {
+		if _, err := hex.DecodeString(s.SHA256); err != nil || len(s.SHA256) != 2*sha256.Size {
+			return s, fmt.Errorf("launcher: plugin %s: sha256 pin %q is not 64 hex digits", s.Name, s.SHA256)
 		}
 	}
-	env := cleanEnv(spec.Env, log)
+	return s, nil
+}
 
+// start runs the process through go-plugin, completes the handshake and
+// dispenses the protocol client.
+func (p *Plugin) start(log hclog.Logger) error {
+	spec := p.spec
+	env := cleanEnv(spec.Env, log)
 	pluginLog := log.Named("plugin")
-	offerChannel := !spec.NoCallChannel && os.Getenv(EnvCallChannel) != "off"
-	var (
-		gr      *groupRunner
-		channel net.Conn // the host's end of the call channel
-	)
-	client := plugin.NewClient(&plugin.ClientConfig{
+	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:     protocol.Handshake,
-		VersionedPlugins:    protocol.PluginSets(nil, versions),
+		VersionedPlugins:    protocol.PluginSets(nil, spec.Versions),
 		SkipHostEnv:         true,
 		AutoMTLS:            true,
 		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
@@ -160,89 +202,126 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (p *Plugin, err er
 		// go-plugin hands RunnerFunc a placeholder command carrying only
 		// its own variables (cookie, certificate, socket directory); the
 		// real command is built here.
-		RunnerFunc: func(_ hclog.Logger, placeholder *exec.Cmd, _ string) (runner.Runner, error) {
-			// The pin is checked right before exec, on every start.
-			if spec.SHA256 != "" {
-				actual, err := FileSHA256(spec.Path)
-				if err != nil {
-					return nil, fmt.Errorf("%w: cannot read %s: %v", ErrChecksum, spec.Path, err)
-				}
-				if actual != spec.SHA256 {
-					return nil, fmt.Errorf("%w: plugin %s (%s) has sha256 %s, but the config pins %s; if you rebuilt or upgraded it on purpose, update sha256 in its plugin block",
-						ErrChecksum, spec.Name, spec.Path, actual, spec.SHA256)
-				}
+		RunnerFunc: func(_ hclog.Logger, placeholder *exec.Cmd, socketDir string) (runner.Runner, error) {
+			cmd, err := p.command(append(env, placeholder.Env...))
+			if err != nil {
+				return nil, err
 			}
-			cmd := exec.Command(spec.Path, spec.Args...)
-			cmd.Env = append(env, placeholder.Env...)
-			var child *os.File
-			if offerChannel {
-				var err error
-				if channel, child, err = protocol.AttachCallChannel(cmd); err != nil {
-					return nil, err
+			if spec.Sandbox != nil {
+				if err := spec.Sandbox.Wrap(cmd, socketDir); err != nil {
+					closeExtra(cmd)
+					return nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
 				}
 			}
-			var err error
-			if gr, err = newGroupRunner(spec.Name, cmd, spec.KillGrace, child); err != nil && child != nil {
-				_ = child.Close()
+			if p.runner, err = newGroupRunner(spec.Name, spec.Path, cmd, spec.KillGrace); err != nil {
+				closeExtra(cmd)
 			}
-			return gr, err
+			return p.runner, err
 		},
 	})
-	p = &Plugin{spec: spec, log: log.Named(spec.Name), client: client}
-	defer func() {
-		if err != nil {
-			if channel != nil {
-				_ = channel.Close()
-			}
-			client.Kill()
-			if gr != nil {
-				gr.sweep()
-			}
-		}
-	}()
-
-	rpc, err := client.Client()
+	rpc, err := p.client.Client()
 	if err != nil {
-		return nil, p.startError(err, versions)
+		return p.startError(err, spec.Versions)
 	}
-	p.runner = gr
-	p.version = client.NegotiatedVersion()
+	p.version = p.client.NegotiatedVersion()
 	raw, err := rpc.Dispense(protocol.PluginName)
 	if err != nil {
-		return nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
+		return fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
 	}
 	pc, ok := raw.(*protocol.Client)
 	if !ok {
-		return nil, fmt.Errorf("%w: plugin %s: unexpected client type %T", ErrStart, spec.Name, raw)
+		return fmt.Errorf("%w: plugin %s: unexpected client type %T", ErrStart, spec.Name, raw)
 	}
 	p.proto = pc
-	if channel != nil {
-		pc.OfferChannel(channel) // the client owns it from here
-		channel = nil
-	}
+	return nil
+}
 
-	cctx, cancel := context.WithTimeout(ctx, spec.StartTimeout)
-	defer cancel()
-	if err := pc.Configure(cctx, &pluginv1.ConfigureRequest{
-		ServerName:   spec.Name,
-		ProjectDir:   spec.ProjectDir,
-		DataDir:      spec.DataDir,
-		SettingsJson: spec.Settings,
-		HostVersion:  HostVersion,
-		HostDataDir:  spec.HostDataDir,
-	}); err != nil {
-		return nil, fmt.Errorf("launcher: plugin %s refused its configuration: %v", spec.Name, err)
+// command builds the plugin's command. A pinned binary is opened once,
+// hashed through that descriptor and executed through it
+// (/proc/self/fd/N), so the bytes that run are the bytes that were checked.
+func (p *Plugin) command(env []string) (*exec.Cmd, error) {
+	spec := p.spec
+	if spec.SHA256 == "" {
+		cmd := exec.Command(spec.Path, spec.Args...)
+		cmd.Env = env
+		return cmd, nil
 	}
-	info, err := pc.Describe(cctx)
+	f, err := os.Open(spec.Path)
 	if err != nil {
-		return nil, fmt.Errorf("launcher: plugin %s: Describe failed: %v", spec.Name, err)
+		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrChecksum, spec.Path, err)
 	}
-	if err := validateDescribe(info); err != nil {
-		return nil, fmt.Errorf("launcher: plugin %s (%s): %w", spec.Name, spec.Path, err)
+	actual, err := readerSHA256(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrChecksum, spec.Path, err)
+	}
+	if actual != spec.SHA256 {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: plugin %s (%s) has sha256 %s, but the config pins %s; if you rebuilt or upgraded it on purpose, update sha256 in its plugin block",
+			ErrChecksum, spec.Name, spec.Path, actual, spec.SHA256)
+	}
+	// The child gets the descriptor as fd 3 and execs it.
+	cmd := exec.Command(PinnedExecPath, spec.Args...)
+	cmd.Args[0] = spec.Path
+	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{f}
+	return cmd, nil
+}
+
+// PinnedExecPath is what a pinned plugin's command runs: the descriptor the
+// launcher hashed, passed as the child's fd 3. A Sandbox that re-executes
+// the command elsewhere must keep ExtraFiles[0] as fd 3.
+const PinnedExecPath = "/proc/self/fd/3"
+
+func closeExtra(cmd *exec.Cmd) {
+	for _, f := range cmd.ExtraFiles {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// configure sends the plugin its settings.
+func (p *Plugin) configure(ctx context.Context) error {
+	spec := p.spec
+	if err := p.proto.Configure(ctx, &pluginv1.ConfigureRequest{
+		ServerName:     spec.Name,
+		ProjectDir:     spec.ProjectDir,
+		DataDir:        spec.DataDir,
+		SettingsJson:   spec.Settings,
+		HostVersion:    HostVersion,
+		HostDataDir:    spec.HostDataDir,
+		ProtectedPaths: spec.ProtectedPaths,
+	}); err != nil {
+		return fmt.Errorf("launcher: plugin %s refused its configuration: %v", spec.Name, err)
+	}
+	return nil
+}
+
+// describe asks the plugin for its tools and checks them.
+func (p *Plugin) describe(ctx context.Context) error {
+	info, err := p.proto.Describe(ctx)
+	if err != nil {
+		return fmt.Errorf("launcher: plugin %s: Describe failed: %v", p.spec.Name, err)
+	}
+	if err := protocol.ValidateDescribe(info); err != nil {
+		return fmt.Errorf("launcher: plugin %s (%s): %w", p.spec.Name, p.spec.Path, err)
 	}
 	p.info = info
-	p.log.Debug("plugin started", "pid", p.PID(), "protocol", p.version, "version", info.GetPluginVersion(), "tools", len(info.GetTools()), "calls", pc.Transport())
-	return p, nil
+	return nil
+}
+
+// kill stops a plugin whose launch failed, and sweeps its process group.
+func (p *Plugin) kill() {
+	if p.proto != nil {
+		_ = p.proto.Close()
+	}
+	if p.client != nil {
+		p.client.Kill()
+	}
+	if p.runner != nil {
+		p.runner.sweep()
+	}
 }
 
 func (p *Plugin) startError(err error, versions []int) error {
@@ -258,30 +337,6 @@ func (p *Plugin) startError(err error, versions []int) error {
 		return fmt.Errorf("%w: plugin %s (%s) did not complete the handshake within %s; raise start_timeout if it is just slow", ErrStart, p.spec.Name, p.spec.Path, p.spec.StartTimeout)
 	}
 	return fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.spec.Name, p.spec.Path, err)
-}
-
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-
-// validateDescribe refuses a description the host cannot serve faithfully.
-func validateDescribe(info *pluginv1.DescribeResponse) error {
-	seen := map[string]bool{}
-	for _, t := range info.GetTools() {
-		if !toolNameRE.MatchString(t.GetName()) {
-			return fmt.Errorf("tool name %q is invalid: use 1-128 of [A-Za-z0-9_.-]", t.GetName())
-		}
-		if seen[t.GetName()] {
-			return fmt.Errorf("tool %q is described twice", t.GetName())
-		}
-		seen[t.GetName()] = true
-		var obj map[string]any
-		if len(t.GetInputSchema()) == 0 || json.Unmarshal(t.GetInputSchema(), &obj) != nil {
-			return fmt.Errorf("tool %q: input schema is not a JSON object", t.GetName())
-		}
-		if len(t.GetOutputSchema()) > 0 && json.Unmarshal(t.GetOutputSchema(), &obj) != nil {
-			return fmt.Errorf("tool %q: output schema is not a JSON object", t.GetName())
-		}
-	}
-	return nil
 }
 
 func cleanEnv(extra map[string]string, log hclog.Logger) []string {
@@ -311,8 +366,12 @@ func FileSHA256(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	return readerSHA256(f)
+}
+
+func readerSHA256(r io.Reader) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, r); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -335,22 +394,15 @@ func (p *Plugin) PID() int {
 	return p.runner.pid
 }
 
-// Transport says what carries the plugin's calls: protocol.TransportChannel
-// or protocol.TransportGRPC.
-func (p *Plugin) Transport() string {
-	if t := p.proto.Transport(); t != "" {
-		return t
-	}
-	return protocol.TransportGRPC
-}
-
 // Exited reports whether the plugin process has ended.
 func (p *Plugin) Exited() bool { return p.client.Exited() }
 
-// Call runs one tool call. onEvent gets progress (when wantProgress) and
-// the plugin's log events are logged here.
-func (p *Plugin) Call(ctx context.Context, tool string, args []byte, wantProgress bool, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
-	res, err := p.proto.Call(ctx, tool, args, wantProgress, func(ev *pluginv1.CallToolEvent) {
+// Call runs one tool call. onProgress, if not nil, asks for progress and
+// receives it; the plugin's log events are logged here. The caller's
+// identity (package caller) goes with the call as its owner.
+func (p *Plugin) Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+	call := &pluginv1.Call{Tool: tool, Arguments: args, WantProgress: onProgress != nil, Owner: caller.From(ctx)}
+	return p.CallEvents(ctx, call, func(ev *pluginv1.CallToolEvent) {
 		if pr := ev.GetProgress(); pr != nil && onProgress != nil {
 			onProgress(pr)
 		}
@@ -358,6 +410,13 @@ func (p *Plugin) Call(ctx context.Context, tool string, args []byte, wantProgres
 			p.logEvent(tool, l)
 		}
 	})
+}
+
+// CallEvents runs one call as given and hands every event (progress and
+// log) to onEvent.
+func (p *Plugin) CallEvents(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error) {
+	tool := call.GetTool()
+	res, err := p.proto.Call(ctx, call, onEvent)
 	if err != nil && errors.Is(err, protocol.ErrUnavailable) {
 		// Give go-plugin a moment to notice the exit, for a clearer message.
 		for i := 0; i < 25 && !p.client.Exited(); i++ {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,8 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/host/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
@@ -50,31 +51,9 @@ func text(r *pluginv1.Result) string {
 	return strings.Join(parts, "\n")
 }
 
-// transports are the ways calls reach a plugin: the call channel (the
-// default), the CallTool stream when the host offers no channel, and the
-// CallTool stream when the plugin ignores the channel (an older SDK).
-var transports = []struct {
-	name, want string
-	spec       launcher.Spec
-}{
-	{"channel", protocol.TransportChannel, launcher.Spec{}},
-	{"grpc", protocol.TransportGRPC, launcher.Spec{NoCallChannel: true}},
-	{"older-sdk", protocol.TransportGRPC, launcher.Spec{Env: map[string]string{"FIXTURE_IGNORE_CALL_CHANNEL": "1"}}},
-}
-
 func TestLaunchDescribeCallCancelClose(t *testing.T) {
-	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) { testLifecycle(t, tr.spec, tr.want) })
-	}
-}
-
-func testLifecycle(t *testing.T, spec launcher.Spec, transport string) {
 	marker := filepath.Join(t.TempDir(), "cancelled")
-	spec.Env = map[string]string{"FIXTURE_CANCEL_MARKER": marker, "FIXTURE_IGNORE_CALL_CHANNEL": spec.Env["FIXTURE_IGNORE_CALL_CHANNEL"]}
-	p := launch(t, spec)
-	if got := p.Transport(); got != transport {
-		t.Errorf("Transport() = %q, want %q", got, transport)
-	}
+	p := launch(t, launcher.Spec{Env: map[string]string{"FIXTURE_CANCEL_MARKER": marker}})
 
 	if got := p.Describe().GetName(); got != "fixture" {
 		t.Errorf("Describe().Name = %q, want fixture", got)
@@ -87,7 +66,7 @@ func testLifecycle(t *testing.T, spec launcher.Spec, transport string) {
 		t.Fatalf("plugin pid %d is not alive", pid)
 	}
 
-	res, err := p.Call(t.Context(), "echo", []byte(`{"text":"ping"}`), false, nil)
+	res, err := p.Call(t.Context(), "echo", []byte(`{"text":"ping"}`), nil)
 	if err != nil || text(res) != "ping" {
 		t.Fatalf("echo = %q, %v; want ping", text(res), err)
 	}
@@ -96,7 +75,7 @@ func testLifecycle(t *testing.T, spec launcher.Spec, transport string) {
 	// returns a cancelled error.
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(200*time.Millisecond, cancel)
-	_, err = p.Call(ctx, "sleep", []byte(`{"ms":30000}`), false, nil)
+	_, err = p.Call(ctx, "sleep", []byte(`{"ms":30000}`), nil)
 	if !errors.Is(err, protocol.ErrCancelled) {
 		t.Fatalf("sleep after cancel: err = %v, want ErrCancelled", err)
 	}
@@ -107,7 +86,7 @@ func testLifecycle(t *testing.T, spec launcher.Spec, transport string) {
 
 	// Progress events arrive in order before the result.
 	var steps []string
-	res, err = p.Call(t.Context(), "progress", []byte(`{"steps":3}`), true, func(pr *pluginv1.Progress) {
+	res, err = p.Call(t.Context(), "progress", []byte(`{"steps":3}`), func(pr *pluginv1.Progress) {
 		steps = append(steps, pr.GetMessage())
 	})
 	if err != nil || text(res) != "done 3 steps" {
@@ -122,7 +101,7 @@ func testLifecycle(t *testing.T, spec launcher.Spec, transport string) {
 	for i := 0; i < 64; i++ {
 		go func() {
 			want := fmt.Sprintf("call %d %s", i, strings.Repeat("x", i*1000))
-			res, err := p.Call(t.Context(), "echo", fmt.Appendf(nil, `{"text":%q}`, want), false, nil)
+			res, err := p.Call(t.Context(), "echo", fmt.Appendf(nil, `{"text":%q}`, want), nil)
 			if err == nil && text(res) != want {
 				err = fmt.Errorf("call %d got the answer %.20q", i, text(res))
 			}
@@ -134,10 +113,6 @@ func testLifecycle(t *testing.T, spec launcher.Spec, transport string) {
 			t.Error(err)
 		}
 	}
-	if got := p.Transport(); got != transport {
-		t.Errorf("Transport() after calls = %q, want %q", got, transport)
-	}
-
 	if err := p.Close(t.Context()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -145,7 +120,7 @@ func testLifecycle(t *testing.T, spec launcher.Spec, transport string) {
 		t.Errorf("plugin pid %d still alive after Close", pid)
 	}
 	// Calls after Close fail cleanly.
-	if _, err := p.Call(t.Context(), "echo", []byte(`{}`), false, nil); !errors.Is(err, protocol.ErrUnavailable) {
+	if _, err := p.Call(t.Context(), "echo", []byte(`{}`), nil); !errors.Is(err, protocol.ErrUnavailable) {
 		t.Errorf("call after Close: err = %v, want ErrUnavailable", err)
 	}
 }
@@ -174,7 +149,7 @@ func TestVersionMismatchIsRefused(t *testing.T) {
 
 	// A v1 plugin next to it works.
 	p := launch(t, launcher.Spec{Path: bin})
-	if res, err := p.Call(t.Context(), "echo", []byte(`{"text":"still here"}`), false, nil); err != nil || text(res) != "still here" {
+	if res, err := p.Call(t.Context(), "echo", []byte(`{"text":"still here"}`), nil); err != nil || text(res) != "still here" {
 		t.Errorf("echo = %q, %v", text(res), err)
 	}
 	// And the host negotiates the highest shared version when offered more.
@@ -201,10 +176,74 @@ func TestChecksumPin(t *testing.T) {
 	}
 }
 
+// The attack: the pinned path is swapped for another program between the
+// check and the exec (a rename, as an agent with write access to the folder
+// would do). The launcher executes the descriptor it hashed, so the other
+// program never runs, however the swaps fall.
+func TestChecksumPinSwapNeverRunsTheOtherFile(t *testing.T) {
+	bin := fixtures.Build(t).TestPlugin
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "impostor-ran")
+	good, evil, path := filepath.Join(dir, "good"), filepath.Join(dir, "evil"), filepath.Join(dir, "plugin")
+	if err := os.WriteFile(good, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(evil, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	swap := func(src string) {
+		tmp := path + ".tmp"
+		_ = os.Link(src, tmp)
+		_ = os.Rename(tmp, path)
+	}
+	swap(good)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			swap([]string{good, evil}[i%2])
+		}
+	}()
+	started := 0
+	for i := 0; i < 15; i++ {
+		p, err := launcher.Launch(t.Context(), launcher.Spec{Name: "pinned", Path: path, SHA256: hex.EncodeToString(sum[:]), ProjectDir: t.TempDir(), StartTimeout: 10 * time.Second}, hclog.NewNullLogger())
+		if err == nil {
+			started++
+			_ = p.Close(t.Context())
+		} else if !errors.Is(err, launcher.ErrChecksum) {
+			t.Errorf("launch %d: %v, want a start or ErrChecksum", i, err)
+		}
+	}
+	close(stop)
+	<-done
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the swapped-in program ran although the pin did not match it")
+	}
+	// The control: the same script does run when it is started by path.
+	if err := exec.Command(evil).Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the impostor does not leave its marker when run: %v", err)
+	}
+	t.Logf("%d of 15 launches started the pinned binary while it was being swapped", started)
+}
+
 func TestCleanEnvironment(t *testing.T) {
 	t.Setenv("SWITCHBOARD_TEST_SECRET", "hunter2")
 	p := launch(t, launcher.Spec{Env: map[string]string{"GREETING": "hi"}})
-	res, err := p.Call(t.Context(), "env", nil, false, nil)
+	res, err := p.Call(t.Context(), "env", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,62 +260,27 @@ func TestCleanEnvironment(t *testing.T) {
 }
 
 func TestPluginDyingMidCall(t *testing.T) {
-	for _, tr := range transports[:2] {
-		t.Run(tr.name, func(t *testing.T) {
-			p := launch(t, tr.spec)
-			_, err := p.Call(t.Context(), "crash", nil, false, nil)
+	for _, name := range []string{"first call", "again"} {
+		t.Run(name, func(t *testing.T) {
+			p := launch(t, launcher.Spec{})
+			_, err := p.Call(t.Context(), "crash", nil, nil)
 			if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "exited") {
 				t.Fatalf("crash: err = %v, want ErrUnavailable saying the plugin exited", err)
 			}
 			if !p.Exited() {
 				t.Error("Exited() = false after the plugin died")
 			}
-			// Later calls fail the same way, whatever carried the first.
-			if _, err := p.Call(t.Context(), "echo", []byte(`{"text":"x"}`), false, nil); !errors.Is(err, protocol.ErrUnavailable) {
+			// Later calls fail the same way.
+			if _, err := p.Call(t.Context(), "echo", []byte(`{"text":"x"}`), nil); !errors.Is(err, protocol.ErrUnavailable) {
 				t.Errorf("call after the crash: err = %v, want ErrUnavailable", err)
 			}
 		})
 	}
 }
 
-// The call channel is the plugin's alone: the processes it starts (a bash
-// command, say) must not inherit it, nor learn of it from the environment.
-func TestCallChannelStaysInThePlugin(t *testing.T) {
-	p := launch(t, launcher.Spec{})
-	if p.Transport() != protocol.TransportChannel {
-		t.Fatalf("Transport() = %q, want the call channel", p.Transport())
-	}
-	res, err := p.Call(t.Context(), "childfds", nil, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fds := text(res); strings.Contains(fds, "socket:") {
-		t.Errorf("a child of the plugin inherited a socket:\n%s", fds)
-	}
-	res, err = p.Call(t.Context(), "env", nil, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env := text(res); strings.Contains(env, protocol.EnvCallFD) {
-		t.Errorf("%s is still in the plugin's environment:\n%s", protocol.EnvCallFD, env)
-	}
-
-	// The control: a plugin from an SDK that ignores the channel leaves
-	// the descriptor open, and its children do inherit it. (This is what
-	// the test above would catch.)
-	old := launch(t, launcher.Spec{Env: map[string]string{"FIXTURE_IGNORE_CALL_CHANNEL": "1"}})
-	res, err = old.Call(t.Context(), "childfds", nil, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fds := text(res); !strings.Contains(fds, "socket:") {
-		t.Errorf("expected the unclaimed channel to show up in a child's descriptors:\n%s", fds)
-	}
-}
-
 func TestCloseKillsChildren(t *testing.T) {
 	p := launch(t, launcher.Spec{})
-	res, err := p.Call(t.Context(), "child", nil, false, nil)
+	res, err := p.Call(t.Context(), "child", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,11 @@ import (
 // then SIGKILL. go-plugin's own runner only kills the one process.
 type groupRunner struct {
 	name   string
+	path   string // the plugin binary, for diagnostics
 	cmd    *exec.Cmd
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 	grace  time.Duration
-	child  *os.File // the plugin's end of the call channel, closed once started
 
 	pid      int
 	exited   chan struct{}
@@ -34,13 +34,16 @@ type groupRunner struct {
 	waitErr  error
 }
 
-func newGroupRunner(name string, cmd *exec.Cmd, grace time.Duration, child *os.File) (*groupRunner, error) {
+func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration) (*groupRunner, error) {
 	// go-plugin hands the host's stdin to the plugin; under `serve` that is
 	// the MCP client's pipe, which a plugin must never read.
 	cmd.Stdin = nil
 	// Its own process group, and (on Linux) SIGTERM if the host dies, even
 	// by SIGKILL; the SDK then stops its own process group.
-	cmd.SysProcAttr = sysproc.Attr(syscall.SIGTERM)
+	// A Sandbox sets its own attributes, starting from these.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = sysproc.Attr(syscall.SIGTERM)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -49,17 +52,14 @@ func newGroupRunner(name string, cmd *exec.Cmd, grace time.Duration, child *os.F
 	if err != nil {
 		return nil, err
 	}
-	return &groupRunner{name: name, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, child: child, exited: make(chan struct{})}, nil
+	return &groupRunner{name: name, path: path, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, exited: make(chan struct{})}, nil
 }
 
 func (r *groupRunner) Start(context.Context) error {
 	err := r.cmd.Start()
-	if r.child != nil {
-		// The plugin has its own copy now; the host keeping this end open
-		// would hide the plugin's exit from the channel.
-		_ = r.child.Close()
-		r.child = nil
-	}
+	// The child has its own copies of any extra descriptors (a pinned
+	// binary) now.
+	closeExtra(r.cmd)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (r *groupRunner) Name() string          { return r.name }
 func (r *groupRunner) ID() string            { return strconv.Itoa(r.pid) }
 
 func (r *groupRunner) Diagnose(context.Context) string {
-	path := r.cmd.Path
+	path := r.path
 	st, err := os.Stat(path)
 	switch {
 	case err != nil:
