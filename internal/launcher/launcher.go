@@ -102,12 +102,24 @@ type Spec struct {
 // would run (the plugin's path, arguments, clean environment and process
 // attributes, and any descriptors in ExtraFiles) and go-plugin's socket
 // folder, which the plugin must be able to write; Wrap rewrites cmd in place
-// to run the same program confined. Wrap is called once per start, right
+// to run the same program confined, and returns the Confinement of this one
+// start (nil when it changed nothing). Wrap is called once per start, right
 // before the process starts. A Wrap that sets cmd.SysProcAttr must start
 // from sysproc.Attr(syscall.SIGTERM): the plugin's own process group and
 // parent-death signal are what Close and a dying host rely on.
 type Sandbox interface {
-	Wrap(cmd *exec.Cmd, socketDir string) error
+	Wrap(cmd *exec.Cmd, socketDir string) (Confinement, error)
+}
+
+// Confinement is one confined start of a plugin.
+type Confinement interface {
+	// Started is called once the process runs, before the handshake; an
+	// error stops the process and fails the launch.
+	Started(pid int) error
+	// Stopped is called once the process has exited. It releases what
+	// the start held and returns why the sandbox ended the process ("" if
+	// it did not), e.g. "it reached its memory limit of 256 MiB".
+	Stopped() string
 }
 
 // EnvAllowlist lists the host variables a plugin inherits; everything else
@@ -207,14 +219,18 @@ func (p *Plugin) start(log hclog.Logger) error {
 			if err != nil {
 				return nil, err
 			}
+			var conf Confinement
 			if spec.Sandbox != nil {
-				if err := spec.Sandbox.Wrap(cmd, socketDir); err != nil {
+				if conf, err = spec.Sandbox.Wrap(cmd, socketDir); err != nil {
 					closeExtra(cmd)
 					return nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
 				}
 			}
-			if p.runner, err = newGroupRunner(spec.Name, spec.Path, cmd, spec.KillGrace); err != nil {
+			if p.runner, err = newGroupRunner(spec.Name, spec.Path, cmd, spec.KillGrace, conf); err != nil {
 				closeExtra(cmd)
+				if conf != nil {
+					conf.Stopped()
+				}
 			}
 			return p.runner, err
 		},
@@ -394,6 +410,20 @@ func (p *Plugin) PID() int {
 	return p.runner.pid
 }
 
+// StopReason says why the sandbox ended the plugin process ("" while it
+// runs, or when the sandbox did not end it).
+func (p *Plugin) StopReason() string {
+	if p.runner == nil {
+		return ""
+	}
+	select {
+	case <-p.runner.exited:
+		return p.runner.stopReason
+	default:
+		return ""
+	}
+}
+
 // Exited reports whether the plugin process has ended.
 func (p *Plugin) Exited() bool { return p.client.Exited() }
 
@@ -423,6 +453,9 @@ func (p *Plugin) CallEvents(ctx context.Context, call *pluginv1.Call, onEvent pr
 			time.Sleep(10 * time.Millisecond)
 		}
 		if p.client.Exited() {
+			if why := p.StopReason(); why != "" {
+				return nil, protocol.Errorf(protocol.CodeUnavailable, "plugin %s was stopped by its sandbox during the call to %s: %s", p.spec.Name, tool, why)
+			}
 			return nil, protocol.Errorf(protocol.CodeUnavailable, "plugin %s exited during the call to %s", p.spec.Name, tool)
 		}
 	}

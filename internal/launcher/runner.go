@@ -27,6 +27,9 @@ type groupRunner struct {
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 	grace  time.Duration
+	conf   Confinement // the sandbox of this start, if any
+
+	stopReason string // set before exited is closed
 
 	pid      int
 	exited   chan struct{}
@@ -34,7 +37,7 @@ type groupRunner struct {
 	waitErr  error
 }
 
-func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration) (*groupRunner, error) {
+func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration, conf Confinement) (*groupRunner, error) {
 	// go-plugin hands the host's stdin to the plugin; under `serve` that is
 	// the MCP client's pipe, which a plugin must never read.
 	cmd.Stdin = nil
@@ -52,7 +55,7 @@ func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration) (*gro
 	if err != nil {
 		return nil, err
 	}
-	return &groupRunner{name: name, path: path, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, exited: make(chan struct{})}, nil
+	return &groupRunner{name: name, path: path, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, conf: conf, exited: make(chan struct{})}, nil
 }
 
 func (r *groupRunner) Start(context.Context) error {
@@ -61,9 +64,19 @@ func (r *groupRunner) Start(context.Context) error {
 	// binary) now.
 	closeExtra(r.cmd)
 	if err != nil {
+		if r.conf != nil {
+			r.conf.Stopped()
+		}
 		return err
 	}
 	r.pid = r.cmd.Process.Pid
+	if r.conf != nil {
+		if err := r.conf.Started(r.pid); err != nil {
+			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+			go func() { _ = r.Wait(context.Background()) }()
+			return err
+		}
+	}
 	return nil
 }
 
@@ -71,6 +84,9 @@ func (r *groupRunner) Start(context.Context) error {
 func (r *groupRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {
 		r.waitErr = r.cmd.Wait()
+		if r.conf != nil {
+			r.stopReason = r.conf.Stopped()
+		}
 		close(r.exited)
 	})
 	<-r.exited

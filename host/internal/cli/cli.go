@@ -33,6 +33,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
@@ -76,6 +77,11 @@ type app struct {
 // Run runs the CLI with args (without the program name) and returns the
 // exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == sandbox.HelperCommand {
+		// The sandbox's init, started by the host for each confined
+		// plugin: nothing else of the CLI runs in it.
+		return sandbox.Helper()
+	}
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCmd()
 	root.SetArgs(args)

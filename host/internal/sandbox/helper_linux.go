@@ -1,0 +1,354 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
+)
+
+// Helper is `switchboard sandbox-exec`: it confines itself as the host's
+// instructions say, starts the plugin, stays as the namespace's init
+// (forwarding signals, reaping zombies) and exits with the plugin's status.
+// It returns the exit code.
+func Helper() int {
+	raw := os.Getenv(EnvSpec)
+	if raw == "probe" {
+		if err := privateRoot(); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		if err := mountProc(); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("ok")
+		return 0
+	}
+	var sp spec
+	if err := json.Unmarshal([]byte(raw), &sp); err != nil || sp.Path == "" {
+		fmt.Fprintf(os.Stderr, "switchboard sandbox-exec is started by the host, not by hand (%s is missing or invalid)\n", EnvSpec)
+		return 2
+	}
+	_ = os.Unsetenv(EnvSpec)
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "switchboard sandbox: %v\n", err)
+		return 126
+	}
+	if sp.GateFD > 0 {
+		// Wait until the host has placed this process in its cgroup.
+		gate := os.NewFile(uintptr(sp.GateFD), "gate")
+		var b [1]byte
+		n, _ := gate.Read(b[:])
+		_ = gate.Close()
+		if n != 1 {
+			return fail(errors.New("the host did not release the sandbox"))
+		}
+	}
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if sp.Namespaces {
+		if err := setupMounts(sp); err != nil {
+			return fail(err)
+		}
+	}
+	if err := setRlimits(sp); err != nil {
+		return fail(err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return fail(err)
+	}
+	if err := restrict(sp); err != nil {
+		return fail(err)
+	}
+	return run(sp)
+}
+
+// privateRoot stops mounts made here from propagating to the host.
+func privateRoot() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making / private: %w", err)
+	}
+	return nil
+}
+
+// mountProc mounts a /proc that shows only this PID namespace: the host's
+// processes (and their environment) are not there to read.
+func mountProc() error {
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	return nil
+}
+
+func setupMounts(sp spec) error {
+	if err := privateRoot(); err != nil {
+		return err
+	}
+	if err := mountProc(); err != nil {
+		return err
+	}
+	granted := append(append([]string{sp.Binary}, sp.Read...), sp.Write...)
+	for _, p := range sp.ReadOnly {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if err := bindReadOnly(p, p); err != nil {
+			return fmt.Errorf("binding %s read-only: %w", p, err)
+		}
+	}
+	// Hide the control plane, and the trees where other programs keep
+	// Unix sockets and secrets (Landlock before ABI 9 cannot stop a
+	// connect(2) to a socket it can see): what a plugin is granted inside
+	// them is bound back.
+	for _, p := range append(append([]string{}, sp.Hide...), coveredTrees...) {
+		st, err := os.Stat(p)
+		if err != nil || (slices.Contains(coveredTrees, p) && slices.Contains(granted, p)) {
+			continue
+		}
+		if st.IsDir() {
+			err = hideDir(p, keepUnder(p, granted))
+		} else {
+			err = bindReadOnly("/dev/null", p)
+		}
+		if err != nil {
+			return fmt.Errorf("hiding %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// coveredTrees are hidden in every sandbox (but for what is granted in
+// them): where other users' and programs' files and sockets live.
+var coveredTrees = []string{"/home", "/root", "/tmp", "/var/tmp", "/run", "/var/run", "/mnt", "/media", "/srv", "/dev/shm", "/var/lib", "/var/spool", "/var/mail"}
+
+// keepUnder lists the granted paths strictly inside dir (a plugin's own
+// state folder inside data_dir), which stay reachable when dir is hidden.
+func keepUnder(dir string, granted []string) []string {
+	var out []string
+	for _, g := range granted {
+		if g != dir && within(g, dir) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// hideDir covers dir with an empty read-only tmpfs, re-binding the paths in
+// keep (opened before the cover went on) at their places.
+func hideDir(dir string, keep []string) error {
+	fds := make([]int, 0, len(keep))
+	defer func() {
+		for _, fd := range fds {
+			_ = unix.Close(fd)
+		}
+	}()
+	var kept []string
+	for _, k := range keep {
+		fd, err := unix.Open(k, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		fds = append(fds, fd)
+		kept = append(kept, k)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0711"); err != nil {
+		return err
+	}
+	for i, k := range kept {
+		st, err := os.Stat("/proc/self/fd/" + strconv.Itoa(fds[i]))
+		if err != nil {
+			return err
+		}
+		if st.IsDir() {
+			err = os.MkdirAll(k, 0o700)
+		} else {
+			if err = os.MkdirAll(filepath.Dir(k), 0o711); err == nil {
+				err = os.WriteFile(k, nil, 0o600)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(fds[i]), k, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+	}
+	return unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0711")
+}
+
+// bindReadOnly binds src over dst and makes that mount read-only, keeping
+// the flags of the mount it came from (a user namespace may not clear
+// them).
+func bindReadOnly(src, dst string) error {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dst, &st); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY)
+	for _, f := range []struct{ st, ms uintptr }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&f.st != 0 {
+			flags |= f.ms
+		}
+	}
+	return unix.Mount("", dst, "", flags, "")
+}
+
+func setRlimits(sp spec) error {
+	set := func(res int, v uint64) error {
+		if v == 0 {
+			return nil
+		}
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setting resource limit %d to %d: %w", res, v, err)
+		}
+		return nil
+	}
+	return errors.Join(
+		set(unix.RLIMIT_FSIZE, uint64(max(sp.FileSize, 0))),
+		set(unix.RLIMIT_NOFILE, sp.OpenFiles),
+		set(unix.RLIMIT_CPU, sp.CPUSeconds),
+	)
+}
+
+// dropCapabilities empties the bounding and ambient sets on every thread
+// and locks securebits so that no exec, not even of a setuid file or as uid
+// 0, gives a capability back. A root plugin is then an ordinary process
+// that owns root's files: it cannot ptrace, load modules, mount, or raise
+// its limits.
+func dropCapabilities() error {
+	last := 40
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	const secure = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x40 | 0x80 // NOROOT, NO_SETUID_FIXUP, KEEP_CAPS(locked), NO_CAP_AMBIENT_RAISE, each locked
+	if _, _, e := psx.Syscall3(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secure&^0x10, 0); e != 0 && e != unix.EPERM {
+		return fmt.Errorf("securebits: %w", e)
+	}
+	for c := 0; c <= last; c++ {
+		if _, _, e := psx.Syscall3(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 && e != unix.EINVAL && e != unix.EPERM {
+			return fmt.Errorf("dropping capability %d: %w", c, e)
+		}
+	}
+	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
+		return fmt.Errorf("clearing ambient capabilities: %w", e)
+	}
+	return nil
+}
+
+// restrict applies no_new_privs and the Landlock domain to every thread.
+func restrict(sp spec) error {
+	if !sp.Landlock {
+		_, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0)
+		if e != 0 {
+			return fmt.Errorf("no_new_privs: %w", e)
+		}
+		return nil
+	}
+	cfg := landlock.V7
+	if sp.Network {
+		cfg.HandledAccessNet = 0
+	}
+	cfg = cfg.BestEffort()
+	readDirs, readFiles := split(append(append([]string{}, sp.Read...), sp.Binary))
+	writeDirs, writeFiles := split(sp.Write)
+	rules := []landlock.Rule{
+		landlock.RODirs(readDirs...).IgnoreIfMissing(),
+		landlock.ROFiles(readFiles...).IgnoreIfMissing(),
+		landlock.RWDirs(writeDirs...).WithRefer().IgnoreIfMissing(),
+		landlock.RWFiles(writeFiles...).IgnoreIfMissing(),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty").WithIoctlDev().IgnoreIfMissing(),
+	}
+	if sp.Namespaces {
+		// Our own /proc: only this namespace's processes.
+		rules = append(rules, landlock.RODirs("/proc").IgnoreIfMissing())
+	}
+	if err := cfg.Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// split sorts existing paths into folders and files (a Landlock rule for a
+// file may carry only file rights).
+func split(paths []string) (dirs, files []string) {
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case st.IsDir():
+			dirs = append(dirs, p)
+		default:
+			files = append(files, p)
+		}
+	}
+	return dirs, files
+}
+
+// run starts the plugin and stays until it exits: forwarding the signals
+// the host sends and reaping every orphan that lands here.
+func run(sp spec) int {
+	child := exec.Command(sp.Path)
+	child.Args = sp.Args
+	env := os.Environ()
+	for k, v := range sp.Env {
+		env = append(env, k+"="+v)
+	}
+	child.Env = env
+	child.Stdout, child.Stderr = os.Stdout, os.Stderr
+	for i := 0; i < sp.ExtraFDs; i++ {
+		child.ExtraFiles = append(child.ExtraFiles, os.NewFile(uintptr(3+i), "extra"))
+	}
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	if err := child.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "switchboard sandbox: starting %s: %v\n", sp.Args[0], err)
+		return 127
+	}
+	for _, f := range child.ExtraFiles {
+		_ = f.Close()
+	}
+	go func() {
+		for s := range sigs {
+			_ = child.Process.Signal(s)
+		}
+	}()
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 1
+		}
+		if pid != child.Process.Pid {
+			continue // an orphan reaped
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
+}

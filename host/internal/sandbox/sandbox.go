@@ -1,0 +1,244 @@
+// Package sandbox confines plugin processes with the kernel's own
+// mechanisms, so that what a plugin (and everything it starts) can do is
+// decided by the kernel, not by the host's pattern matching.
+//
+// On Linux a confined plugin is started through a helper: the host runs its
+// own binary as `switchboard sandbox-exec` in new user, mount, PID, IPC and
+// UTS namespaces (and a new network namespace when the plugin has no
+// network). The helper is the namespace's init: it mounts a fresh /proc,
+// hides the host's control plane (config files, .mcp.json, the lock file,
+// data_dir) behind empty read-only mounts, binds plugin binaries read-only,
+// applies resource limits, drops every capability, sets no_new_privs and a
+// Landlock domain (file system, TCP, abstract sockets and signals), then
+// starts the plugin and reaps zombies until the plugin exits. When the
+// helper exits, the kernel kills every process left in the namespace, so
+// nothing a plugin started (setsid, double forks, nohup) outlives it.
+//
+// Memory and process limits go through a per-plugin cgroup (v1 memory and
+// pids hierarchies, or v2) that the host creates before the plugin starts
+// and removes after it exits, reading back why it stopped (an OOM kill).
+//
+// Where a mechanism is missing (an older kernel, unprivileged user
+// namespaces disabled, another OS), Report says exactly what is and is not
+// enforced; ModeRequired refuses to start such a plugin, ModeBestEffort
+// starts it with what there is, ModeOff starts it unconfined.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Mode says what happens when a plugin cannot be confined.
+type Mode string
+
+// Modes.
+const (
+	// ModeRequired refuses to start a plugin that cannot be confined with
+	// every mechanism its policy needs.
+	ModeRequired Mode = "required"
+	// ModeBestEffort starts the plugin with whatever mechanisms there
+	// are, and says what is missing.
+	ModeBestEffort Mode = "best-effort"
+	// ModeOff starts the plugin unconfined.
+	ModeOff Mode = "off"
+)
+
+// ParseMode parses a config value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeRequired, ModeBestEffort, ModeOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("sandbox mode %q is not one of required, best-effort, off", s)
+}
+
+// Policy is what one plugin may do. Paths are absolute.
+type Policy struct {
+	Mode Mode
+	// Read lists files and folders the plugin may read and execute.
+	Read []string
+	// Write lists files and folders the plugin may read, write, create,
+	// rename and delete in.
+	Write []string
+	// Network lets the plugin use the host's network. Without it the
+	// plugin has a network namespace of its own (no interfaces but a
+	// loopback that is down) and no TCP at all.
+	Network bool
+	// Hide lists files and folders that must not be visible even when a
+	// granted path contains them: the host's control plane. A file is
+	// covered by an empty file, a folder by an empty read-only folder.
+	Hide []string
+	// ReadOnly lists files and folders bound read-only over themselves
+	// even when a granted path would let the plugin write them (plugin
+	// binaries and the host's own binary).
+	ReadOnly []string
+	// Memory is the plugin's memory limit in bytes (0: none).
+	Memory int64
+	// Processes bounds the number of processes and threads (0: none).
+	Processes int64
+	// FileSize bounds the size of a file the plugin writes, in bytes
+	// (RLIMIT_FSIZE; 0: none).
+	FileSize int64
+	// OpenFiles bounds open descriptors per process (RLIMIT_NOFILE; 0:
+	// inherit).
+	OpenFiles uint64
+	// CPUSeconds bounds CPU time per process (RLIMIT_CPU; 0: none).
+	CPUSeconds uint64
+	// Env replaces variables in the plugin's environment inside the
+	// sandbox (HOME, TMPDIR point at a private folder by default).
+	Env map[string]string
+}
+
+// Sandbox confines one server's processes. It implements the launcher's
+// Sandbox and is reused across restarts of the server.
+type Sandbox struct {
+	// Name is the server's name (for cgroup names and messages).
+	Name string
+	// Policy is what the server may do.
+	Policy Policy
+	// Helper is the switchboard binary that runs `sandbox-exec`.
+	Helper string
+	// TempRoot is where private temporary folders are made (default
+	// os.TempDir()).
+	TempRoot string
+}
+
+// Errors.
+var (
+	// ErrUnavailable means a required mechanism is missing here.
+	ErrUnavailable = errors.New("sandbox: cannot confine the plugin here")
+)
+
+// Report says what confines a server: one entry per mechanism.
+type Report struct {
+	Mode     Mode     `json:"mode"`
+	Enforced []string `json:"enforced,omitempty"`
+	Missing  []string `json:"missing,omitempty"`
+}
+
+// Confined reports whether anything confines the server.
+func (r Report) Confined() bool { return r.Mode != ModeOff && len(r.Enforced) > 0 }
+
+// String is a one-line summary for inspect, status and the initialize
+// instructions.
+func (r Report) String() string {
+	switch {
+	case r.Mode == ModeOff:
+		return "not confined (sandbox off)"
+	case len(r.Enforced) == 0:
+		return "NOT CONFINED: " + strings.Join(r.Missing, "; ")
+	case len(r.Missing) == 0:
+		return "confined: " + strings.Join(r.Enforced, ", ")
+	default:
+		return "partly confined: " + strings.Join(r.Enforced, ", ") + "; missing: " + strings.Join(r.Missing, "; ")
+	}
+}
+
+// Clean returns a policy with absolute, cleaned, de-duplicated paths,
+// "~/" expanded against home, and symlinks resolved where they exist (a
+// Landlock rule and a mount both act on what a path resolves to).
+func (p Policy) Clean(home string) Policy {
+	p.Read = cleanPaths(p.Read, home)
+	p.Write = cleanPaths(p.Write, home)
+	p.Hide = cleanPaths(p.Hide, home)
+	p.ReadOnly = cleanPaths(p.ReadOnly, home)
+	return p
+}
+
+func cleanPaths(paths []string, home string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		p = filepath.Clean(p)
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// within reports whether p is at or under dir.
+func within(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// systemReadPaths are what any dynamically linked program, shell or git
+// needs to read: binaries, libraries, and the few files of /etc that name
+// users, hosts and certificates. Not /etc as a whole (shadow, ssh host keys).
+var systemReadPaths = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf",
+	"/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/localtime", "/etc/timezone",
+	"/etc/mime.types", "/etc/magic", "/etc/bash.bashrc", "/etc/profile", "/etc/inputrc",
+	"/etc/gitconfig", "/etc/gitattributes", "/etc/os-release", "/etc/debian_version",
+	"/usr/share/zoneinfo",
+}
+
+// existing returns the paths that exist.
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// FormatBytes renders a byte count as the config writes it ("256MiB").
+func FormatBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for n >= 1024 && n%1024 == 0 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	return fmt.Sprintf("%d%s", n, units[i])
+}
+
+// ParseBytes parses "256MiB", "1GiB", "512KiB", "1048576" (and the SI forms
+// "256MB", "1G", which are taken as powers of 1024 too, as memory limits
+// usually mean).
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size such as \"256MiB\" or \"1GiB\"", s)
+	}
+	return n * mult, nil
+}
+
+func sleepBriefly() { time.Sleep(20 * time.Millisecond) }

@@ -1,0 +1,474 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/sysproc"
+)
+
+// EnvSpec carries the helper's instructions (JSON); the helper removes it
+// before it starts the plugin.
+const EnvSpec = "SWITCHBOARD_SANDBOX"
+
+// HelperCommand is the hidden subcommand of the switchboard binary that
+// runs a plugin inside its sandbox.
+const HelperCommand = "sandbox-exec"
+
+// spec is what the host tells the helper.
+type spec struct {
+	Path       string            `json:"path"`
+	Args       []string          `json:"args"`
+	Binary     string            `json:"binary,omitempty"`
+	Namespaces bool              `json:"namespaces"`
+	Landlock   bool              `json:"landlock"`
+	Read       []string          `json:"read,omitempty"`
+	Write      []string          `json:"write,omitempty"`
+	Hide       []string          `json:"hide,omitempty"`
+	ReadOnly   []string          `json:"read_only,omitempty"`
+	Network    bool              `json:"network"`
+	FileSize   int64             `json:"file_size,omitempty"`
+	OpenFiles  uint64            `json:"open_files,omitempty"`
+	CPUSeconds uint64            `json:"cpu_seconds,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	GateFD     int               `json:"gate_fd,omitempty"`
+	ExtraFDs   int               `json:"extra_fds,omitempty"`
+}
+
+// kernel is what this machine offers, probed once.
+type kernel struct {
+	namespaces error // nil when user+mount+pid namespaces can be made
+	landlock   int   // ABI version, 0 when absent
+	cgroup     *cgroupRoot
+}
+
+var (
+	probeOnce sync.Once
+	probed    kernel
+)
+
+func probe(helper string) kernel {
+	probeOnce.Do(func() {
+		probed.landlock, _ = ll.LandlockGetABIVersion()
+		probed.cgroup = findCgroup()
+		cmd := exec.Command(helper, HelperCommand)
+		cmd.Env = []string{EnvSpec + "=probe"}
+		cmd.SysProcAttr = nsAttr(true)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case err != nil:
+			probed.namespaces = fmt.Errorf("cannot create user, mount and PID namespaces (%v %s); on Debian set sysctl kernel.unprivileged_userns_clone=1, on Ubuntu allow unprivileged user namespaces in AppArmor", err, strings.TrimSpace(string(out)))
+		case strings.TrimSpace(string(out)) != "ok":
+			probed.namespaces = fmt.Errorf("the sandbox helper could not set up its namespaces: %s", strings.TrimSpace(string(out)))
+		}
+	})
+	return probed
+}
+
+// nsAttr returns process attributes for a child in new namespaces that maps
+// the host's own user and group into them.
+func nsAttr(newNet bool) *syscall.SysProcAttr {
+	attr := sysproc.Attr(syscall.SIGTERM)
+	attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+	if newNet {
+		attr.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	attr.GidMappingsEnableSetgroups = false
+	return attr
+}
+
+// Report says what Wrap would enforce for this sandbox on this machine.
+func (s *Sandbox) Report() Report {
+	r := Report{Mode: s.Policy.Mode}
+	if r.Mode == ModeOff || r.Mode == "" {
+		r.Mode = ModeOff
+		return r
+	}
+	k := probe(s.Helper)
+	if k.namespaces == nil {
+		ns := "user, mount, PID, IPC namespaces"
+		if !s.Policy.Network {
+			ns = "user, mount, PID, IPC, network namespaces"
+		}
+		r.Enforced = append(r.Enforced, ns, "own /proc", "control plane, /home, /root, /tmp, /run hidden")
+	} else {
+		r.Missing = append(r.Missing, "namespaces: "+k.namespaces.Error())
+	}
+	switch {
+	case k.landlock >= 6:
+		r.Enforced = append(r.Enforced, fmt.Sprintf("Landlock ABI %d (files, TCP, signals, abstract sockets)", k.landlock))
+	case k.landlock >= 4:
+		r.Enforced = append(r.Enforced, fmt.Sprintf("Landlock ABI %d (files, TCP)", k.landlock))
+		r.Missing = append(r.Missing, "Landlock scoping of signals and abstract sockets (needs Linux 6.12)")
+	case k.landlock >= 1:
+		r.Enforced = append(r.Enforced, fmt.Sprintf("Landlock ABI %d (files)", k.landlock))
+		r.Missing = append(r.Missing, "Landlock TCP rules (needs Linux 6.7)")
+	default:
+		r.Missing = append(r.Missing, "Landlock (needs Linux 5.13 with Landlock enabled)")
+	}
+	r.Enforced = append(r.Enforced, "no capabilities", "no_new_privs")
+	if s.Policy.Memory > 0 || s.Policy.Processes > 0 {
+		if k.cgroup != nil {
+			r.Enforced = append(r.Enforced, "cgroup "+k.cgroup.describe(s.Policy))
+		} else {
+			r.Missing = append(r.Missing, "memory and process limits (no writable cgroup)")
+		}
+	}
+	return r
+}
+
+// essentialMissing returns why the sandbox cannot confine as required.
+func (s *Sandbox) essentialMissing(k kernel) error {
+	var missing []string
+	if k.namespaces != nil {
+		missing = append(missing, k.namespaces.Error())
+	}
+	if k.landlock < 1 {
+		missing = append(missing, "Landlock is not available (Linux 5.13 or later with Landlock enabled)")
+	}
+	if (s.Policy.Memory > 0 || s.Policy.Processes > 0) && k.cgroup == nil {
+		missing = append(missing, "no writable cgroup for the memory and process limits")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (set sandbox { mode = \"best-effort\" } to run it with what there is, or \"off\")", ErrUnavailable, strings.Join(missing, "; "))
+}
+
+// Wrap implements launcher.Sandbox.
+func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, error) {
+	if s.Policy.Mode == ModeOff || s.Policy.Mode == "" {
+		return nil, nil
+	}
+	k := probe(s.Helper)
+	if err := s.essentialMissing(k); err != nil && s.Policy.Mode == ModeRequired {
+		return nil, err
+	}
+	p := s.Policy
+	c := &confinement{}
+	tmp, err := os.MkdirTemp(s.TempRoot, "switchboard-"+s.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: private temp folder: %w", err)
+	}
+	c.tmp = tmp
+	binary := cmd.Path
+	if binary == launcher.PinnedExecPath && len(cmd.Args) > 0 {
+		binary = cmd.Args[0]
+	}
+	if r, err := filepath.EvalSymlinks(binary); err == nil {
+		binary = r
+	}
+	sp := spec{
+		Path: cmd.Path, Args: cmd.Args, Binary: binary,
+		Namespaces: k.namespaces == nil, Landlock: k.landlock >= 1,
+		Read:     append(cleanPaths(existing(systemReadPaths), ""), p.Read...),
+		Write:    append(append([]string{tmp}, p.Write...), socketDir),
+		Hide:     p.Hide,
+		ReadOnly: p.ReadOnly,
+		Network:  p.Network,
+		FileSize: p.FileSize, OpenFiles: p.OpenFiles, CPUSeconds: p.CPUSeconds,
+		Env:      map[string]string{"HOME": tmp, "TMPDIR": tmp},
+		ExtraFDs: len(cmd.ExtraFiles),
+	}
+	for k, v := range p.Env {
+		sp.Env[k] = v
+	}
+	if k.cgroup != nil && (p.Memory > 0 || p.Processes > 0) {
+		cg, err := k.cgroup.create(s.Name, p)
+		if err != nil {
+			c.Stopped()
+			if s.Policy.Mode == ModeRequired {
+				return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			}
+		} else {
+			c.cgroup = cg
+			// The helper waits for the host to put it in the cgroup
+			// before it starts the plugin.
+			r, w, err := os.Pipe()
+			if err != nil {
+				c.Stopped()
+				return nil, err
+			}
+			c.gate, c.gateChild = w, r
+			cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+			sp.GateFD = 2 + len(cmd.ExtraFiles)
+		}
+	}
+	raw, err := json.Marshal(sp)
+	if err != nil {
+		c.Stopped()
+		return nil, err
+	}
+	cmd.Path = s.Helper
+	cmd.Args = []string{s.Helper, HelperCommand}
+	cmd.Env = append(cmd.Env, EnvSpec+"="+string(raw))
+	if sp.Namespaces {
+		cmd.SysProcAttr = nsAttr(!p.Network)
+	}
+	return c, nil
+}
+
+// confinement is one confined start.
+type confinement struct {
+	tmp       string
+	cgroup    *cgroup
+	gate      *os.File // the host's end: closed once the helper is placed
+	gateChild *os.File
+	once      sync.Once
+	reason    string
+}
+
+func (c *confinement) Started(pid int) error {
+	if c.gateChild != nil {
+		_ = c.gateChild.Close()
+		c.gateChild = nil
+	}
+	if c.cgroup == nil {
+		return nil
+	}
+	err := c.cgroup.add(pid)
+	if c.gate != nil {
+		if err == nil {
+			_, _ = c.gate.Write([]byte{1})
+		}
+		_ = c.gate.Close()
+		c.gate = nil
+	}
+	return err
+}
+
+func (c *confinement) Stopped() string {
+	c.once.Do(func() {
+		for _, f := range []*os.File{c.gate, c.gateChild} {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+		if c.cgroup != nil {
+			c.reason = c.cgroup.stopReason()
+			c.cgroup.remove()
+		}
+		if c.tmp != "" {
+			_ = os.RemoveAll(c.tmp)
+		}
+	})
+	return c.reason
+}
+
+var _ launcher.Sandbox = (*Sandbox)(nil)
+
+// cgroupRoot is a writable place for per-plugin cgroups: one folder per
+// controller on cgroup v1, one on v2.
+type cgroupRoot struct {
+	v2     string // unified hierarchy folder
+	memory string // v1 memory controller folder
+	pids   string // v1 pids controller folder
+}
+
+func (r *cgroupRoot) describe(p Policy) string {
+	var parts []string
+	if p.Memory > 0 {
+		parts = append(parts, "memory "+FormatBytes(p.Memory))
+	}
+	if p.Processes > 0 {
+		parts = append(parts, fmt.Sprintf("%d processes", p.Processes))
+	}
+	v := "v1"
+	if r.v2 != "" {
+		v = "v2"
+	}
+	return v + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// findCgroup finds where this process may create cgroups: below its own
+// cgroup, in a "switchboard" folder.
+func findCgroup() *cgroupRoot {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	r := &cgroupRoot{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		ctrls, path := parts[1], parts[2]
+		switch {
+		case ctrls == "" && parts[0] == "0":
+			if dir := filepath.Join("/sys/fs/cgroup", path, "switchboard"); usableCgroup(dir, "memory.max") {
+				r.v2 = dir
+			}
+		case hasController(ctrls, "memory"):
+			if dir := filepath.Join("/sys/fs/cgroup/memory", path, "switchboard"); usableCgroup(dir, "memory.limit_in_bytes") {
+				r.memory = dir
+			}
+		case hasController(ctrls, "pids"):
+			if dir := filepath.Join("/sys/fs/cgroup/pids", path, "switchboard"); usableCgroup(dir, "pids.max") {
+				r.pids = dir
+			}
+		}
+	}
+	if r.v2 == "" && r.memory == "" && r.pids == "" {
+		return nil
+	}
+	if r.v2 != "" {
+		r.memory, r.pids = "", ""
+	}
+	return r
+}
+
+func hasController(list, name string) bool {
+	for _, c := range strings.Split(list, ",") {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+// usableCgroup creates dir if needed and reports whether it has the file
+// that shows the controller is there.
+func usableCgroup(dir, file string) bool {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, file))
+	return err == nil
+}
+
+// cgroup is one plugin start's cgroup folders.
+type cgroup struct {
+	dirs   []string
+	v2     bool
+	memory string // the folder with the memory controller
+	limit  int64
+}
+
+var cgroupSeq struct {
+	sync.Mutex
+	n int
+}
+
+func (r *cgroupRoot) create(name string, p Policy) (*cgroup, error) {
+	cgroupSeq.Lock()
+	cgroupSeq.n++
+	leaf := fmt.Sprintf("%s-%d-%d", name, os.Getpid(), cgroupSeq.n)
+	cgroupSeq.Unlock()
+	cg := &cgroup{v2: r.v2 != "", limit: p.Memory}
+	mk := func(parent string) (string, error) {
+		dir := filepath.Join(parent, leaf)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return "", fmt.Errorf("sandbox: cgroup %s: %w", dir, err)
+		}
+		cg.dirs = append(cg.dirs, dir)
+		return dir, nil
+	}
+	write := func(dir, file string, v int64) error {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(v, 10)), 0o644); err != nil {
+			return fmt.Errorf("sandbox: cgroup %s: %w", file, err)
+		}
+		return nil
+	}
+	var err error
+	if cg.v2 {
+		// Enable the controllers for the children, best effort.
+		_ = os.WriteFile(filepath.Join(r.v2, "cgroup.subtree_control"), []byte("+memory +pids"), 0o644)
+		dir, e := mk(r.v2)
+		if e != nil {
+			return nil, e
+		}
+		cg.memory = dir
+		if p.Memory > 0 {
+			err = errors.Join(write(dir, "memory.max", p.Memory), write(dir, "memory.swap.max", 0))
+		}
+		if p.Processes > 0 {
+			err = errors.Join(err, write(dir, "pids.max", p.Processes))
+		}
+	} else {
+		if p.Memory > 0 && r.memory != "" {
+			dir, e := mk(r.memory)
+			if e != nil {
+				cg.remove()
+				return nil, e
+			}
+			cg.memory = dir
+			err = write(dir, "memory.limit_in_bytes", p.Memory)
+			// Swap counts too where the kernel accounts it.
+			_ = write(dir, "memory.memsw.limit_in_bytes", p.Memory)
+		}
+		if p.Processes > 0 && r.pids != "" {
+			dir, e := mk(r.pids)
+			if e != nil {
+				cg.remove()
+				return nil, e
+			}
+			err = errors.Join(err, write(dir, "pids.max", p.Processes))
+		}
+	}
+	if err != nil {
+		cg.remove()
+		return nil, err
+	}
+	return cg, nil
+}
+
+func (cg *cgroup) add(pid int) error {
+	for _, dir := range cg.dirs {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Errorf("sandbox: moving the plugin into %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// stopReason reads the memory controller's OOM count.
+func (cg *cgroup) stopReason() string {
+	if cg.memory == "" {
+		return ""
+	}
+	file, key := "memory.oom_control", "oom_kill "
+	if cg.v2 {
+		file, key = "memory.events", "oom_kill "
+	}
+	b, err := os.ReadFile(filepath.Join(cg.memory, file))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(line, key); ok && strings.TrimSpace(n) != "0" {
+			return fmt.Sprintf("it reached its memory limit of %s and the kernel killed it (raise sandbox { memory = … } in its block)", FormatBytes(cg.limit))
+		}
+	}
+	return ""
+}
+
+// remove deletes the cgroup folders once their processes are gone.
+func (cg *cgroup) remove() {
+	for _, dir := range cg.dirs {
+		// The kernel refuses while a process is still in it; the plugin's
+		// namespace dies with its helper, so a short wait is enough.
+		for i := 0; i < 50; i++ {
+			if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			sleepBriefly()
+		}
+	}
+}

@@ -1,0 +1,42 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
+)
+
+// HelperCommand is the hidden subcommand of the switchboard binary that
+// runs a plugin inside its sandbox (Linux only).
+const HelperCommand = "sandbox-exec"
+
+// Report says what Wrap would enforce: nothing, on this system.
+func (s *Sandbox) Report() Report {
+	r := Report{Mode: s.Policy.Mode}
+	if r.Mode == "" || r.Mode == ModeOff {
+		r.Mode = ModeOff
+		return r
+	}
+	r.Missing = []string{"kernel sandbox (implemented on Linux only)"}
+	return r
+}
+
+// Wrap implements launcher.Sandbox: a required sandbox cannot start here.
+func (s *Sandbox) Wrap(*exec.Cmd, string) (launcher.Confinement, error) {
+	if s.Policy.Mode == ModeRequired {
+		return nil, fmt.Errorf("%w: the kernel sandbox is implemented on Linux only (set sandbox { mode = \"best-effort\" } to run plugins unconfined here)", ErrUnavailable)
+	}
+	return nil, nil
+}
+
+// Helper is `switchboard sandbox-exec`, which exists on Linux only.
+func Helper() int {
+	fmt.Fprintln(os.Stderr, "switchboard sandbox-exec: the kernel sandbox is implemented on Linux only")
+	return 2
+}
+
+var _ launcher.Sandbox = (*Sandbox)(nil)

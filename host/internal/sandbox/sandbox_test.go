@@ -1,0 +1,284 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
+)
+
+func TestMain(m *testing.M) { fixtures.Main(m) }
+
+// world is a host's layout as the attacks see it: a project folder with
+// the config file inside it (the default layout), a data dir with the
+// permission file and a control socket, a secret outside every root, a TCP
+// listener on loopback, and a secret in the host's environment.
+type world struct {
+	project, config, dataDir, perms, socket, secret, tcp string
+	hostSecret                                           string
+	decoy                                                int
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	w := &world{project: t.TempDir(), dataDir: t.TempDir()}
+	w.config = filepath.Join(w.project, "config.hcl")
+	write(t, w.config, "permissions { default = \"deny\" }\n")
+	write(t, filepath.Join(w.project, "notes.txt"), "project notes\n")
+	w.perms = filepath.Join(w.dataDir, "permissions.json")
+	write(t, w.perms, `{"always_allow":[]}`)
+	if err := os.MkdirAll(filepath.Join(w.dataDir, "control"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w.socket = filepath.Join(w.dataDir, "control", "h.sock")
+	ul, err := net.Listen("unix", w.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ul.Close() })
+	go acceptAll(ul)
+	w.secret = filepath.Join(t.TempDir(), "id_ed25519")
+	write(t, w.secret, "PRIVATE KEY MATERIAL\n")
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tl.Close() })
+	go acceptAll(tl)
+	w.tcp = tl.Addr().String()
+	// A stand-in for the host process with a token in its environment (the
+	// real host is also non-dumpable, a second guard; the decoy is not, so
+	// only the sandbox stands between the plugin and it).
+	w.hostSecret = "host-secret-" + strconv.Itoa(os.Getpid())
+	decoy := exec.Command("sleep", "600")
+	decoy.Env = append(os.Environ(), "SWITCHBOARD_TEST_HOST_SECRET="+w.hostSecret)
+	if err := decoy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = decoy.Process.Kill(); _ = decoy.Wait() })
+	w.decoy = decoy.Process.Pid
+	return w
+}
+
+func acceptAll(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		_ = c.Close()
+	}
+}
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// policy is what the host gives a third-party plugin in this world.
+func (w *world) policy() sandbox.Policy {
+	return sandbox.Policy{
+		Mode:  sandbox.ModeRequired,
+		Write: []string{w.project},
+		Hide:  []string{w.config, w.dataDir},
+	}.Clean("/root")
+}
+
+// launch starts the test plugin, confined by p unless p is nil.
+func launch(t *testing.T, w *world, p *sandbox.Policy) *launcher.Plugin {
+	t.Helper()
+	bins := fixtures.Build(t)
+	spec := launcher.Spec{Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir()}
+	if p != nil {
+		spec.Sandbox = &sandbox.Sandbox{Name: "fx", Policy: *p, Helper: bins.Switchboard}
+	}
+	pl, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	t.Cleanup(func() { _ = pl.Close(context.Background()) })
+	return pl
+}
+
+func attack(t *testing.T, p *launcher.Plugin, args string) string {
+	t.Helper()
+	res, err := p.Call(t.Context(), "attack", []byte(args), nil)
+	if err != nil {
+		t.Fatalf("attack %s: %v", args, err)
+	}
+	var parts []string
+	for _, c := range res.GetContent() {
+		parts = append(parts, c.GetText().GetText())
+	}
+	return strings.Join(parts, "\n")
+}
+
+func jsonArgs(kv ...string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "%q:%q", kv[i], kv[i+1])
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// Each attack fails with the sandbox on; the same kernel operation succeeds
+// with it off, so each row proves the sandbox and nothing else.
+func TestAttacksFailInsideAndSucceedOutside(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	confined := launch(t, w, &pol)
+	open := launch(t, w, nil)
+
+	cases := []struct {
+		name   string
+		args   string
+		leaked func(out string) bool // did the attack get what it wanted?
+		after  func() bool           // for writes: was the target changed?
+	}{
+		{name: "read a file outside its roots", args: jsonArgs("op", "read", "path", w.secret),
+			leaked: func(out string) bool { return strings.Contains(out, "PRIVATE KEY") }},
+		{name: "read the config file inside the project", args: jsonArgs("op", "read", "path", w.config),
+			leaked: func(out string) bool { return strings.Contains(out, "permissions") }},
+		{name: "list data_dir", args: jsonArgs("op", "list", "path", w.dataDir),
+			leaked: func(out string) bool { return strings.Contains(out, "permissions.json") }},
+		{name: "read permissions.json", args: jsonArgs("op", "read", "path", w.perms),
+			leaked: func(out string) bool { return strings.Contains(out, "always_allow") }},
+		{name: "connect to the control socket", args: jsonArgs("op", "unix", "addr", w.socket),
+			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") }},
+		{name: "read the host's environment", args: jsonArgs("op", "read", "path", fmt.Sprintf("/proc/%d/environ", w.decoy)),
+			leaked: func(out string) bool { return strings.Contains(out, w.hostSecret) }},
+		{name: "TCP to a loopback listener with network off", args: jsonArgs("op", "tcp", "addr", w.tcp),
+			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if out := attack(t, confined, c.args); c.leaked(out) {
+				t.Errorf("inside the sandbox the attack worked: %.200q", out)
+			}
+			if out := attack(t, open, c.args); !c.leaked(out) {
+				t.Errorf("control: without the sandbox the same operation failed (%.200q), so the row proves nothing", out)
+			}
+		})
+	}
+
+	t.Run("write the config file", func(t *testing.T) {
+		before, _ := os.ReadFile(w.config)
+		attack(t, confined, jsonArgs("op", "write", "path", w.config))
+		attack(t, confined, jsonArgs("op", "sh", "cmd", "echo 'permissions { default = \"allow\" }' > "+w.config+"; mv "+w.project+"/notes.txt "+w.config))
+		if after, _ := os.ReadFile(w.config); string(after) != string(before) {
+			t.Errorf("config changed from inside the sandbox: %q", after)
+		}
+		attack(t, open, jsonArgs("op", "write", "path", w.config))
+		if after, _ := os.ReadFile(w.config); string(after) == string(before) {
+			t.Error("control: without the sandbox the write did not change the config")
+		}
+		write(t, w.config, string(before))
+	})
+
+	t.Run("the project stays usable", func(t *testing.T) {
+		if out := attack(t, confined, jsonArgs("op", "read", "path", filepath.Join(w.project, "notes.txt"))); !strings.Contains(out, "project notes") {
+			t.Errorf("reading a project file inside the sandbox: %q", out)
+		}
+		target := filepath.Join(w.project, "new.txt")
+		if out := attack(t, confined, jsonArgs("op", "write", "path", target)); !strings.HasPrefix(out, "ok") {
+			t.Errorf("writing a project file inside the sandbox: %q", out)
+		}
+		if out := attack(t, confined, jsonArgs("op", "sh", "cmd", "cd "+w.project+" && mkdir -p a/b && echo hi > a/b/c && mv a/b/c a/c && cat a/c")); !strings.Contains(out, "hi") {
+			t.Errorf("shell work in the project inside the sandbox: %q", out)
+		}
+	})
+}
+
+// A process the plugin starts in its own session (setsid -f, a double
+// fork) must not outlive the plugin.
+func TestNoProcessOutlivesThePlugin(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	marker := strconv.Itoa(9000000 + os.Getpid()%999983) // unique to this run
+	escape := jsonArgs("op", "sh", "cmd", "setsid -f sleep "+marker+" >/dev/null 2>&1 </dev/null; (sleep "+marker+".5 >/dev/null 2>&1 </dev/null &) ; echo started")
+	count := func() []int { return fixtures.ProcessesMatching("sleep " + marker) }
+
+	p := launch(t, w, &pol)
+	if out := attack(t, p, escape); !strings.Contains(out, "started") {
+		t.Fatalf("starting the escapees: %q", out)
+	}
+	if n := count(); len(n) != 2 {
+		t.Fatalf("%d escapees running inside the sandbox, want 2 (%v)", len(n), n)
+	}
+	_ = p.Close(t.Context())
+	if alive := fixtures.WaitGone(count(), 5*time.Second); len(alive) > 0 {
+		t.Errorf("processes started with setsid / a double fork outlived the sandboxed plugin: %v", alive)
+	}
+
+	// The same after the plugin's sandbox init is killed outright (the
+	// host's death sends it a parent-death signal; SIGKILL is the worst
+	// case of it).
+	p = launch(t, w, &pol)
+	attack(t, p, escape)
+	fixtures.Kill([]int{p.PID()})
+	if alive := fixtures.WaitGone(count(), 5*time.Second); len(alive) > 0 {
+		t.Errorf("escapees survived their sandbox's init being killed: %v", alive)
+	}
+
+	// The control: unconfined, the setsid escapee survives the plugin.
+	open := launch(t, w, nil)
+	attack(t, open, escape)
+	_ = open.Close(t.Context())
+	survivors := count()
+	t.Cleanup(func() { fixtures.Kill(survivors) })
+	if len(survivors) == 0 {
+		t.Error("control: without the sandbox no escapee survived, so the test proves nothing")
+	}
+}
+
+func TestMemoryLimitKillsAndSaysWhy(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	pol.Memory = 96 << 20
+	p := launch(t, w, &pol)
+	if out := attack(t, p, `{"op":"alloc","mb":16}`); !strings.HasPrefix(out, "ok") {
+		t.Fatalf("a small allocation failed: %q", out)
+	}
+	_, err := p.Call(t.Context(), "attack", []byte(`{"op":"alloc","mb":400}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "memory limit of 96MiB") {
+		t.Fatalf("allocating past the limit: err = %v, want the plugin stopped and the reason named", err)
+	}
+	// The control: unconfined, the same allocation succeeds.
+	open := launch(t, w, nil)
+	if out := attack(t, open, `{"op":"alloc","mb":400}`); !strings.HasPrefix(out, "ok") {
+		t.Errorf("control: the allocation failed without the sandbox: %q", out)
+	}
+}
+
+func TestReport(t *testing.T) {
+	s := &sandbox.Sandbox{Name: "x", Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Memory: 1 << 28}, Helper: fixtures.Build(t).Switchboard}
+	r := s.Report()
+	if !r.Confined() || len(r.Missing) > 0 {
+		t.Errorf("Report() on this machine = %s; want fully confined", r)
+	}
+	off := (&sandbox.Sandbox{Policy: sandbox.Policy{Mode: sandbox.ModeOff}}).Report()
+	if off.Confined() || !strings.Contains(off.String(), "not confined") {
+		t.Errorf("Report() with mode off = %s", off)
+	}
+}
