@@ -41,20 +41,7 @@ type guard struct {
 	allowHooks, allowFilters bool
 
 	mu    sync.Mutex
-	cache map[string]*guardScan // by git dir and work tree
-}
-
-// guardScan is the environment computed for a repository and the files it
-// depends on.
-type guardScan struct {
-	env  []string
-	deps map[string]fileSum
-}
-
-// fileSum identifies a file's content; the zero value means it is missing.
-type fileSum struct {
-	kind byte // 0 missing, 'f' regular file, 'd' directory, 'o' other
-	sum  [sha256.Size]byte
+	cache map[string]*repoScan // by depth (top or not), git dir and work tree
 }
 
 // Limits of a scan; a repository beyond them is refused, not half-guarded.
@@ -203,33 +190,30 @@ func (g *guard) neutral(key string) (value string, ok bool) {
 	return "", false
 }
 
-// environ returns the GIT_CONFIG_* variables that neutralise the
-// repository at gitDir (work tree workTree) and every submodule reachable
-// from it. base is the environment every git process gets.
-func (g *guard) environ(ctx context.Context, base []string, gitDir, workTree string) ([]string, error) {
-	id := gitDir + "\x00" + workTree
-	g.mu.Lock()
-	s := g.cache[id]
-	g.mu.Unlock()
-	if s != nil && s.fresh() {
-		return s.env, nil
-	}
-	s, err := g.scan(ctx, base, gitDir, workTree)
-	if err != nil {
-		return nil, err
-	}
-	g.mu.Lock()
-	if g.cache == nil {
-		g.cache = map[string]*guardScan{}
-	}
-	g.cache[id] = s
-	g.mu.Unlock()
-	return s.env, nil
+// repoScan is what the guard learnt about one repository, in two parts
+// that go stale separately: its configuration (with includes) and its
+// index (the submodules git could start a child in).
+type repoScan struct {
+	configDeps map[string]fileSum
+	overrides  [][2]string // this repository's program-valued keys, neutralised
+	workTree   string      // after core.worktree, for a submodule
+
+	indexDeps map[string]fileSum // nil until the index part is computed
+	subs      []subRepo
 }
 
-// fresh reports whether every file the scan read is unchanged.
-func (s *guardScan) fresh() bool {
-	for path, sum := range s.deps {
+// subRepo is a populated submodule: its git directory and work tree.
+type subRepo struct{ gitDir, workTree string }
+
+// fileSum identifies a file's content; the zero value means it is missing.
+type fileSum struct {
+	kind byte // 0 missing, 'f' regular file, 'd' directory, 'o' other
+	sum  [sha256.Size]byte
+}
+
+// fresh reports whether every file in deps is unchanged.
+func fresh(deps map[string]fileSum) bool {
+	for path, sum := range deps {
 		if sumFile(path) != sum {
 			return false
 		}
@@ -256,42 +240,29 @@ func sumFile(path string) fileSum {
 	return fileSum{kind: 'f', sum: sha256.Sum256(b)}
 }
 
-// scanner carries one scan's state.
+// environ returns the GIT_CONFIG_* variables that neutralise the
+// repository at gitDir (work tree workTree) and every submodule reachable
+// from it. base is the environment every git process gets. Only the parts
+// of the scan whose files changed are computed again.
+func (g *guard) environ(ctx context.Context, base []string, gitDir, workTree string) ([]string, error) {
+	sc := &scanner{g: g, ctx: ctx, base: base, seen: map[string]bool{}, visited: map[string]bool{}}
+	for _, kv := range g.fixedOverrides() {
+		sc.add(kv[0], kv[1])
+	}
+	if err := sc.repo(gitDir, workTree, 0); err != nil {
+		return nil, err
+	}
+	return sc.env(), nil
+}
+
+// scanner carries one call's walk over the repositories.
 type scanner struct {
 	g         *guard
 	ctx       context.Context
 	base      []string
 	overrides [][2]string
 	seen      map[string]bool // override keys already present
-	deps      map[string]fileSum
-	repos     map[string]bool // git dirs visited
-	listed    map[string]bool // include files listed
-	files     int
-}
-
-func (g *guard) scan(ctx context.Context, base []string, gitDir, workTree string) (*guardScan, error) {
-	sc := &scanner{g: g, ctx: ctx, base: base, seen: map[string]bool{}, deps: map[string]fileSum{}, repos: map[string]bool{}, listed: map[string]bool{}}
-	for _, kv := range g.fixedOverrides() {
-		sc.add(kv[0], kv[1])
-	}
-	home, _ := os.UserHomeDir()
-	xdg := os.Getenv("XDG_CONFIG_HOME")
-	if xdg == "" && home != "" {
-		xdg = filepath.Join(home, ".config")
-	}
-	for _, p := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(xdg, "git", "config")} {
-		sc.dep(p)
-	}
-	if err := sc.repo(gitDir, workTree, 0); err != nil {
-		return nil, err
-	}
-	return &guardScan{env: sc.env(), deps: sc.deps}, nil
-}
-
-func (sc *scanner) dep(path string) {
-	if _, ok := sc.deps[path]; !ok {
-		sc.deps[path] = sumFile(path)
-	}
+	visited   map[string]bool // git dirs visited
 }
 
 // add records an override, keeping the first value for a key (the fixed
@@ -328,10 +299,9 @@ func (sc *scanner) env() []string {
 	return env
 }
 
-// git runs a git command for the scan itself: listing config or the index
-// reads nothing that runs a program once the overrides found so far (the
-// fixed ones, core.fsmonitor among them, and this repository's own) are in
-// place.
+// git runs a git command for the scan itself. Listing config runs nothing;
+// listing the index could start core.fsmonitor, so it runs with the
+// overrides found so far (the fixed ones and the repository's own).
 func (sc *scanner) git(dir string, extra []string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(sc.ctx, "git", args...)
 	cmd.Dir = dir
@@ -348,7 +318,127 @@ func (sc *scanner) git(dir string, extra []string, args ...string) ([]byte, erro
 	return out.Bytes(), nil
 }
 
-// configEntry is one line of git config --list --show-origin -z.
+// repo adds the overrides for one repository and walks its submodules,
+// computing again whichever part of its scan is stale.
+func (sc *scanner) repo(gitDir, workTree string, depth int) error {
+	if real, err := filepath.EvalSymlinks(gitDir); err == nil {
+		gitDir = real
+	}
+	if sc.visited[gitDir] {
+		return nil
+	}
+	if len(sc.visited) >= maxRepos || depth > maxDepth {
+		return errTooMany
+	}
+	sc.visited[gitDir] = true
+	id := fmt.Sprintf("%d\x00%s\x00%s", min(depth, 1), gitDir, workTree)
+	sc.g.mu.Lock()
+	old := sc.g.cache[id]
+	sc.g.mu.Unlock()
+	rs := &repoScan{}
+	if old != nil && fresh(old.configDeps) {
+		*rs = *old
+	} else {
+		cs, err := sc.config(gitDir, workTree, depth)
+		if err != nil {
+			return err
+		}
+		rs = cs
+	}
+	for _, kv := range rs.overrides {
+		sc.add(kv[0], kv[1])
+	}
+	if rs.indexDeps == nil || !fresh(rs.indexDeps) {
+		if err := sc.index(gitDir, rs); err != nil {
+			return err
+		}
+	}
+	sc.g.mu.Lock()
+	if sc.g.cache == nil {
+		sc.g.cache = map[string]*repoScan{}
+	}
+	sc.g.cache[id] = rs
+	sc.g.mu.Unlock()
+	for _, s := range rs.subs {
+		if err := sc.repo(s.gitDir, s.workTree, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configScan collects one repository's configuration: the effective list
+// and every include target listed on its own.
+type configScan struct {
+	g      *guard
+	sc     *scanner
+	rs     *repoScan
+	seen   map[string]bool
+	listed map[string]bool
+}
+
+func (c *configScan) dep(path string) {
+	if _, ok := c.rs.configDeps[path]; !ok {
+		c.rs.configDeps[path] = sumFile(path)
+	}
+}
+
+// config lists the effective configuration of a repository (global and
+// worktree files and includes as git itself resolves them) and records
+// the neutral value of every program-valued key in it.
+func (sc *scanner) config(gitDir, workTree string, depth int) (*repoScan, error) {
+	rs := &repoScan{configDeps: map[string]fileSum{}, workTree: workTree}
+	c := &configScan{g: sc.g, sc: sc, rs: rs, seen: map[string]bool{}, listed: map[string]bool{}}
+	home, _ := os.UserHomeDir()
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	for _, p := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(xdg, "git", "config")} {
+		c.dep(p)
+	}
+	for _, f := range []string{"config", "config.worktree", "commondir"} {
+		c.dep(filepath.Join(gitDir, f))
+	}
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+		c.dep(filepath.Join(common, "config"))
+	}
+	dir, extra := gitDir, []string{"GIT_DIR=" + gitDir}
+	if st, err := os.Stat(workTree); err == nil && st.IsDir() {
+		dir = workTree
+		if depth == 0 {
+			extra = append(extra, "GIT_WORK_TREE="+workTree)
+		}
+	}
+	out, err := sc.git(dir, extra, "config", "--list", "--show-origin", "--includes", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("checking the configuration of %s: %w", gitDir, err)
+	}
+	coreWorktree := ""
+	own := "file:" + filepath.Join(gitDir, "config")
+	if err := c.entries(parseConfigList(out), dir, func(e configEntry) {
+		if canonicalKey(e.key) == "core.worktree" && e.origin == own {
+			coreWorktree = e.value
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if depth > 0 && coreWorktree != "" {
+		// A submodule's git runs with GIT_DIR set and no GIT_WORK_TREE, so
+		// its core.worktree names its work tree.
+		if !filepath.IsAbs(coreWorktree) {
+			coreWorktree = filepath.Join(gitDir, coreWorktree)
+		}
+		rs.workTree = filepath.Clean(coreWorktree)
+	}
+	return rs, nil
+}
+
+// configEntry is one entry of git config --list --show-origin -z.
 type configEntry struct {
 	origin, key, value string
 }
@@ -357,70 +447,19 @@ func parseConfigList(b []byte) []configEntry {
 	var out []configEntry
 	fields := bytes.Split(b, []byte{0})
 	for i := 0; i+1 < len(fields); i += 2 {
-		origin := string(fields[i])
 		key, value, _ := strings.Cut(string(fields[i+1]), "\n")
-		out = append(out, configEntry{origin: origin, key: key, value: value})
+		out = append(out, configEntry{origin: string(fields[i]), key: key, value: value})
 	}
 	return out
 }
 
-// repo scans one repository: its configuration, then its submodules.
-func (sc *scanner) repo(gitDir, workTree string, depth int) error {
-	if real, err := filepath.EvalSymlinks(gitDir); err == nil {
-		gitDir = real
-	}
-	if sc.repos[gitDir] {
-		return nil
-	}
-	if len(sc.repos) >= maxRepos || depth > maxDepth {
-		return errTooMany
-	}
-	sc.repos[gitDir] = true
-	for _, f := range []string{"config", "config.worktree", "commondir", "index"} {
-		sc.dep(filepath.Join(gitDir, f))
-	}
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		common := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(common) {
-			common = filepath.Join(gitDir, common)
-		}
-		sc.dep(filepath.Join(common, "config"))
-	}
-	dir := workTree
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		dir = gitDir
-	}
-	repoEnv := []string{"GIT_DIR=" + gitDir}
-	if dir == workTree {
-		repoEnv = append(repoEnv, "GIT_WORK_TREE="+workTree)
-	}
-	out, err := sc.git(dir, repoEnv, "config", "--list", "--show-origin", "--includes", "-z")
-	if err != nil {
-		return fmt.Errorf("checking the configuration of %s: %w", gitDir, err)
-	}
-	coreWorktree := ""
-	if err := sc.entries(parseConfigList(out), dir, func(e configEntry) {
-		if canonicalKey(e.key) == "core.worktree" && e.origin == "file:"+filepath.Join(gitDir, "config") {
-			coreWorktree = e.value
-		}
-	}); err != nil {
-		return err
-	}
-	if depth > 0 && coreWorktree != "" {
-		// A submodule's git runs with GIT_DIR set and no GIT_WORK_TREE, so
-		// its core.worktree names its work tree.
-		if !filepath.IsAbs(coreWorktree) {
-			coreWorktree = filepath.Join(gitDir, coreWorktree)
-		}
-		workTree = filepath.Clean(coreWorktree)
-	}
-	return sc.submodules(gitDir, workTree, depth)
-}
-
-// entries adds the overrides for a listing and follows every include in
+// entries records the overrides for a listing and follows every include in
 // it, whatever its condition. dir is where relative origins resolve.
-func (sc *scanner) entries(list []configEntry, dir string, each func(configEntry)) error {
+func (c *configScan) entries(list []configEntry, dir string, each func(configEntry)) error {
 	for _, e := range list {
+		if e.origin == "command line:" {
+			continue // the overrides themselves
+		}
 		if each != nil {
 			each(e)
 		}
@@ -429,18 +468,21 @@ func (sc *scanner) entries(list []configEntry, dir string, each func(configEntry
 			if !filepath.IsAbs(file) {
 				file = filepath.Join(dir, file)
 			}
-			sc.dep(file)
+			c.dep(file)
 		}
-		if len(sc.overrides) > maxOverrides {
-			return errTooMany
-		}
-		if v, ok := sc.g.neutral(e.key); ok {
-			sc.add(e.key, v)
+		if v, ok := c.g.neutral(e.key); ok {
+			if canon := canonicalKey(e.key); !c.seen[canon] {
+				c.seen[canon] = true
+				c.rs.overrides = append(c.rs.overrides, [2]string{e.key, v})
+				if len(c.rs.overrides) > maxOverrides {
+					return errTooMany
+				}
+			}
 			continue
 		}
 		section, _, name := splitKey(e.key)
 		if (section == "include" || section == "includeif") && name == "path" && isFile {
-			if err := sc.include(e.value, filepath.Dir(file)); err != nil {
+			if err := c.include(e.value, filepath.Dir(file)); err != nil {
 				return err
 			}
 		}
@@ -450,7 +492,7 @@ func (sc *scanner) entries(list []configEntry, dir string, each func(configEntry
 
 // include lists an included file on its own (git config --file), so that
 // its keys are neutral even when git would not include it now.
-func (sc *scanner) include(path, from string) error {
+func (c *configScan) include(path, from string) error {
 	switch {
 	case path == "":
 		return nil
@@ -461,53 +503,54 @@ func (sc *scanner) include(path, from string) error {
 		path = filepath.Join(from, path)
 	}
 	path = filepath.Clean(path)
-	if sc.listed[path] {
+	if c.listed[path] {
 		return nil
 	}
-	sc.listed[path] = true
-	sc.dep(path)
-	if sc.files++; sc.files > maxConfigFiles {
+	c.listed[path] = true
+	if len(c.listed) > maxConfigFiles {
 		return errTooMany
 	}
+	c.dep(path)
 	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
 		return nil
 	}
-	out, err := sc.git(filepath.Dir(path), nil, "config", "--file", path, "--list", "--show-origin", "--includes", "-z")
+	out, err := c.sc.git(filepath.Dir(path), nil, "config", "--file", path, "--list", "--show-origin", "--includes", "-z")
 	if err != nil {
 		return fmt.Errorf("checking the included configuration %s: %w", path, err)
 	}
-	return sc.entries(parseConfigList(out), filepath.Dir(path), nil)
+	return c.entries(parseConfigList(out), filepath.Dir(path), nil)
 }
 
-// submodules scans every gitlink in the index whose work tree has a .git:
-// the repositories git status and git diff start a child git in.
-func (sc *scanner) submodules(gitDir, workTree string, depth int) error {
-	if _, err := os.Stat(filepath.Join(gitDir, "index")); err != nil {
+// index finds the populated submodules: every gitlink in the index whose
+// work tree has a .git, the repositories git status and git diff start a
+// child git in.
+func (sc *scanner) index(gitDir string, rs *repoScan) error {
+	rs.indexDeps = map[string]fileSum{filepath.Join(gitDir, "index"): sumFile(filepath.Join(gitDir, "index"))}
+	rs.subs = nil
+	if rs.indexDeps[filepath.Join(gitDir, "index")].kind == 0 {
 		return nil
 	}
-	env := []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + workTree}
-	dir := workTree
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+	if st, err := os.Stat(rs.workTree); err != nil || !st.IsDir() {
 		return nil // no work tree: nothing is populated
 	}
-	out, err := sc.git(dir, env, "ls-files", "--stage", "-z")
+	out, err := sc.git(rs.workTree, []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + rs.workTree}, "ls-files", "--stage", "-z")
 	if err != nil {
-		return fmt.Errorf("listing the submodules of %s: %w", workTree, err)
+		rs.indexDeps = nil
+		return fmt.Errorf("listing the submodules of %s: %w", rs.workTree, err)
 	}
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		meta, path, ok := strings.Cut(string(rec), "\t")
 		if !ok || !strings.HasPrefix(meta, "160000 ") {
 			continue
 		}
-		subTree := filepath.Join(workTree, path)
+		subTree := filepath.Join(rs.workTree, path)
 		dotGit := filepath.Join(subTree, ".git")
-		sc.dep(dotGit)
-		st, err := os.Stat(dotGit)
-		if err != nil {
-			continue
-		}
+		sum := sumFile(dotGit)
+		rs.indexDeps[dotGit] = sum
 		subDir := dotGit
-		if !st.IsDir() {
+		switch sum.kind {
+		case 'd':
+		case 'f':
 			b, err := os.ReadFile(dotGit)
 			if err != nil {
 				continue
@@ -520,10 +563,10 @@ func (sc *scanner) submodules(gitDir, workTree string, depth int) error {
 			if !filepath.IsAbs(subDir) {
 				subDir = filepath.Join(subTree, subDir)
 			}
+		default:
+			continue
 		}
-		if err := sc.repo(subDir, subTree, depth+1); err != nil {
-			return err
-		}
+		rs.subs = append(rs.subs, subRepo{gitDir: subDir, workTree: subTree})
 	}
 	return nil
 }
