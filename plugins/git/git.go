@@ -1,8 +1,9 @@
 // Package git is the built-in git plugin. It runs the real git binary
 // (never through a shell) on repositories inside the project directory
-// only, with every repository setting that could run a program
-// neutralised, and every user-supplied revision resolved to an object id
-// before it reaches a git command line.
+// only, with every setting that could run a program neutralised in the
+// repository and in every submodule git could open from it (see guard),
+// no transport allowed (so no lazy fetch), and every user-supplied
+// revision resolved to an object id before it reaches a git command line.
 package git
 
 import (
@@ -534,6 +535,9 @@ func (r *repo) rawGit(ctx context.Context, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = strings.TrimSpace(capOutput(out.String(), 2000)) // git commit says "nothing to commit" on stdout
+		}
 		if msg == "" {
 			msg = err.Error()
 		}

@@ -30,7 +30,10 @@ import (
 //     file, and git passes it on to the child processes it starts in
 //     submodules and for lazy fetches.
 //  3. GIT_ALLOW_PROTOCOL names no transport, so no fetch or push of any
-//     kind can start (it is read before any protocol.* configuration).
+//     kind can start (it is read before any protocol.* configuration):
+//     a partial clone's lazy fetch fails before it runs an ssh command,
+//     a proxy, remote.<name>.uploadpack or a credential helper, whose
+//     first-wins values no override could beat.
 //
 // Keys and values travel in separate variables, so a driver name holding
 // '=' (filter."a=b".clean) cannot shift the split the way `-c k=v` would.
@@ -118,9 +121,16 @@ func splitKey(key string) (section, sub, name string) {
 // programSuffixes end the names of keys whose value is a program (or a
 // command line) git may run: core.sshCommand, diff.<driver>.command,
 // gpg.<format>.program, credential.<url>.helper, merge.<driver>.driver,
-// difftool.<tool>.cmd, remote.<name>.uploadpack, trailer.<token>.cmd and
+// difftool.<tool>.cmd, trailer.<token>.cmd, uploadpack.packObjectsHook and
 // whatever later versions of git add in the same style.
-var programSuffixes = []string{"program", "command", "cmd", "helper", "driver", "askpass", "uploadpack", "receivepack", "hook", "tunnel"}
+//
+// remote.<name>.uploadpack and .receivepack are not here: for them git
+// keeps the first value it reads, so no override can win (it only adds an
+// error line). They run only when a transport starts, and none can:
+// GIT_ALLOW_PROTOCOL=none (see baseEnv) refuses every transport before
+// any of these is consulted. core.gitProxy is first-wins too, and
+// GIT_PROXY_COMMAND, read before it, is set empty.
+var programSuffixes = []string{"program", "command", "cmd", "helper", "driver", "askpass", "hook", "tunnel"}
 
 // toolSections hold user-defined tools whose path names a program.
 var toolSections = map[string]bool{"difftool": true, "mergetool": true, "man": true, "browser": true, "guitool": true}
