@@ -165,6 +165,8 @@ func (g *guard) neutral(key string) (value string, ok bool) {
 			return "", false
 		}
 		return "/dev/null", true
+	case section == "diff" && sub == "" && name == "external":
+		return "", true
 	case section == "core" && name == "fsmonitor":
 		return "false", true
 	case section == "core" && name == "pager":
