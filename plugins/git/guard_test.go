@@ -244,7 +244,8 @@ type keyFamily struct {
 	// plant writes the configuration (and whatever else the family needs).
 	plant func(t *testing.T, f guardFixture, tg target)
 	// calls run through the plugin at the target's repo_path; a submodule
-	// target also gets git_status and git_diff_unstaged at the top.
+	// target first gets git_status, git_diff_unstaged and git_diff at the
+	// top.
 	calls func(tg target) []toolCall
 	// control does the equivalent with plain git; nil when git 2.39 cannot
 	// trigger the family outside a terminal (said in noControl).
@@ -587,7 +588,10 @@ func TestGuardKeyFamilies(t *testing.T) {
 					calls[i].args = args
 				}
 				if where == "submodule" {
-					calls = append(calls, toolCall{"git_status", nil}, toolCall{"git_diff_unstaged", nil}, toolCall{"git_diff", map[string]any{"target": "HEAD"}})
+					// First from the top, while the submodule still has
+					// the change that makes the top's git start a git in it.
+					top := []toolCall{{"git_status", nil}, {"git_diff_unstaged", nil}, {"git_diff", map[string]any{"target": "HEAD"}}}
+					calls = append(top, calls...)
 				}
 				for _, c := range calls {
 					got, isErr := f.call(c.tool, c.args)
@@ -734,5 +738,23 @@ func TestGuardNoticesChanges(t *testing.T) {
 	plainGit(f.project, "status")
 	if !f.marked("nested") {
 		t.Error("control: plain git status did not run the nested repository's fsmonitor")
+	}
+	// A submodule of the submodule: git status in the top starts git status
+	// in sub, which starts one in sub/deeper.
+	deeper := filepath.Join(f.project, "sub", "deeper")
+	newRepo(t, deeper)
+	gitCmd(t, deeper, "config", "filter.deep.clean", f.script(t, "deeper", "cat"))
+	gitCmd(t, filepath.Join(f.project, "sub"), "add", "deeper")
+	writeFile(t, filepath.Join(deeper, ".gitattributes"), "* filter=deep\n", 0o644)
+	writeFile(t, filepath.Join(deeper, "README.md"), "hello\n", 0o644)
+	for _, tool := range []string{"git_status", "git_diff_unstaged"} {
+		f.call(tool, nil)
+	}
+	if f.marked("deeper") {
+		t.Error("a submodule of a submodule ran its clean filter")
+	}
+	plainGit(f.project, "status")
+	if !f.marked("deeper") {
+		t.Error("control: plain git status did not run the clean filter of a submodule's submodule")
 	}
 }
