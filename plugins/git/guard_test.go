@@ -617,9 +617,9 @@ func (f guardFixture) call(tool string, args map[string]any) (string, bool) {
 }
 
 // TestGuardCredentialHelper: a lazy fetch from an HTTP promisor remote
-// never starts (the server sees no request), so the credential helper the
-// repository names never runs; plain git asks the helper when the server
-// answers 401.
+// never starts (the server sees no request), so neither the credential
+// helpers nor core.askPass the repository names run; plain git runs them
+// all when the server answers 401.
 func TestGuardCredentialHelper(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -640,6 +640,7 @@ func TestGuardCredentialHelper(t *testing.T) {
 			partialClone(t, tg, srv.URL+"/repo.git")
 			gitCmd(t, tg.dir, "config", "credential.helper", f.script(t, "credential", "exit 1"))
 			gitCmd(t, tg.dir, "config", "credential."+srv.URL+".helper", f.script(t, "credential-url", "exit 1"))
+			gitCmd(t, tg.dir, "config", "core.askPass", f.script(t, "askpass", "exit 1"))
 			for _, c := range readCalls(tg) {
 				args := map[string]any{"repo_path": tg.repoPath}
 				for k, v := range c.args {
@@ -647,12 +648,12 @@ func TestGuardCredentialHelper(t *testing.T) {
 				}
 				f.call(c.tool, args)
 			}
-			if f.marked("credential") || f.marked("credential-url") || hits.Load() != 0 {
-				t.Fatalf("through the plugin: credential helper ran %v/%v, %d HTTP requests", f.marked("credential"), f.marked("credential-url"), hits.Load())
+			if f.marked("credential") || f.marked("credential-url") || f.marked("askpass") || hits.Load() != 0 {
+				t.Fatalf("through the plugin: credential helpers ran %v/%v, askpass ran %v, %d HTTP requests", f.marked("credential"), f.marked("credential-url"), f.marked("askpass"), hits.Load())
 			}
 			plainGit(tg.dir, "show", "HEAD")
-			if !f.marked("credential") || hits.Load() == 0 {
-				t.Errorf("control: plain git did not ask the credential helper (%d requests)", hits.Load())
+			if !f.marked("credential") || !f.marked("credential-url") || !f.marked("askpass") || hits.Load() == 0 {
+				t.Errorf("control: plain git did not run credential helpers (%v/%v) and askpass (%v) (%d requests)", f.marked("credential"), f.marked("credential-url"), f.marked("askpass"), hits.Load())
 			}
 		})
 	}
