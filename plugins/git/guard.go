@@ -14,7 +14,9 @@ import (
 )
 
 // The guard keeps every program named in configuration from running. It
-// works by construction rather than by a list of known keys:
+// works by construction: not by a list of known keys, but by matching
+// families of key names (neutral) against every key actually present in
+// the configuration git will read:
 //
 //  1. Before git runs on a repository, the guard lists the effective
 //     configuration (git config --list --includes) of that repository and
@@ -37,9 +39,11 @@ import (
 //
 // Keys and values travel in separate variables, so a driver name holding
 // '=' (filter."a=b".clean) cannot shift the split the way `-c k=v` would.
-// The result is cached per repository and reused while every file it was
-// computed from (config files, include targets, .git files, indexes) has
-// the same content.
+// Each repository's scan is cached in two parts, reused while every file
+// it was computed from has the same content (hashed, not stat'ed): the
+// config part (config files, include targets, missing ones too) and the
+// index part (the index and each gitlink's .git). An unchanged repository
+// costs a few small file reads per call; a changed index one git ls-files.
 type guard struct {
 	allowHooks, allowFilters bool
 
