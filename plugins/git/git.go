@@ -1,8 +1,9 @@
 // Package git is the built-in git plugin. It runs the real git binary
 // (never through a shell) on repositories inside the project directory
-// only, with every repository setting that could run a program
-// neutralised, and every user-supplied revision resolved to an object id
-// before it reaches a git command line.
+// only, with every setting that could run a program neutralised in the
+// repository and in every submodule git could open from it (see guard),
+// no transport allowed (so no lazy fetch), and every user-supplied
+// revision resolved to an object id before it reaches a git command line.
 package git
 
 import (
@@ -43,6 +44,7 @@ type Settings struct {
 type plugin struct {
 	roots    *confine.Roots
 	settings Settings
+	guard    *guard
 }
 
 // New returns the git plugin.
@@ -62,6 +64,7 @@ func New() *sdk.Server {
 			return err
 		}
 		p.roots.Exclude(cfg.HostDataDir)
+		p.guard = &guard{allowHooks: p.settings.AllowHooks, allowFilters: p.settings.AllowFilters}
 		return nil
 	})
 	p.addTools(s)
@@ -124,7 +127,7 @@ func (p *plugin) diffUnstaged(ctx context.Context, _ *sdk.Request, in diffArgs) 
 		if err != nil {
 			return "", err
 		}
-		return orNone(r.git(ctx, "diff", "--no-ext-diff", "--no-textconv", u))
+		return orNone(r.git(ctx, "diff", "--no-ext-diff", r.textconv(), u))
 	})
 }
 
@@ -134,7 +137,7 @@ func (p *plugin) diffStaged(ctx context.Context, _ *sdk.Request, in diffArgs) (*
 		if err != nil {
 			return "", err
 		}
-		return orNone(r.git(ctx, "diff", "--cached", "--no-ext-diff", "--no-textconv", u))
+		return orNone(r.git(ctx, "diff", "--cached", "--no-ext-diff", r.textconv(), u))
 	})
 }
 
@@ -154,7 +157,7 @@ func (p *plugin) diff(ctx context.Context, _ *sdk.Request, in targetArgs) (*sdk.
 		if err != nil {
 			return "", err
 		}
-		return orNone(r.git(ctx, "diff", "--no-ext-diff", "--no-textconv", u, id, "--"))
+		return orNone(r.git(ctx, "diff", "--no-ext-diff", r.textconv(), u, id, "--"))
 	})
 }
 
@@ -176,7 +179,7 @@ func (p *plugin) log(ctx context.Context, _ *sdk.Request, in logArgs) (*sdk.Resu
 			return "", fmt.Errorf("max_count must be at most 1000")
 		}
 		args := []string{
-			"log", fmt.Sprintf("--max-count=%d", n), "--no-ext-diff", "--no-textconv",
+			"log", fmt.Sprintf("--max-count=%d", n), "--no-ext-diff", r.textconv(),
 			"--format=commit %H%nAuthor: %an <%ae>%nDate:   %aI%n%n%w(0,4,4)%B",
 		}
 		if in.Since != "" {
@@ -208,7 +211,7 @@ func (p *plugin) show(ctx context.Context, _ *sdk.Request, in showArgs) (*sdk.Re
 		if err != nil {
 			return "", err
 		}
-		return r.git(ctx, "show", "--no-ext-diff", "--no-textconv", id, "--")
+		return r.git(ctx, "show", "--no-ext-diff", r.textconv(), id, "--")
 	})
 }
 
@@ -258,7 +261,7 @@ func (p *plugin) blame(ctx context.Context, _ *sdk.Request, in blameArgs) (*sdk.
 		if err != nil {
 			return "", err
 		}
-		args := []string{"blame", "--no-textconv"}
+		args := []string{"blame", r.textconv()}
 		if in.StartLine > 0 || in.EndLine > 0 {
 			start, end := max(in.StartLine, 1), in.EndLine
 			if end > 0 && end < start {
@@ -408,9 +411,9 @@ func orNone(out string, err error) (string, error) {
 // be inside the project.
 type repo struct {
 	p      *plugin
-	dir    string // work tree
-	gitDir string
-	config []string // -c overrides
+	dir    string   // work tree
+	gitDir string   // git directory
+	env    []string // the environment every git process gets
 }
 
 // open resolves repo_path inside the project and finds its git directory:
@@ -460,67 +463,21 @@ func (p *plugin) open(ctx context.Context, path string) (*repo, error) {
 		}
 	}
 	r := &repo{p: p, dir: dir, gitDir: gitDir}
-	if err := r.prepareConfig(ctx); err != nil {
-		return nil, err
+	base := baseEnv()
+	overrides, err := p.guard.environ(ctx, base, gitDir, dir)
+	if err != nil {
+		return nil, fmt.Errorf("repo_path %s: %w", dir, err)
 	}
+	r.env = append(append(base, "GIT_DIR="+gitDir, "GIT_WORK_TREE="+dir), overrides...)
 	return r, nil
 }
 
-// prepareConfig builds the -c overrides that neutralise every setting
-// which could make git run a program.
-func (r *repo) prepareConfig(ctx context.Context) error {
-	c := []string{
-		"core.fsmonitor=false",
-		"core.sshCommand=false",
-		"core.pager=cat",
-		"core.editor=false",
-		"core.askPass=false",
-		"sequence.editor=false",
-		"credential.helper=",
-		"diff.external=",
-		"gpg.program=false",
-		"commit.gpgSign=false",
-		"tag.gpgSign=false",
-		"protocol.ext.allow=never",
-		"uploadpack.packObjectsHook=",
-		"core.worktree=" + r.dir,
-	}
-	if !r.p.settings.AllowHooks {
-		c = append(c, "core.hooksPath=/dev/null")
-	}
-	if !r.p.settings.AllowFilters {
-		// Filter drivers have user-chosen names: find every one configured
-		// (in any scope) and blank it. Reading config runs nothing.
-		out, _ := r.rawGit(ctx, nil, "config", "--name-only", "--get-regexp", `^(filter|diff)\.`)
-		seen := map[string]bool{}
-		for _, key := range strings.Fields(out) {
-			sect, rest, _ := strings.Cut(key, ".")
-			i := strings.LastIndexByte(rest, '.')
-			if i < 0 {
-				continue
-			}
-			driver := rest[:i]
-			id := sect + "." + driver
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			if sect == "filter" {
-				c = append(c, id+".clean=", id+".smudge=", id+".process=", id+".required=false")
-			} else {
-				c = append(c, id+".textconv=", id+".command=")
-			}
-		}
-	}
-	for _, kv := range c {
-		r.config = append(r.config, "-c", kv)
-	}
-	return nil
-}
-
-// env is the environment git runs with: the plugin's own, with the
-// repository pinned (no discovery) and no system config or prompts.
-func (r *repo) env() []string {
+// baseEnv is the plugin's own environment without any GIT_ variable, plus
+// the settings that hold whatever the configuration says: no system
+// config, no prompts, no pager or editor, no external diff, no proxy
+// command, and no transport at all (GIT_ALLOW_PROTOCOL is read before any
+// protocol.* key; "none" is a transport name no helper has).
+func baseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GIT_") {
@@ -528,24 +485,35 @@ func (r *repo) env() []string {
 		}
 	}
 	return append(env,
-		"GIT_DIR="+r.gitDir,
-		"GIT_WORK_TREE="+r.dir,
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_PAGER=cat",
 		"PAGER=cat",
-		"GIT_EDITOR=false",
-		"GIT_ASKPASS=false",
-		"SSH_ASKPASS=false",
+		"GIT_EDITOR=:",
+		"GIT_SEQUENCE_EDITOR=:",
+		"GIT_ASKPASS=",
+		"SSH_ASKPASS=",
 		"GIT_EXTERNAL_DIFF=",
+		"GIT_PROXY_COMMAND=",
+		"GIT_ALLOW_PROTOCOL=none",
+		"GIT_PROTOCOL_FROM_USER=0",
 		"GIT_OPTIONAL_LOCKS=0",
 	)
+}
+
+// textconv is the diff flag for textconv drivers: they run only when
+// allow_filters is on.
+func (r *repo) textconv() string {
+	if r.p.settings.AllowFilters {
+		return "--textconv"
+	}
+	return "--no-textconv"
 }
 
 // git runs a git subcommand with the safe configuration and returns its
 // output, capped.
 func (r *repo) git(ctx context.Context, args ...string) (string, error) {
-	out, err := r.rawGit(ctx, r.config, args...)
+	out, err := r.rawGit(ctx, args...)
 	if err != nil {
 		return "", err
 	}
@@ -555,16 +523,21 @@ func (r *repo) git(ctx context.Context, args ...string) (string, error) {
 	return out, nil
 }
 
-func (r *repo) rawGit(ctx context.Context, config []string, args ...string) (string, error) {
-	full := append(append([]string{"--no-pager", "--literal-pathspecs"}, config...), args...)
+// rawGit runs git with the repository's guarded environment; the output
+// is not capped.
+func (r *repo) rawGit(ctx context.Context, args ...string) (string, error) {
+	full := append([]string{"--no-pager", "--literal-pathspecs"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = r.dir
-	cmd.Env = r.env()
+	cmd.Env = r.env
 	cmd.Stdin = nil
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = strings.TrimSpace(capOutput(out.String(), 2000)) // git commit says "nothing to commit" on stdout
+		}
 		if msg == "" {
 			msg = err.Error()
 		}
@@ -600,7 +573,7 @@ func (r *repo) resolve(ctx context.Context, rev, kind string) (string, error) {
 	if kind != "" {
 		spec += "^{" + kind + "}"
 	}
-	out, err := r.rawGit(ctx, r.config, "rev-parse", "--verify", "--quiet", "--end-of-options", spec)
+	out, err := r.rawGit(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", spec)
 	if err != nil || strings.TrimSpace(out) == "" {
 		return "", fmt.Errorf("%q is not a known revision in %s", rev, r.dir)
 	}
@@ -615,7 +588,7 @@ func (r *repo) checkBranchName(ctx context.Context, name string) error {
 	if strings.HasPrefix(name, "-") {
 		return fmt.Errorf("branch name %q refused: %w", name, errDash)
 	}
-	if _, err := r.rawGit(ctx, nil, "check-ref-format", "--branch", name); err != nil {
+	if _, err := r.rawGit(ctx, "check-ref-format", "--branch", name); err != nil {
 		return fmt.Errorf("%q is not a valid branch name", name)
 	}
 	return nil
