@@ -34,7 +34,9 @@ const (
 	DefaultTimeout   = 2 * time.Minute
 	DefaultMaxTime   = 10 * time.Minute
 	DefaultOutputCap = 30000
-	killGrace        = 2 * time.Second
+	// DefaultMaxSaved caps each saved output file (bytes).
+	DefaultMaxSaved = 64 << 20
+	killGrace       = 2 * time.Second
 )
 
 // Settings is the `builtin "bash" {}` block.
@@ -45,6 +47,9 @@ type Settings struct {
 	MaxTimeout string `hcl:"max_timeout,optional" json:"max_timeout,omitempty"`
 	// OutputCap is the number of characters of output returned.
 	OutputCap int `hcl:"output_cap,optional" json:"output_cap,omitempty"`
+	// MaxSavedBytes caps each saved output file (default 64 MiB): past it
+	// the file keeps the head, a note saying what was dropped, and the tail.
+	MaxSavedBytes int64 `hcl:"max_saved_bytes,optional" json:"max_saved_bytes,omitempty"`
 	// Env adds variables to the commands' clean environment.
 	Env map[string]string `hcl:"env,optional" json:"env,omitempty"`
 }
@@ -118,6 +123,13 @@ func (p *plugin) configure(cfg sdk.Config) error {
 	}
 	if st.OutputCap > 0 {
 		p.outputCap = st.OutputCap
+	}
+	p.maxSaved = DefaultMaxSaved
+	switch {
+	case st.MaxSavedBytes < 0:
+		return fmt.Errorf("bash: max_saved_bytes %d is negative", st.MaxSavedBytes)
+	case st.MaxSavedBytes > 0:
+		p.maxSaved = st.MaxSavedBytes
 	}
 	p.env = CleanEnv(st.Env)
 	if p.fsRoot, err = confine.New("/"); err != nil {
@@ -303,7 +315,7 @@ func (p *plugin) newCapture(kind string) (*capture, error) {
 	name := fmt.Sprintf("%s-%s-%d-%d.log", kind, time.Now().UTC().Format("20060102T150405"), os.Getpid(), p.outSeq)
 	p.outMu.Unlock()
 	p.pruneOutputs()
-	return newCapture(filepath.Join(p.outDir, name), p.outputCap)
+	return newCapture(filepath.Join(p.outDir, name), p.outputCap, p.maxSaved)
 }
 
 // pruneOutputs keeps the newest keepOutputs saved outputs.

@@ -234,7 +234,11 @@ func (js *jobs) output(_ context.Context, req *sdk.Request, in outputArgs) (*sdk
 	}
 	j.mu.Unlock()
 	text := strings.ToValidUTF8(string(buf[:n]), "\uFFFD")
-	return sdk.Textf("%s\n[job %s %s; read bytes %d-%d of %d; next offset %d]", text, j.id, j.status(), offset, next, size, next), nil
+	capped := ""
+	if d := j.out.droppedBytes(); d > 0 && j.isRunning() {
+		capped = fmt.Sprintf("; %d bytes past the %d-byte cap on saved output are not kept (the tail is saved when the job ends)", d, js.p.maxSaved)
+	}
+	return sdk.Textf("%s\n[job %s %s; read bytes %d-%d of %d; next offset %d%s]", text, j.id, j.status(), offset, next, size, next, capped), nil
 }
 
 type jobArgs struct {
