@@ -1,6 +1,14 @@
 // Package bash is the built-in bash plugin: runs shell commands inside the
 // project directory with a clean environment, a timeout that kills the
 // whole process group, and capped output.
+//
+// The run and start tools report one permission pattern per command a line
+// would run (see Commands): an allow list auto-allows a line only when it
+// names every command the line can run; whatever cannot be known before
+// the line runs is an opaque pattern, which needs approval. A redirection
+// that reads or writes at or under one of the host's protected paths is
+// refused outright. Background jobs belong to the caller that started them
+// (sdk.Request.Owner).
 package bash
 
 import (
@@ -145,6 +153,8 @@ func (p *plugin) configure(cfg sdk.Config) error {
 			p.protected = append(p.protected, real)
 		}
 	}
+	// A working directory inside a protected path is refused as well.
+	p.roots.Exclude(p.protected...)
 	p.outDir = filepath.Join(cfg.DataDir, "outputs")
 	if cfg.DataDir == "" {
 		p.outDir = filepath.Join(os.TempDir(), "switchboard-bash-outputs")

@@ -21,8 +21,7 @@ const maxDepth = 8
 //
 // A line is auto-allowed by the host only when every pattern is allowed,
 // so whatever this check cannot know statically gets an opaque pattern
-// (protocol.Opaque), which no allow rule matches. See the package's
-// permission rules (doc.go) for the full list; in short:
+// (protocol.Opaque), which no allow rule matches. The rules:
 //
 //   - a command name is reported as written when it has no '/'; an absolute
 //     clean path (/usr/bin/ls) is reported as that path and as its base name
@@ -1021,7 +1020,7 @@ func sedScriptProblem(sc string) string {
 			for i < len(sc) && sc[i] != ';' && sc[i] != '\n' && sc[i] != '}' {
 				i++
 			}
-		case 'a', 'i', 'c', 'r', 'R':
+		case 'a', 'i', 'c', 'r', 'R', '#':
 			toEOL()
 		case 'y':
 			if i >= len(sc) {

@@ -100,7 +100,12 @@ func TestCommands(t *testing.T) {
 }
 
 func FuzzCommands(f *testing.F) {
-	for _, s := range []string{"ls && rm x", "bash -c 'eval \"$x\"'", "find . -exec sh -c 'rm' \\;", "a=$(b) c"} {
+	for _, s := range []string{
+		"ls && rm x", "bash -c 'eval \"$x\"'", "find . -exec sh -c 'rm' \\;", "a=$(b) c",
+		"sed -n -e '/a/,/b/{s/x/y/2;p}' -e 'y/ab/cd/' f", `sed 's\x\y\e'`, "awk -F: '{print $1}'",
+		"sudo -Eu root timeout -k5 5 nice -n1 rm x", "git -C . rebase -ix cmd", "echo ${a[x]} $((y)) ${!z} ${w@P} > ~/f",
+		"declare -n r=PATH; read -a 'a[1]'; printf -vx y; tar -xIcmd f",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
