@@ -259,7 +259,7 @@ func (a *analysis) decl(d *syntax.DeclClause) {
 			case !static:
 				a.opaque("%s with an argument computed when it runs", d.Variant.Value)
 			case strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+"):
-				if strings.ContainsAny(s[1:], "ni") {
+				if d.Variant.Value != "export" && strings.ContainsAny(s[1:], "ni") {
 					a.opaque("%s %s: integer and nameref variables evaluate what is assigned to them", d.Variant.Value, s)
 				}
 			default:
@@ -700,7 +700,7 @@ operands:
 // change how names resolve: assigning one makes a line opaque.
 var programVars = []string{
 	"PATH", "HOME", "SHELL", "ENV", "BASH_ENV", "CDPATH", "PS4", "PROMPT_COMMAND", "PAGER", "EDITOR", "VISUAL",
-	"BROWSER", "SHELLOPTS", "BASHOPTS", "IFS", "GLOBIGNORE", "TMPDIR", "INPUTRC", "TERMINFO", "MAKEFLAGS", "MFLAGS",
+	"BROWSER", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "TMPDIR", "INPUTRC", "TERMINFO", "MAKEFLAGS", "MFLAGS",
 	"CC", "CXX", "CPP", "LD", "AR", "AS", "FC", "ZIPOPT", "UNZIP", "TAR_OPTIONS", "GREP_OPTIONS", "LESSOPEN", "LESSCLOSE",
 	"OLDPWD", "PWD", "PROMPT_DIRTRIM", "HISTFILE", "MAIL", "MAILPATH", "EXECIGNORE",
 }

@@ -309,6 +309,8 @@ func TestCommandsPlain(t *testing.T) {
 		{"f() { ls; }; f", []string{"f", "ls"}},
 		{"while read -r line; do echo \"$line\"; done < f", []string{"echo", "read"}},
 		{"read -r a b <<< 'x y'", []string{"read"}},
+		{"while IFS= read -r l; do echo \"$l\"; done < f", []string{"echo", "read"}},
+		{"export -n FOO", nil},
 		{"printf '%s\\n' \"$x\"", []string{"printf"}},
 		{"[ -f x ] && test -d y", []string{"[", "test"}},
 		{"[[ $x == y ]] && echo", []string{"echo"}},
