@@ -1,6 +1,14 @@
 // Package bash is the built-in bash plugin: runs shell commands inside the
 // project directory with a clean environment, a timeout that kills the
 // whole process group, and capped output.
+//
+// The run and start tools report one permission pattern per command a line
+// would run (see Commands): an allow list auto-allows a line only when it
+// names every command the line can run; whatever cannot be known before
+// the line runs is an opaque pattern, which needs approval. A redirection
+// that reads or writes at or under one of the host's protected paths is
+// refused outright. Background jobs belong to the caller that started them
+// (sdk.Request.Owner).
 package bash
 
 import (
@@ -11,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -33,7 +42,9 @@ const (
 	DefaultTimeout   = 2 * time.Minute
 	DefaultMaxTime   = 10 * time.Minute
 	DefaultOutputCap = 30000
-	killGrace        = 2 * time.Second
+	// DefaultMaxSaved caps each saved output file (bytes).
+	DefaultMaxSaved = 64 << 20
+	killGrace       = 2 * time.Second
 )
 
 // Settings is the `builtin "bash" {}` block.
@@ -44,6 +55,9 @@ type Settings struct {
 	MaxTimeout string `hcl:"max_timeout,optional" json:"max_timeout,omitempty"`
 	// OutputCap is the number of characters of output returned.
 	OutputCap int `hcl:"output_cap,optional" json:"output_cap,omitempty"`
+	// MaxSavedBytes caps each saved output file (default 64 MiB): past it
+	// the file keeps the head, a note saying what was dropped, and the tail.
+	MaxSavedBytes int64 `hcl:"max_saved_bytes,optional" json:"max_saved_bytes,omitempty"`
 	// Env adds variables to the commands' clean environment.
 	Env map[string]string `hcl:"env,optional" json:"env,omitempty"`
 }
@@ -55,6 +69,13 @@ type plugin struct {
 	outputCap int
 	env       []string
 	outDir    string
+	maxSaved  int64
+
+	// protected are the host's control-plane paths (Config.ProtectedPaths
+	// and HostDataDir), each as given and with symlinks resolved; fsRoot
+	// resolves redirection targets the way confine does.
+	protected []string
+	fsRoot    *confine.Roots
 
 	outMu  sync.Mutex
 	outSeq int
@@ -111,7 +132,29 @@ func (p *plugin) configure(cfg sdk.Config) error {
 	if st.OutputCap > 0 {
 		p.outputCap = st.OutputCap
 	}
+	p.maxSaved = DefaultMaxSaved
+	switch {
+	case st.MaxSavedBytes < 0:
+		return fmt.Errorf("bash: max_saved_bytes %d is negative", st.MaxSavedBytes)
+	case st.MaxSavedBytes > 0:
+		p.maxSaved = st.MaxSavedBytes
+	}
 	p.env = CleanEnv(st.Env)
+	if p.fsRoot, err = confine.New("/"); err != nil {
+		return fmt.Errorf("bash: %w", err)
+	}
+	p.protected = nil
+	for _, pp := range append(slices.Clone(cfg.ProtectedPaths), cfg.HostDataDir) {
+		if pp == "" || !filepath.IsAbs(pp) {
+			continue
+		}
+		p.protected = append(p.protected, filepath.Clean(pp))
+		if real, err := p.fsRoot.Resolve(pp); err == nil && real != filepath.Clean(pp) {
+			p.protected = append(p.protected, real)
+		}
+	}
+	// A working directory inside a protected path is refused as well.
+	p.roots.Exclude(p.protected...)
 	p.outDir = filepath.Join(cfg.DataDir, "outputs")
 	if cfg.DataDir == "" {
 		p.outDir = filepath.Join(os.TempDir(), "switchboard-bash-outputs")
@@ -135,9 +178,17 @@ func commandPatterns(_ context.Context, args json.RawMessage) ([]string, error) 
 }
 
 // CleanEnv is the environment commands run with: PATH, HOME, LANG,
-// TERM=dumb and the extras, and nothing else of the host's.
+// TERM=dumb and the extras, and nothing else of the host's. PATH keeps only
+// its absolute entries: an empty or relative one ("", ".", "bin") would make
+// a bare name such as ls resolve to a file in the working directory.
 func CleanEnv(extra map[string]string) []string {
-	path := os.Getenv("PATH")
+	var dirs []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	path := strings.Join(dirs, string(filepath.ListSeparator))
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
@@ -179,6 +230,9 @@ func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Re
 	cwd, err := p.roots.Resolve(in.Cwd)
 	if err != nil {
 		return sdk.Errorf("cwd refused: %v", err), nil
+	}
+	if err := p.checkRedirects(in.Command, cwd); err != nil {
+		return sdk.Errorf("refused: %v", err), nil
 	}
 	timeout := p.timeout
 	if in.TimeoutMS > 0 {
@@ -271,7 +325,7 @@ func (p *plugin) newCapture(kind string) (*capture, error) {
 	name := fmt.Sprintf("%s-%s-%d-%d.log", kind, time.Now().UTC().Format("20060102T150405"), os.Getpid(), p.outSeq)
 	p.outMu.Unlock()
 	p.pruneOutputs()
-	return newCapture(filepath.Join(p.outDir, name), p.outputCap)
+	return newCapture(filepath.Join(p.outDir, name), p.outputCap, p.maxSaved)
 }
 
 // pruneOutputs keeps the newest keepOutputs saved outputs.
@@ -307,4 +361,92 @@ func killGroup(pid int, done <-chan error) error {
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	return <-done
+}
+
+// checkRedirects refuses a line with a redirection (in it, or in a bash -c
+// or eval string it runs) whose target is at or under a protected path.
+// A relative target is resolved against cwd and, when the line changes
+// directory, against each directory it names; symlinks are followed where
+// the target or its parents exist. Targets that cannot be resolved here
+// ($VAR, globs, ~user) are opaque in the permission patterns instead.
+//
+// This is a check of the line as written, made before it runs: a command in
+// the same line that creates a symlink at the target defeats it. The
+// kernel sandbox is the boundary; this keeps an allowed echo from writing
+// the host's files.
+func (p *plugin) checkRedirects(line, cwd string) error {
+	if len(p.protected) == 0 {
+		return nil
+	}
+	an := analyze(line)
+	home := envValue(p.env, "HOME")
+	for _, t := range an.targets {
+		for _, cand := range targetCandidates(t, cwd, home, an.dirs) {
+			if prot := p.protectedBy(cand); prot != "" {
+				return fmt.Errorf("the redirection to %s reaches %s, a protected path (the host's configuration, data and plugin files may not be read or written by tools)", t, prot)
+			}
+		}
+	}
+	return nil
+}
+
+// protectedBy returns the protected path that abs (absolute) lies at or
+// under, judged both as written and with symlinks resolved, or "".
+func (p *plugin) protectedBy(abs string) string {
+	paths := []string{filepath.Clean(abs)}
+	if real, err := p.fsRoot.Resolve(abs); err == nil {
+		paths = append(paths, real)
+	}
+	for _, c := range paths {
+		for _, prot := range p.protected {
+			if confine.Within(c, prot) {
+				return prot
+			}
+		}
+	}
+	return ""
+}
+
+// targetCandidates returns the absolute paths a redirection target may
+// name: ~ and ~/x expanded with home, relative paths against cwd and each
+// directory the line cds into.
+func targetCandidates(t, cwd, home string, dirs []string) []string {
+	expand := func(s string) (string, bool) {
+		switch {
+		case s == "~" || strings.HasPrefix(s, "~/"):
+			if home == "" {
+				return "", false
+			}
+			return home + s[1:], true
+		case strings.HasPrefix(s, "~"):
+			return "", false // ~user: opaque in the patterns
+		}
+		return s, true
+	}
+	t, ok := expand(t)
+	if !ok {
+		return nil
+	}
+	if filepath.IsAbs(t) {
+		return []string{t}
+	}
+	out := []string{filepath.Join(cwd, t)}
+	for _, d := range dirs {
+		if d, ok := expand(d); ok {
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(cwd, d)
+			}
+			out = append(out, filepath.Join(d, t))
+		}
+	}
+	return out
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -48,7 +48,7 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-var savedRE = regexp.MustCompile(`the full output is in (\S+) \.\.\.`)
+var savedRE = regexp.MustCompile(`is in (\S+) \.\.\.`)
 
 func TestRun(t *testing.T) {
 	t.Setenv("SWITCHBOARD_TEST_SECRET", "hunter2")
@@ -274,8 +274,8 @@ func TestFloodDoesNotGrowMemory(t *testing.T) {
 			t.Fatalf("%s: %q", cmd, got[:min(300, len(got))])
 		}
 		if m := savedRE.FindStringSubmatch(got); m != nil {
-			if st, err := os.Stat(m[1]); err != nil || st.Size() != 200000000 {
-				t.Errorf("%s: saved output %v, %v; want 200000000 bytes", cmd, st, err)
+			if st, err := os.Stat(m[1]); err != nil || st.Size() > bash.DefaultMaxSaved || st.Size() < bash.DefaultMaxSaved/2 {
+				t.Errorf("%s: saved output %v, %v; want about %d bytes (the cap)", cmd, st, err, bash.DefaultMaxSaved)
 			}
 			_ = os.Remove(m[1])
 		}
@@ -301,4 +301,53 @@ func TestJobsDieWithThePlugin(t *testing.T) {
 	}
 	p.Stop()
 	waitGone(t, pid)
+}
+
+// TestSavedOutputCap floods past max_saved_bytes: the saved file stays
+// under the cap and keeps the head, a note, and the tail.
+func TestSavedOutputCap(t *testing.T) {
+	const maxSaved = 100000
+	p := sdktest.StartInProcess(t, bash.New(), sdktest.WithSettings(map[string]any{"output_cap": 200, "max_saved_bytes": maxSaved}))
+	check := func(t *testing.T, b []byte) {
+		t.Helper()
+		s := string(b)
+		if len(b) > maxSaved || len(b) < maxSaved/2 {
+			t.Errorf("saved output is %d bytes, want at most the cap %d (and most of it)", len(b), maxSaved)
+		}
+		if !strings.HasPrefix(s, "1\n2\n3\n") || !strings.HasSuffix(s, "199999\n200000\n") {
+			t.Errorf("saved output lacks its head or tail: %q … %q", s[:min(20, len(s))], s[max(0, len(s)-20):])
+		}
+		if !regexp.MustCompile(`\[\.\.\. \d+ bytes of output dropped here: saved outputs keep at most 100000 bytes`).MatchString(s) {
+			t.Errorf("saved output has no note saying what was dropped")
+		}
+	}
+	t.Run("run", func(t *testing.T) {
+		got := sdktest.Text(p.Call("run", map[string]any{"command": "seq 1 200000"}))
+		m := savedRE.FindStringSubmatch(got)
+		if m == nil || !strings.Contains(got, "capped at 100000 bytes") {
+			t.Fatalf("result does not name the capped saved output: %q", got)
+		}
+		b, err := os.ReadFile(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, b)
+	})
+	t.Run("job", func(t *testing.T) {
+		p.Call("start", map[string]any{"command": "seq 1 200000"})
+		deadline := time.Now().Add(20 * time.Second)
+		var got string
+		for time.Now().Before(deadline) {
+			got = sdktest.Text(p.Call("output", map[string]any{"job": "j1", "offset": 0, "limit": 1 << 20}))
+			if strings.Contains(got, "exited") {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		body, _, ok := strings.Cut(got, "\n[job j1 exited")
+		if !ok {
+			t.Fatalf("job did not finish: %q", got[max(0, len(got)-200):])
+		}
+		check(t, []byte(body))
+	})
 }

@@ -12,10 +12,17 @@ import (
 // maxLineBytes bounds one line reported as progress.
 const maxLineBytes = 1000
 
+// noteReserve is room kept in a capped saved file for the note that says
+// what was dropped.
+const noteReserve = 512
+
 // capture receives a command's output (stdout and stderr in arrival order).
-// It writes everything to a file and keeps in memory only what a result
-// can show: the head and the tail, each about half the cap. So a flood of
-// output costs disk, not memory.
+// It writes it to a file and keeps in memory only what a result can show:
+// the head and the tail, each about half the cap. So a flood of output
+// costs disk, not memory; and the disk it costs is capped too: the file
+// keeps the first bytes up to about maxSaved, and when more came, finish
+// appends a note saying how much was dropped and the last bytes (at most
+// tailMax, already in memory).
 type capture struct {
 	mu      sync.Mutex
 	file    *os.File
@@ -23,6 +30,11 @@ type capture struct {
 	capRune int
 	headMax int // bytes
 	tailMax int // bytes
+
+	maxSaved  int64 // the file's size limit
+	fileHead  int64 // bytes of the head the file takes
+	tailSaved int   // bytes of the tail the file takes when capped
+	written   int64
 
 	head    []byte
 	tail    []byte
@@ -38,21 +50,39 @@ type capture struct {
 	dropped int
 }
 
-func newCapture(path string, capRunes int) (*capture, error) {
+// newCapture creates the file at path; the result shows capRunes
+// characters and the file keeps at most maxSaved bytes.
+func newCapture(path string, capRunes int, maxSaved int64) (*capture, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	// Any character is at most 4 bytes, so these hold half the cap each.
 	half := 4 * (capRunes/2 + 1)
-	return &capture{file: f, path: path, capRune: capRunes, headMax: half, tailMax: half}, nil
+	c := &capture{file: f, path: path, capRune: capRunes, headMax: half, tailMax: half, maxSaved: maxSaved}
+	c.tailSaved = int(min(maxSaved/4, int64(half)))
+	c.fileHead = maxSaved - int64(c.tailSaved) - noteReserve
+	if c.fileHead <= 0 { // a tiny cap: the head only
+		c.fileHead, c.tailSaved = maxSaved, 0
+	}
+	return c, nil
+}
+
+// droppedBytes returns how many bytes of output the file does not hold
+// (yet: a capped file gets its tail when the command ends).
+func (c *capture) droppedBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes - c.written
 }
 
 func (c *capture) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.werr == nil {
-		if _, err := c.file.Write(b); err != nil {
+	if room := c.fileHead - c.written; c.werr == nil && room > 0 {
+		n, err := c.file.Write(b[:min(int64(len(b)), room)])
+		c.written += int64(n)
+		if err != nil {
 			c.werr = err
 		}
 	}
@@ -133,6 +163,10 @@ func (c *capture) takeLines() string {
 func (c *capture) finish(keepFile bool) (text string, savedPath string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	capped := c.bytes > c.written && c.werr == nil
+	if capped {
+		c.saveTail()
+	}
 	if cerr := c.file.Close(); c.werr == nil {
 		c.werr = cerr
 	}
@@ -160,11 +194,30 @@ func (c *capture) finish(keepFile bool) (text string, savedPath string, err erro
 	cut := c.runes - int64(utf8.RuneCountInString(head)) - int64(utf8.RuneCountInString(tail))
 	saved := c.path
 	where := "the full output is in " + saved
+	if capped {
+		where = fmt.Sprintf("the output, capped at %d bytes (its head and tail), is in %s", c.maxSaved, saved)
+	}
 	if c.werr != nil {
 		where = "saving the full output failed: " + c.werr.Error()
 		saved = ""
 	}
 	return c.decorate(head + fmt.Sprintf("\n\n[... %d characters cut from the middle; %s ...]\n\n", cut, where) + tail), saved, nil
+}
+
+// saveTail ends a capped file: a note saying what was dropped, then the
+// last bytes of the output (which are in memory).
+func (c *capture) saveTail() {
+	tail := c.tail[max(0, len(c.tail)-c.tailSaved):]
+	tail = tail[max(0, int64(len(tail))-(c.bytes-c.written)):] // never repeat saved bytes
+	dropped := c.bytes - c.written - int64(len(tail))
+	note := fmt.Sprintf("\n[... %d bytes of output dropped here: saved outputs keep at most %d bytes (max_saved_bytes); the last %d bytes follow ...]\n", dropped, c.maxSaved, len(tail))
+	if _, err := c.file.WriteString(note); err != nil {
+		c.werr = err
+		return
+	}
+	if _, err := c.file.Write(tail); err != nil {
+		c.werr = err
+	}
 }
 
 func (c *capture) decorate(s string) string {

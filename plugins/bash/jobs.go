@@ -15,20 +15,35 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
-// maxJobs bounds the background jobs one plugin keeps.
+// maxJobs bounds the running background jobs of one owner.
 const maxJobs = 32
 
+// owner is who a job belongs to: the call's sdk.Request.Owner (the
+// authenticated caller, else the HTTP session, else the stdio client; ""
+// from an older host, which is an owner like any other).
+type owner string
+
+// jobKey names a job: ids are numbered per owner, so one owner's ids say
+// nothing about another's.
+type jobKey struct {
+	owner owner
+	id    string
+}
+
 // jobs are background commands: started by `start`, read by `output`,
-// stopped by `kill` or when the plugin stops.
+// stopped by `kill` or when the plugin stops. A job belongs to the owner
+// that started it: to any other owner, output, kill and jobs answer as if
+// it did not exist.
 type jobs struct {
 	p    *plugin
 	mu   sync.Mutex
-	byID map[string]*job
-	ids  []string
-	next int
+	byID map[jobKey]*job
+	keys []jobKey
+	next map[owner]int
 }
 
 type job struct {
+	owner            owner
 	id, command, cwd string
 	started          time.Time
 	cmd              *exec.Cmd
@@ -42,7 +57,9 @@ type job struct {
 	cursor   int64 // where the next `output` without offset starts
 }
 
-func newJobs(p *plugin) *jobs { return &jobs{p: p, byID: map[string]*job{}} }
+func newJobs(p *plugin) *jobs {
+	return &jobs{p: p, byID: map[jobKey]*job{}, next: map[owner]int{}}
+}
 
 func (js *jobs) addTools(s *sdk.Server) {
 	sdk.AddTool(s, sdk.Tool{
@@ -82,7 +99,8 @@ type startArgs struct {
 	Cwd     string `json:"cwd,omitempty" jsonschema:"description=Working directory inside the project directory"`
 }
 
-func (js *jobs) start(_ context.Context, _ *sdk.Request, in startArgs) (*sdk.Result, error) {
+func (js *jobs) start(_ context.Context, req *sdk.Request, in startArgs) (*sdk.Result, error) {
+	who := owner(req.Owner)
 	if strings.TrimSpace(in.Command) == "" {
 		return sdk.Errorf("command is empty"), nil
 	}
@@ -90,10 +108,13 @@ func (js *jobs) start(_ context.Context, _ *sdk.Request, in startArgs) (*sdk.Res
 	if err != nil {
 		return sdk.Errorf("cwd refused: %v", err), nil
 	}
+	if err := js.p.checkRedirects(in.Command, cwd); err != nil {
+		return sdk.Errorf("refused: %v", err), nil
+	}
 	js.mu.Lock()
 	running := 0
-	for _, j := range js.byID {
-		if j.isRunning() {
+	for k, j := range js.byID {
+		if k.owner == who && j.isRunning() {
 			running++
 		}
 	}
@@ -101,15 +122,15 @@ func (js *jobs) start(_ context.Context, _ *sdk.Request, in startArgs) (*sdk.Res
 		js.mu.Unlock()
 		return sdk.Errorf("%d jobs are running already; kill one first", running), nil
 	}
-	js.next++
-	id := fmt.Sprintf("j%d", js.next)
+	js.next[who]++
+	id := fmt.Sprintf("j%d", js.next[who])
 	js.mu.Unlock()
 
 	out, err := js.p.newCapture("job-" + id)
 	if err != nil {
 		return sdk.Errorf("cannot store the job's output: %v", err), nil
 	}
-	j := &job{id: id, command: in.Command, cwd: cwd, started: time.Now(), out: out, done: make(chan struct{}), state: "running"}
+	j := &job{owner: who, id: id, command: in.Command, cwd: cwd, started: time.Now(), out: out, done: make(chan struct{}), state: "running"}
 	j.cmd = js.p.command(in.Command, cwd, out)
 	if err := j.cmd.Start(); err != nil {
 		_, _, _ = out.finish(false)
@@ -117,8 +138,9 @@ func (js *jobs) start(_ context.Context, _ *sdk.Request, in startArgs) (*sdk.Res
 	}
 	go j.wait()
 	js.mu.Lock()
-	js.byID[id] = j
-	js.ids = append(js.ids, id)
+	key := jobKey{who, id}
+	js.byID[key] = j
+	js.keys = append(js.keys, key)
 	js.mu.Unlock()
 	return sdk.Textf("Started job %s (pid %d). Read its output with output {\"job\": %q}.", id, j.cmd.Process.Pid, id), nil
 }
@@ -160,10 +182,11 @@ func (j *job) status() string {
 	}
 }
 
-func (js *jobs) get(id string) (*job, *sdk.Result) {
+// get returns the caller's job id; another owner's job is not found.
+func (js *jobs) get(req *sdk.Request, id string) (*job, *sdk.Result) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	if j, ok := js.byID[id]; ok {
+	if j, ok := js.byID[jobKey{owner(req.Owner), id}]; ok {
 		return j, nil
 	}
 	return nil, sdk.Errorf("no job %q; list them with jobs", id)
@@ -175,8 +198,8 @@ type outputArgs struct {
 	Limit  int    `json:"limit,omitempty" jsonschema:"description=Bytes to read (default 30000),minimum=1"`
 }
 
-func (js *jobs) output(_ context.Context, _ *sdk.Request, in outputArgs) (*sdk.Result, error) {
-	j, errRes := js.get(in.Job)
+func (js *jobs) output(_ context.Context, req *sdk.Request, in outputArgs) (*sdk.Result, error) {
+	j, errRes := js.get(req, in.Job)
 	if errRes != nil {
 		return errRes, nil
 	}
@@ -211,15 +234,19 @@ func (js *jobs) output(_ context.Context, _ *sdk.Request, in outputArgs) (*sdk.R
 	}
 	j.mu.Unlock()
 	text := strings.ToValidUTF8(string(buf[:n]), "\uFFFD")
-	return sdk.Textf("%s\n[job %s %s; read bytes %d-%d of %d; next offset %d]", text, j.id, j.status(), offset, next, size, next), nil
+	capped := ""
+	if d := j.out.droppedBytes(); d > 0 && j.isRunning() {
+		capped = fmt.Sprintf("; %d bytes past the %d-byte cap on saved output are not kept (the tail is saved when the job ends)", d, js.p.maxSaved)
+	}
+	return sdk.Textf("%s\n[job %s %s; read bytes %d-%d of %d; next offset %d%s]", text, j.id, j.status(), offset, next, size, next, capped), nil
 }
 
 type jobArgs struct {
 	Job string `json:"job" jsonschema:"description=The job id from start"`
 }
 
-func (js *jobs) kill(_ context.Context, _ *sdk.Request, in jobArgs) (*sdk.Result, error) {
-	j, errRes := js.get(in.Job)
+func (js *jobs) kill(_ context.Context, req *sdk.Request, in jobArgs) (*sdk.Result, error) {
+	j, errRes := js.get(req, in.Job)
 	if errRes != nil {
 		return errRes, nil
 	}
@@ -247,16 +274,20 @@ func (j *job) stop() {
 	}
 }
 
-func (js *jobs) list(context.Context, *sdk.Request, struct{}) (*sdk.Result, error) {
+func (js *jobs) list(_ context.Context, req *sdk.Request, _ struct{}) (*sdk.Result, error) {
 	js.mu.Lock()
-	ids := append([]string(nil), js.ids...)
+	var mine []*job
+	for _, k := range js.keys {
+		if k.owner == owner(req.Owner) {
+			mine = append(mine, js.byID[k])
+		}
+	}
 	js.mu.Unlock()
-	if len(ids) == 0 {
+	if len(mine) == 0 {
 		return sdk.Text("No jobs."), nil
 	}
 	var b strings.Builder
-	for _, id := range ids {
-		j, _ := js.get(id)
+	for _, j := range mine {
 		fmt.Fprintf(&b, "%s\t%s\tstarted %s\t%s\n", j.id, j.status(), j.started.UTC().Format(time.RFC3339), j.command)
 	}
 	return sdk.Text(b.String()), nil

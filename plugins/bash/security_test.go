@@ -1,0 +1,197 @@
+package bash_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/plugins/bash"
+	"github.com/switchboard-mcp/switchboard/sdk"
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
+)
+
+// direct is the bash plugin configured and called through its protocol
+// handler, in-process: sdktest sends neither protected paths nor an owner.
+type direct struct {
+	t       *testing.T
+	s       *sdk.Server
+	project string
+}
+
+func startDirect(t *testing.T, protected []string, settings map[string]any) *direct {
+	t.Helper()
+	d := &direct{t: t, s: bash.New(), project: t.TempDir()}
+	var raw []byte
+	if settings != nil {
+		raw, _ = json.Marshal(settings)
+	}
+	if err := d.s.Configure(t.Context(), &pluginv1.ConfigureRequest{
+		ServerName: "bash", ProjectDir: d.project, DataDir: t.TempDir(), SettingsJson: raw, ProtectedPaths: protected,
+	}); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	t.Cleanup(d.s.Shutdown)
+	return d
+}
+
+func (d *direct) call(owner, tool string, args map[string]any) *pluginv1.Result {
+	d.t.Helper()
+	raw, _ := json.Marshal(args)
+	res, err := d.s.CallTool(context.Background(), &pluginv1.Call{Tool: tool, Arguments: raw, Owner: owner}, nil)
+	if err != nil {
+		d.t.Fatalf("CallTool %s: %v", tool, err)
+	}
+	return res
+}
+
+func isOpaque(pats []string) bool {
+	for _, p := range pats {
+		if strings.HasPrefix(p, "\x00") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAttacksRun performs attacks from the issue for real: the line does run
+// what it hides (the control), and its permission patterns are opaque, so a
+// host with `allow = ["bash.run:echo"]` would never auto-allow it.
+func TestAttacksRun(t *testing.T) {
+	project := t.TempDir()
+	p := sdktest.StartInProcess(t, bash.New(), sdktest.WithProjectDir(project))
+	tests := []struct{ name, line string }{
+		{"arithmetic", `x='a[$(touch MARKER)]'; echo $((x))`},
+		{"prompt expansion", `x='$(touch MARKER)'; echo ${x@P}`},
+		{"indirect expansion", `x='a[$(touch MARKER)]'; echo ${!x}`},
+		{"[[ -eq ]]", `x='a[$(touch MARKER)]'; [[ $x -eq 0 ]]; echo`},
+		{"printf -v subscript", `printf -v 'a[$(touch MARKER)]' x; echo`},
+		{"variable command", `c=touch; $c MARKER`},
+		{"relative command", `mkdir -p tools && ln -sf "$(command -v touch)" tools/echo && ./tools/echo MARKER`},
+		{"PATH prefix", `mkdir -p tools && ln -sf "$(command -v touch)" tools/ls && PATH=./tools:$PATH ls MARKER`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			marker := filepath.Join(project, "MARKER")
+			_ = os.Remove(marker)
+			t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(project, "tools")) })
+			pats := p.PermissionPatterns("run", map[string]any{"command": tt.line})
+			if !isOpaque(pats) {
+				t.Errorf("PermissionPattern(%q) = %q, want an opaque pattern", tt.line, pats)
+			}
+			p.Call("run", map[string]any{"command": tt.line})
+			if _, err := os.Stat(marker); err != nil {
+				t.Errorf("control: running %q did not create the marker (%v), so the test shows nothing", tt.line, err)
+			}
+		})
+	}
+	t.Run("control: plain echo", func(t *testing.T) {
+		if pats := p.PermissionPatterns("run", map[string]any{"command": "echo hi > out.txt"}); strings.Join(pats, ",") != "echo" {
+			t.Errorf("PermissionPattern(echo hi > out.txt) = %q, want [echo]", pats)
+		}
+	})
+}
+
+// TestProtectedRedirect runs redirections into a protected file: refused,
+// and the file is unchanged; the same line with the file not protected
+// does change it.
+func TestProtectedRedirect(t *testing.T) {
+	hostDir := t.TempDir()
+	prot := filepath.Join(hostDir, "permissions.json")
+	if err := os.WriteFile(prot, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDirect(t, []string{hostDir}, nil)
+	link := filepath.Join(d.project, "link")
+	if err := os.Symlink(hostDir, link); err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{
+		"absolute":         "echo x > " + prot,
+		"append":           "echo x >> " + prot,
+		"clobber":          "echo x >| " + prot,
+		"all":              "echo x &> " + prot,
+		"read-write":       "echo x 1<> " + prot,
+		"read":             "cat < " + prot,
+		"through a link":   "echo x > link/permissions.json",
+		"new file":         "echo x > link/new.json",
+		"the dir itself":   "echo x > " + hostDir,
+		"nested bash -c":   "bash -c 'echo x > " + prot + "'",
+		"eval":             "eval 'echo x > " + prot + "'",
+		"after cd":         "cd " + hostDir + " && echo x > permissions.json",
+		"in a subshell":    "(echo x) > " + prot,
+		"unclean":          "echo x > " + hostDir + "/../" + filepath.Base(hostDir) + "/permissions.json",
+		"dup to file name": "echo x >& " + prot,
+	}
+	for name, line := range lines {
+		t.Run(name, func(t *testing.T) {
+			for _, tool := range []string{"run", "start"} {
+				res := d.call("a", tool, map[string]any{"command": line})
+				if got := sdktest.Text(res); !res.GetIsError() || !strings.Contains(got, "protected") || !strings.Contains(got, hostDir) {
+					t.Errorf("%s %q = %q, want refused naming %s", tool, line, got, hostDir)
+				}
+			}
+			if b, _ := os.ReadFile(prot); string(b) != "{}" {
+				t.Errorf("%q changed the protected file to %q", line, b)
+			}
+			if _, err := os.Stat(filepath.Join(hostDir, "new.json")); err == nil {
+				t.Errorf("%q created a file in the protected directory", line)
+			}
+		})
+	}
+	t.Run("control: not protected", func(t *testing.T) {
+		open := startDirect(t, nil, nil)
+		res := open.call("a", "run", map[string]any{"command": "echo x > " + prot})
+		if res.GetIsError() {
+			t.Fatalf("run = %q", sdktest.Text(res))
+		}
+		if b, _ := os.ReadFile(prot); string(b) != "x\n" {
+			t.Errorf("unprotected file = %q, want the write to land", b)
+		}
+	})
+}
+
+// TestJobOwners shows that one owner can neither list, read nor kill
+// another's job.
+func TestJobOwners(t *testing.T) {
+	d := startDirect(t, nil, nil)
+	if got := sdktest.Text(d.call("alice", "start", map[string]any{"command": "echo secret; sleep 100"})); !strings.Contains(got, "j1") {
+		t.Fatalf("start = %q", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(sdktest.Text(d.call("alice", "output", map[string]any{"job": "j1", "offset": 0})), "secret") {
+		if time.Now().After(deadline) {
+			t.Fatal("alice's job printed nothing")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, other := range []string{"bob", ""} {
+		if got := sdktest.Text(d.call(other, "jobs", nil)); got != "No jobs." {
+			t.Errorf("jobs as %q = %q, want none", other, got)
+		}
+		for _, tool := range []string{"output", "kill"} {
+			res := d.call(other, tool, map[string]any{"job": "j1"})
+			if got := sdktest.Text(res); !res.GetIsError() || !strings.Contains(got, `no job "j1"`) || strings.Contains(got, "secret") {
+				t.Errorf("%s j1 as %q = %q, want no such job", tool, other, got)
+			}
+		}
+	}
+	if got := sdktest.Text(d.call("alice", "jobs", nil)); !strings.Contains(got, "j1\trunning") {
+		t.Errorf("alice's jobs = %q, want j1 still running", got)
+	}
+	// Bob's own first job is his j1, and kills only his.
+	d.call("bob", "start", map[string]any{"command": "sleep 100"})
+	if got := sdktest.Text(d.call("bob", "kill", map[string]any{"job": "j1"})); !strings.Contains(got, "killed") {
+		t.Errorf("bob kill j1 = %q", got)
+	}
+	if got := sdktest.Text(d.call("alice", "jobs", nil)); !strings.Contains(got, "j1\trunning") {
+		t.Errorf("after bob killed his j1, alice's jobs = %q, want hers running", got)
+	}
+	if got := sdktest.Text(d.call("alice", "kill", map[string]any{"job": "j1"})); !strings.Contains(got, "killed") {
+		t.Errorf("alice kill j1 = %q", got)
+	}
+}
