@@ -1,0 +1,22 @@
+//go:build !linux
+
+package confine
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// fdPath returns "" where a descriptor's path cannot be read; callers fall
+// back to the name the file was opened by.
+func fdPath(*os.File) string { return "" }
+
+// entryLstat is lstat of name inside dir, by dir's name (not its
+// descriptor) on systems without /proc.
+func entryLstat(dir *os.File, name string) (fs.FileInfo, error) {
+	return os.Lstat(filepath.Join(dir.Name(), name))
+}
+
+func ctimeOf(st *syscall.Stat_t) int64 { return st.Ctimespec.Nano() }
