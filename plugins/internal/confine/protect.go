@@ -120,11 +120,16 @@ func (r *Roots) Exclude(dirs ...string) { r.Protect(dirs...) }
 type snapshot struct {
 	ids  map[fileID]string // identity -> protected path
 	dirs map[fileID]string // directories only
+	// moved is set when a protected directory is no longer at its path
+	// (it, or a folder above it, was moved aside): only then must a check
+	// look for it among the folders above what was opened.
+	moved bool
 }
 
 func (r *Roots) snapshot() snapshot {
 	s := snapshot{ids: map[fileID]string{}, dirs: map[fileID]string{}}
 	for _, g := range r.guards {
+		displaced := g.isDir // until it is found in place
 		if g.isDir {
 			s.ids[g.dir], s.dirs[g.dir] = g.paths[0], g.paths[0]
 		}
@@ -138,8 +143,12 @@ func (r *Roots) snapshot() snapshot {
 				if fi.IsDir() {
 					s.dirs[id] = p
 				}
+				if g.isDir && id == g.dir {
+					displaced = false
+				}
 			}
 		}
+		s.moved = s.moved || displaced
 	}
 	return s
 }
@@ -225,25 +234,26 @@ func (r *Roots) Verify(f *os.File) error {
 	if !ok {
 		return nil
 	}
+	opened := fdPath(f)
 	if len(r.guards) == 0 {
-		return r.verifyInside(f)
+		return r.inside(f, opened)
 	}
 	snap := r.snapshot()
 	if x, hit := snap.ids[id]; hit {
 		return &ProtectedError{Path: f.Name(), Why: "is", Protected: x}
 	}
-	real := fdPath(f)
+	real := opened
 	if real == "" {
 		real = f.Name()
 	}
 	if x := r.protectedAt(real); x != "" {
 		return &ProtectedError{Path: real, Why: "is inside", Protected: x}
 	}
-	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+	for d := filepath.Dir(real); snap.moved; d = filepath.Dir(d) {
 		if dfi, err := os.Stat(d); err == nil {
 			if did, ok := idOf(dfi); ok {
 				if x, hit := snap.dirs[did]; hit {
-					return &ProtectedError{Path: real, Why: "is inside", Protected: x}
+					return &ProtectedError{Path: real, Why: "is inside (moved)", Protected: x}
 				}
 			}
 		}
@@ -260,12 +270,12 @@ func (r *Roots) Verify(f *os.File) error {
 			return &ProtectedError{Path: real, Why: "is a hard link to", Protected: x}
 		}
 	}
-	return r.verifyInside(f)
+	return r.inside(f, opened)
 }
 
-// verifyInside checks that an opened file's real path is inside a root.
-func (r *Roots) verifyInside(f *os.File) error {
-	opened := fdPath(f)
+// inside checks that an opened file's real path (opened, "" if unknown)
+// is inside a root.
+func (r *Roots) inside(f *os.File, opened string) error {
 	if opened == "" {
 		return nil
 	}
