@@ -96,7 +96,7 @@ func (p *plugin) atomicWrite(l loc, data []byte) error {
 		}
 		return err
 	}
-	defer folder.Close()
+	defer func() { _ = folder.Close() }()
 	df, err := p.roots.OpenFile(folder, ".", os.O_RDONLY, 0)
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ func (p *plugin) mkdirAll(l loc) error {
 	if err != nil {
 		return err
 	}
-	defer func() { cur.Close() }()
+	defer func() { _ = cur.Close() }()
 	for _, part := range strings.Split(filepath.Clean(l.Rel), string(filepath.Separator)) {
 		if part == "." || part == "" {
 			continue
@@ -331,7 +331,7 @@ func (p *plugin) mkdirAll(l loc) error {
 		if err != nil {
 			return err
 		}
-		cur.Close()
+		_ = cur.Close()
 		cur = next
 		f, err := p.roots.OpenFile(cur, ".", os.O_RDONLY, 0)
 		if err != nil {

@@ -71,7 +71,9 @@ func RenameAt(oldDir *os.File, oldName string, newDir *os.File, newName string) 
 	var rerr error
 	cerr := oc.Control(func(ofd uintptr) {
 		if err := nc.Control(func(nfd uintptr) {
-			rerr = ignoringEINTR(func() error { return syscall.Renameat(int(ofd), oldName, int(nfd), newName) })
+			rerr = ignoringEINTR(func() error {
+				return syscall.Renameat(int(ofd), oldName, int(nfd), newName) //nolint:gosec // descriptors fit an int
+			})
 		}); err != nil && rerr == nil {
 			rerr = err
 		}

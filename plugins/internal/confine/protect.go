@@ -47,12 +47,13 @@ func idOf(fi fs.FileInfo) (fileID, bool) {
 	if !ok {
 		return fileID{}, false
 	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true //nolint:unconvert // Dev is int32 on darwin
+	// Dev is int32 on darwin.
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true //nolint:gosec // a device number, not arithmetic
 }
 
 func nlinkOf(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink) //nolint:unconvert // Nlink is uint16 on darwin
+		return uint64(st.Nlink) // uint16 on darwin
 	}
 	return 1
 }
