@@ -227,10 +227,22 @@ func (r *Roots) CheckEntry(name string, fi fs.FileInfo, tree bool) error {
 // path, when a directory above it is a protected directory (by identity),
 // and when it is a hard link to a file inside a protected directory.
 func (r *Roots) Verify(f *os.File) error {
+	_, err := r.verify(f)
+	return err
+}
+
+// verify is Verify returning the opened file's FileInfo.
+func (r *Roots) verify(f *os.File) (fs.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return fi, r.verifyInfo(f, fi, nil)
+}
+
+// verifyInfo checks the opened f, whose FileInfo is fi, against snap (a
+// fresh snapshot when nil).
+func (r *Roots) verifyInfo(f *os.File, fi fs.FileInfo, snap *snapshot) error {
 	id, ok := idOf(fi)
 	if !ok {
 		return nil
@@ -239,7 +251,10 @@ func (r *Roots) Verify(f *os.File) error {
 	if len(r.guards) == 0 {
 		return r.inside(f, opened)
 	}
-	snap := r.snapshot()
+	if snap == nil {
+		s := r.snapshot()
+		snap = &s
+	}
 	if x, hit := snap.ids[id]; hit {
 		return &ProtectedError{Path: f.Name(), Why: "is", Protected: x}
 	}
@@ -293,15 +308,19 @@ func (r *Roots) inside(f *os.File, opened string) error {
 // socket or device is refused with ErrNotRegular before anything is read;
 // directories are returned.
 func (r *Roots) OpenFile(root *os.Root, name string, flag int, perm fs.FileMode) (*os.File, error) {
+	return r.openFile(root, name, flag, perm, nil)
+}
+
+// openFile is OpenFile checking against snap (nil: a fresh snapshot).
+func (r *Roots) openFile(root *os.Root, name string, flag int, perm fs.FileMode, snap *snapshot) (*os.File, error) {
 	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Verify(f); err != nil {
-		f.Close()
-		return nil, err
-	}
 	fi, err := f.Stat()
+	if err == nil {
+		err = r.verifyInfo(f, fi, snap)
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -326,18 +345,28 @@ func kind(m fs.FileMode) string {
 	}
 }
 
-// Filter drops, from entries read from the opened directory dir, those that
-// are protected (by identity, so however dir was reached) or whose path is
-// at or under a protected path. Listings and walks omit them silently.
+// Filter drops, from entries read from the opened directory dir, the
+// protected ones: by path, joining each name to the real path of dir's
+// descriptor (so however dir was reached), and by identity where that path
+// cannot be read or a protected folder was moved aside. Listings and walks
+// omit them silently. A hard link to a protected file keeps its name (it
+// is the link's maker's own name); opening it is refused.
 func (r *Roots) Filter(dir *os.File, ents []fs.DirEntry) []fs.DirEntry {
 	if len(r.guards) == 0 {
 		return ents
 	}
-	snap := r.snapshot()
+	return r.filter(dir, ents, r.snapshot())
+}
+
+func (r *Roots) filter(dir *os.File, ents []fs.DirEntry, snap snapshot) []fs.DirEntry {
 	base := fdPath(dir)
 	out := ents[:0]
 	for _, e := range ents {
 		if base != "" && r.protectedAt(filepath.Join(base, e.Name())) != "" {
+			continue
+		}
+		if base != "" && !(snap.moved && e.IsDir()) {
+			out = append(out, e)
 			continue
 		}
 		if fi, err := entryLstat(dir, e.Name()); err == nil {
@@ -353,33 +382,49 @@ func (r *Roots) Filter(dir *os.File, ents []fs.DirEntry) []fs.DirEntry {
 }
 
 // FS returns root as an fs.FS whose every Open goes through OpenFile and
-// whose directories list through Filter, for walks.
-func (r *Roots) FS(root *os.Root) fs.FS { return guardedFS{r: r, root: root} }
+// whose directories list through Filter, for the walk of one call. The
+// protected paths are stat'ed afresh for each directory opened and that
+// snapshot serves the files opened from it (files are still checked by
+// identity, real path and hard links each).
+func (r *Roots) FS(root *os.Root) fs.FS { return &guardedFS{r: r, root: root} }
 
 type guardedFS struct {
 	r    *Roots
 	root *os.Root
+
+	mu   sync.Mutex
+	snap *snapshot
 }
 
-func (g guardedFS) Open(name string) (fs.File, error) {
+func (g *guardedFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	f, err := g.r.OpenFile(g.root, name, os.O_RDONLY, 0)
+	g.mu.Lock()
+	snap := g.snap
+	g.mu.Unlock()
+	f, err := g.r.openFile(g.root, name, os.O_RDONLY, 0, snap)
 	if err != nil {
 		return nil, err
 	}
-	return guardedFile{File: f, r: g.r}, nil
+	return &guardedFile{File: f, fsys: g}, nil
 }
 
 type guardedFile struct {
 	*os.File
-	r *Roots
+	fsys *guardedFS
 }
 
-func (g guardedFile) ReadDir(n int) ([]fs.DirEntry, error) {
+func (g *guardedFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	ents, err := g.File.ReadDir(n)
-	return g.r.Filter(g.File, ents), err
+	if len(g.fsys.r.guards) == 0 {
+		return ents, err
+	}
+	snap := g.fsys.r.snapshot()
+	g.fsys.mu.Lock()
+	g.fsys.snap = &snap
+	g.fsys.mu.Unlock()
+	return g.fsys.r.filter(g.File, ents, snap), err
 }
 
 // linkIndex maps the identities of the files inside protected directories,
