@@ -359,7 +359,16 @@ func (p *plugin) hash(l loc) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (p *plugin) readDir(path string) (loc, []fs.DirEntry, error) {
+// dirEntry is a listed entry; info is its Lstat, taken relative to the
+// opened (and checked) directory, when the listing asked for it.
+type dirEntry struct {
+	fs.DirEntry
+	info fs.FileInfo
+}
+
+// readDir lists a located directory, opened and checked by confine, less
+// its protected entries; withInfo also Lstats each entry in that directory.
+func (p *plugin) readDir(path string, withInfo bool) (loc, []dirEntry, error) {
 	if path == "" {
 		path = "."
 	}
@@ -378,11 +387,18 @@ func (p *plugin) readDir(path string) (loc, []fs.DirEntry, error) {
 	}
 	ents = p.roots.Filter(f, ents)
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-	return l, ents, nil
+	out := make([]dirEntry, len(ents))
+	for i, e := range ents {
+		out[i].DirEntry = e
+		if withInfo {
+			out[i].info, _ = confine.LstatAt(f, e.Name())
+		}
+	}
+	return l, out, nil
 }
 
 func (p *plugin) listDirectory(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
-	_, ents, err := p.readDir(in.Path)
+	_, ents, err := p.readDir(in.Path, false)
 	if err != nil {
 		return sdk.Errorf("cannot list %s: %v", in.Path, err), nil
 	}
@@ -409,7 +425,7 @@ func (p *plugin) listDirectoryWithSizes(_ context.Context, _ *sdk.Request, in si
 	if in.SortBy != "" && in.SortBy != "name" && in.SortBy != "size" {
 		return sdk.Errorf("sortBy must be name or size"), nil
 	}
-	_, ents, err := p.readDir(in.Path)
+	_, ents, err := p.readDir(in.Path, true)
 	if err != nil {
 		return sdk.Errorf("cannot list %s: %v", in.Path, err), nil
 	}
@@ -423,8 +439,8 @@ func (p *plugin) listDirectoryWithSizes(_ context.Context, _ *sdk.Request, in si
 	files, dirs := 0, 0
 	for _, e := range ents {
 		r := row{name: e.Name(), dir: e.IsDir()}
-		if info, err := e.Info(); err == nil && !e.IsDir() {
-			r.size = info.Size()
+		if e.info != nil && !e.IsDir() {
+			r.size = e.info.Size()
 		}
 		if r.dir {
 			dirs++
