@@ -453,3 +453,48 @@ func TestTailCap(t *testing.T) {
 		t.Errorf("tail under the cap = %q", got)
 	}
 }
+
+// TestProtectedNotYetCreatedRace: the lock file does not exist yet; a
+// goroutine keeps swapping a folder for a symlink to the project (where
+// the lock file belongs) while writes and moves target sub/switchboard.lock.
+// Nothing may ever appear at the lock file's path.
+func TestProtectedNotYetCreatedRace(t *testing.T) {
+	e := setupProtected(t, nil)
+	sub := filepath.Join(e.project, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var swaps atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		away := sub + ".away"
+		for !stop.Load() {
+			if os.Rename(sub, away) != nil {
+				continue
+			}
+			if os.Symlink(".", sub) == nil { // relative: os.Root follows it
+				swaps.Add(1)
+				_ = os.Remove(sub)
+			}
+			_ = os.Rename(away, sub)
+		}
+	}()
+	for i := 0; i < 500; i++ {
+		write(t, filepath.Join(e.project, "evil"), "pwned")
+		e.p.Call("move_file", map[string]any{"source": "evil", "destination": "sub/switchboard.lock"})
+		e.p.Call("write_file", map[string]any{"path": "sub/switchboard.lock", "content": "pwned"})
+		e.p.Call("create_directory", map[string]any{"path": "sub/switchboard.lock"})
+		if _, err := os.Lstat(e.lock); err == nil {
+			t.Fatalf("after %d rounds something was put at the protected path %s", i+1, e.lock)
+		}
+		_ = os.RemoveAll(filepath.Join(sub, "switchboard.lock"))
+	}
+	stop.Store(true)
+	wg.Wait()
+	if swaps.Load() == 0 {
+		t.Fatal("the folder was never swapped")
+	}
+}

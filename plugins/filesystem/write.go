@@ -101,14 +101,16 @@ func (p *plugin) atomicWrite(l loc, data []byte) error {
 	if err != nil {
 		return err
 	}
-	df.Close()
+	defer df.Close()
+	// The target as named in the folder actually opened (a protected path
+	// that does not exist yet, such as the lock file, included).
+	if err := p.roots.CheckName(df, base, false); err != nil {
+		return err
+	}
 	mode := fs.FileMode(0o644)
 	if st, err := folder.Lstat(base); err == nil {
 		if st.IsDir() {
 			return fmt.Errorf("%s is a directory", p.display(l))
-		}
-		if err := p.roots.CheckEntry(p.display(l), st, false); err != nil {
-			return err
 		}
 		if st.Mode().IsRegular() {
 			mode = st.Mode().Perm()
@@ -324,6 +326,15 @@ func (p *plugin) mkdirAll(l loc) error {
 		if part == "." || part == "" {
 			continue
 		}
+		f, err := p.roots.OpenFile(cur, ".", os.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		err = p.roots.CheckName(f, part, true)
+		f.Close()
+		if err != nil {
+			return err
+		}
 		if err := cur.Mkdir(part, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
@@ -333,12 +344,12 @@ func (p *plugin) mkdirAll(l loc) error {
 		}
 		_ = cur.Close()
 		cur = next
-		f, err := p.roots.OpenFile(cur, ".", os.O_RDONLY, 0)
-		if err != nil {
-			return err
-		}
-		f.Close()
 	}
+	f, err := p.roots.OpenFile(cur, ".", os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	f.Close()
 	return nil
 }
 
@@ -380,9 +391,9 @@ func (p *plugin) moveFile(_ context.Context, _ *sdk.Request, in moveArgs) (*sdk.
 var errExists = errors.New("exists already; move_file never replaces anything")
 
 // rename moves src to dst relative to their folders, each opened once and
-// checked by confine; the entry moved is checked by identity (not a
-// protected path, nor a folder holding one) in the folder that was checked,
-// and renameat acts on those same folders.
+// checked by confine; both names are checked again in the folders that were
+// opened (by path and, for what exists, by identity: not a protected path,
+// nor a folder holding one), and renameat acts on those same folders.
 func (p *plugin) rename(src, dst loc) error {
 	srcDir, srcBase := splitRel(src.Rel)
 	dstDir, dstBase := splitRel(dst.Rel)
@@ -396,11 +407,14 @@ func (p *plugin) rename(src, dst loc) error {
 		return err
 	}
 	defer to.Close()
-	st, err := confine.LstatAt(from, srcBase)
-	if err != nil {
+	if _, err := confine.LstatAt(from, srcBase); err != nil {
 		return err
 	}
-	if err := p.roots.CheckEntry(p.display(src), st, true); err != nil {
+	// Both names as they are in the folders actually opened.
+	if err := p.roots.CheckName(from, srcBase, true); err != nil {
+		return err
+	}
+	if err := p.roots.CheckName(to, dstBase, true); err != nil {
 		return err
 	}
 	if _, err := confine.LstatAt(to, dstBase); err == nil {

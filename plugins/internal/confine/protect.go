@@ -220,6 +220,32 @@ func (r *Roots) CheckEntry(name string, fi fs.FileInfo, tree bool) error {
 	return nil
 }
 
+// CheckName refuses acting by name on name inside the opened (and
+// Verified) directory dir, as creating, replacing or renaming it does: when
+// the path it names (dir's real path, read from the descriptor, joined with
+// name) is at or under a protected path, or with tree holds one (a
+// protected path that does not exist yet included), or when the entry there
+// now is protected by identity (CheckEntry). A missing entry is fine.
+func (r *Roots) CheckName(dir *os.File, name string, tree bool) error {
+	base := fdPath(dir)
+	if base == "" {
+		base = dir.Name()
+	}
+	p := filepath.Join(base, name)
+	if tree {
+		if err := r.Covers(p); err != nil {
+			return err
+		}
+	} else if x := r.protectedAt(p); x != "" {
+		return &ProtectedError{Path: p, Why: "is inside", Protected: x}
+	}
+	fi, err := entryLstat(dir, name)
+	if err != nil {
+		return nil
+	}
+	return r.CheckEntry(name, fi, tree)
+}
+
 // Verify checks a file or directory after it was opened, on the descriptor,
 // so a symlink swapped in, a hard link or a parent moved aside cannot pass:
 // it refuses the opened object when its identity is a protected path's,
