@@ -1,7 +1,19 @@
-// Package confine keeps built-in plugins inside their roots. A path is
-// inside a root only by whole path components, after every symlink is
-// resolved; a path that does not exist yet is judged by its deepest
-// existing ancestor. NUL bytes are refused outright.
+// Package confine keeps built-in plugins inside their roots and away from
+// the host's protected paths. A path is inside a root only by whole path
+// components, after every symlink is resolved; a path that does not exist
+// yet is judged by its deepest existing ancestor. NUL bytes are refused
+// outright.
+//
+// Lifecycle: New at configure time, then Protect with the host's protected
+// paths (its config, lock file, plugins, data dir), each resolved and its
+// identity (device, inode) recorded. Every operation then runs in two
+// steps: Resolve (or Locate, or Covers for a whole tree) judges the path by
+// name before anything is opened; OpenFile (or FS, for walks) opens it
+// through an os.Root without blocking and Verifies the descriptor itself,
+// so symlinks swapped in, hard links and folders moved aside are caught on
+// what was actually opened. Writes, renames and mkdir act by name inside a
+// folder that was opened and Verified, after CheckName. Filter leaves
+// protected entries out of listings.
 package confine
 
 import (
@@ -157,7 +169,11 @@ func (r *Roots) Open(p string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Verify(f); err != nil {
+	fi, err := r.verify(f)
+	if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		err = fmt.Errorf("%w: %s is a %s", ErrNotRegular, p, kind(fi.Mode()))
+	}
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
