@@ -4,7 +4,10 @@
 // Every path is resolved (symlinks followed) and must lie inside a root by
 // whole path components; the operation itself then runs through os.Root,
 // relative to the root's directory descriptor, so a symlink swapped in
-// after the check cannot lead outside. Writes go to a temporary file in the
+// after the check cannot lead outside. The host's protected paths (its
+// config, lock file, plugins and data dir) are refused by resolved path
+// before, and on the opened descriptor after, every open (see package
+// confine); listings and walks leave them out. Writes go to a temporary file in the
 // same folder that is renamed over the target, and `if_match` (a sha256
 // the caller saw) refuses a write to a file that changed since.
 package filesystem
@@ -68,7 +71,9 @@ func New() *sdk.Server {
 		if err != nil {
 			return fmt.Errorf("filesystem: %w", err)
 		}
-		roots.Exclude(cfg.HostDataDir)
+		// ProtectedPaths includes HostDataDir; both are named in case a
+		// host sends only the latter.
+		roots.Protect(append([]string{cfg.HostDataDir}, cfg.ProtectedPaths...)...)
 		p.roots = roots
 		p.maxRead = st.MaxReadBytes
 		if p.maxRead <= 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gabriel-vasile/mimetype"
 
+	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
@@ -67,13 +68,15 @@ type readArgs struct {
 // maxLineBytes bounds one line read by read_text_file.
 const maxLineBytes = 16 << 20
 
-// openFile opens a located regular file for reading through its os.Root.
+// openFile opens a located regular file for reading through its os.Root,
+// checked by confine after the open (protected paths, hard links, swapped
+// symlinks). FIFOs, sockets and devices are refused without blocking.
 func (p *plugin) openFile(path string) (*os.File, loc, error) {
 	l, err := p.locate(path)
 	if err != nil {
 		return nil, loc{}, err
 	}
-	f, err := l.root.Open(l.Rel)
+	f, err := p.roots.OpenFile(l.root, l.Rel, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, l, err
 	}
@@ -105,7 +108,13 @@ func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) 
 	}
 	defer f.Close()
 	whole := in.Head == 0 && in.Tail == 0 && in.Offset == 0 && in.Limit == 0
-	st, _ := f.Stat()
+	st, err := f.Stat()
+	if err != nil {
+		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+	}
+	if in.Tail > 0 && st.Size() > p.maxRead {
+		return p.readTail(f, st.Size(), in)
+	}
 	if whole && st.Size() > p.maxRead {
 		return sdk.Errorf("%s is %d bytes, over the %d-byte read limit; read part of it with head, tail or offset/limit", in.Path, st.Size(), p.maxRead), nil
 	}
@@ -132,6 +141,33 @@ func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) 
 		}
 	}
 	return sdk.Text(text).WithText("sha256: " + hex.EncodeToString(h.Sum(nil))), nil
+}
+
+// readTail returns the last in.Tail lines of a file larger than the read
+// limit, reading no more than the limit, from the end. Its sha256 is not
+// computed (that would read the whole file).
+func (p *plugin) readTail(f *os.File, size int64, in readArgs) (*sdk.Result, error) {
+	buf := make([]byte, p.maxRead)
+	n, err := f.ReadAt(buf, size-p.maxRead)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+	}
+	text := strings.TrimSuffix(string(buf[:n]), "\n")
+	// The window starts inside a line (as far as it can tell): drop it.
+	_, text, complete := strings.Cut(text, "\n")
+	lines := strings.Split(text, "\n")
+	if !complete || len(lines) < in.Tail {
+		return sdk.Errorf("the last %d lines of %s exceed the %d-byte read limit; ask for fewer", in.Tail, in.Path, p.maxRead), nil
+	}
+	lines = lines[len(lines)-in.Tail:]
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	out := strings.Join(lines, "\n")
+	if !utf8.ValidString(out) {
+		return sdk.Errorf("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
+	}
+	return sdk.Text(out).WithText(fmt.Sprintf("sha256: not computed (the file is %d bytes, over the %d-byte read limit)", size, p.maxRead)), nil
 }
 
 func readLines(ctx context.Context, r io.Reader, in readArgs, maxBytes int64) (string, error) {
@@ -251,7 +287,7 @@ func (p *plugin) getFileInfo(_ context.Context, _ *sdk.Request, in pathArgs) (*s
 	if err != nil {
 		return sdk.Errorf("cannot stat %s: %v", in.Path, err), nil
 	}
-	st, err := l.root.Stat(l.Rel)
+	st, err := p.stat(l)
 	if err != nil {
 		return sdk.Errorf("cannot stat %s: %v", in.Path, err), nil
 	}
@@ -274,6 +310,28 @@ func (p *plugin) getFileInfo(_ context.Context, _ *sdk.Request, in pathArgs) (*s
 	return sdk.Text(b.String()), nil
 }
 
+// stat describes a located path from the opened file (checked by confine),
+// or, for what cannot be opened for reading (a FIFO, an unreadable file),
+// from Lstat of the entry, itself checked by identity.
+func (p *plugin) stat(l loc) (fs.FileInfo, error) {
+	f, err := p.roots.OpenFile(l.root, l.Rel, os.O_RDONLY, 0)
+	if err == nil {
+		defer f.Close()
+		return f.Stat()
+	}
+	if !errors.Is(err, confine.ErrNotRegular) && !errors.Is(err, fs.ErrPermission) {
+		return nil, err
+	}
+	st, lerr := l.root.Lstat(l.Rel)
+	if lerr != nil {
+		return nil, lerr
+	}
+	if cerr := p.roots.CheckEntry(p.display(l), st, false); cerr != nil {
+		return nil, cerr
+	}
+	return st, nil
+}
+
 func fileType(st fs.FileInfo) string {
 	switch {
 	case st.IsDir():
@@ -289,7 +347,7 @@ func fileType(st fs.FileInfo) string {
 
 // hash returns the sha256 of a located file, or "" when it does not exist.
 func (p *plugin) hash(l loc) (string, error) {
-	f, err := l.root.Open(l.Rel)
+	f, err := p.roots.OpenFile(l.root, l.Rel, os.O_RDONLY, 0)
 	if err != nil {
 		return "", err
 	}
@@ -301,7 +359,16 @@ func (p *plugin) hash(l loc) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (p *plugin) readDir(path string) (loc, []fs.DirEntry, error) {
+// dirEntry is a listed entry; info is its Lstat, taken relative to the
+// opened (and checked) directory, when the listing asked for it.
+type dirEntry struct {
+	fs.DirEntry
+	info fs.FileInfo
+}
+
+// readDir lists a located directory, opened and checked by confine, less
+// its protected entries; withInfo also Lstats each entry in that directory.
+func (p *plugin) readDir(path string, withInfo bool) (loc, []dirEntry, error) {
 	if path == "" {
 		path = "."
 	}
@@ -309,7 +376,7 @@ func (p *plugin) readDir(path string) (loc, []fs.DirEntry, error) {
 	if err != nil {
 		return loc{}, nil, err
 	}
-	f, err := l.root.Open(l.Rel)
+	f, err := p.roots.OpenFile(l.root, l.Rel, os.O_RDONLY, 0)
 	if err != nil {
 		return l, nil, err
 	}
@@ -318,12 +385,20 @@ func (p *plugin) readDir(path string) (loc, []fs.DirEntry, error) {
 	if err != nil {
 		return l, nil, err
 	}
+	ents = p.roots.Filter(f, ents)
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-	return l, ents, nil
+	out := make([]dirEntry, len(ents))
+	for i, e := range ents {
+		out[i].DirEntry = e
+		if withInfo {
+			out[i].info, _ = confine.LstatAt(f, e.Name())
+		}
+	}
+	return l, out, nil
 }
 
 func (p *plugin) listDirectory(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
-	_, ents, err := p.readDir(in.Path)
+	_, ents, err := p.readDir(in.Path, false)
 	if err != nil {
 		return sdk.Errorf("cannot list %s: %v", in.Path, err), nil
 	}
@@ -350,7 +425,7 @@ func (p *plugin) listDirectoryWithSizes(_ context.Context, _ *sdk.Request, in si
 	if in.SortBy != "" && in.SortBy != "name" && in.SortBy != "size" {
 		return sdk.Errorf("sortBy must be name or size"), nil
 	}
-	_, ents, err := p.readDir(in.Path)
+	_, ents, err := p.readDir(in.Path, true)
 	if err != nil {
 		return sdk.Errorf("cannot list %s: %v", in.Path, err), nil
 	}
@@ -364,8 +439,8 @@ func (p *plugin) listDirectoryWithSizes(_ context.Context, _ *sdk.Request, in si
 	files, dirs := 0, 0
 	for _, e := range ents {
 		r := row{name: e.Name(), dir: e.IsDir()}
-		if info, err := e.Info(); err == nil && !e.IsDir() {
-			r.size = info.Size()
+		if e.info != nil && !e.IsDir() {
+			r.size = e.info.Size()
 		}
 		if r.dir {
 			dirs++

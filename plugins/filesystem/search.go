@@ -45,6 +45,9 @@ func (p *plugin) addSearchTools(s *sdk.Server) {
 
 // walker walks a located directory through its os.Root, skipping .git,
 // what .gitignore files ignore (unless told not to) and exclude patterns.
+// Every directory and file it opens is checked by confine, and protected
+// entries are left out of every listing, so walks neither show nor read
+// them.
 type walker struct {
 	fsys           fs.FS
 	start          string // FS path of the walk's root
@@ -59,7 +62,7 @@ func (p *plugin) newWalker(l loc, exclude []string, includeIgnored bool) (*walke
 			return nil, fmt.Errorf("exclude pattern %q is not a valid glob", pat)
 		}
 	}
-	w := &walker{fsys: l.root.FS(), start: filepathToFS(l.Rel), exclude: exclude, includeIgnored: includeIgnored, ignores: map[string]*ignore.GitIgnore{}}
+	w := &walker{fsys: p.roots.FS(l.root), start: filepathToFS(l.Rel), exclude: exclude, includeIgnored: includeIgnored, ignores: map[string]*ignore.GitIgnore{}}
 	// .gitignore files above the start (up to the root) apply too.
 	for dir := path.Dir(w.start); w.start != "."; dir = path.Dir(dir) {
 		w.enter(dir)

@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
@@ -74,16 +76,39 @@ func (p *plugin) checkIfMatch(l loc, want string) error {
 }
 
 // atomicWrite writes data to a temporary file beside the target (created
-// with O_EXCL, inside the root) and renames it over the target. The rename
-// replaces a symlink rather than following it, so nothing is written
-// outside the root whatever appears at the path meanwhile.
+// with O_EXCL) and renames it over the target. Both happen inside the
+// target's folder, opened once as its own os.Root and checked by confine
+// (not protected, not inside a protected directory); the entry replaced is
+// checked by identity (not a protected file, nor a hard link to one). The
+// rename replaces a symlink rather than following it, so nothing is written
+// outside the root or into a protected path whatever appears at the path
+// meanwhile.
 func (p *plugin) atomicWrite(l loc, data []byte) error {
-	dir := filepath.Dir(l.Rel)
-	if st, err := l.root.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("the folder %s does not exist; create it with create_directory", p.roots.Display(filepath.Dir(l.Real)))
+	dir, base := filepath.Split(l.Rel)
+	if dir == "" {
+		dir = "."
+	}
+	missing := fmt.Errorf("the folder %s does not exist; create it with create_directory", p.roots.Display(filepath.Dir(l.Real)))
+	folder, err := l.root.OpenRoot(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return missing
+		}
+		return err
+	}
+	defer func() { _ = folder.Close() }()
+	df, err := p.roots.OpenFile(folder, ".", os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer df.Close()
+	// The target as named in the folder actually opened (a protected path
+	// that does not exist yet, such as the lock file, included).
+	if err := p.roots.CheckName(df, base, false); err != nil {
+		return err
 	}
 	mode := fs.FileMode(0o644)
-	if st, err := l.root.Lstat(l.Rel); err == nil {
+	if st, err := folder.Lstat(base); err == nil {
 		if st.IsDir() {
 			return fmt.Errorf("%s is a directory", p.display(l))
 		}
@@ -93,22 +118,22 @@ func (p *plugin) atomicWrite(l loc, data []byte) error {
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, ".sb-"+hex.EncodeToString(rnd[:])+".tmp")
-	f, err := l.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	tmp := ".sb-" + hex.EncodeToString(rnd[:]) + ".tmp"
+	f, err := folder.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		_ = l.root.Remove(tmp)
+		_ = folder.Remove(tmp)
 		return err
 	}
 	if err := f.Close(); err != nil {
-		_ = l.root.Remove(tmp)
+		_ = folder.Remove(tmp)
 		return err
 	}
-	if err := l.root.Rename(tmp, l.Rel); err != nil {
-		_ = l.root.Remove(tmp)
+	if err := folder.Rename(tmp, base); err != nil {
+		_ = folder.Remove(tmp)
 		return err
 	}
 	return nil
@@ -282,10 +307,50 @@ func (p *plugin) createDirectory(_ context.Context, _ *sdk.Request, in pathArgs)
 	if err != nil {
 		return sdk.Errorf("cannot create %s: %v", in.Path, err), nil
 	}
-	if err := l.root.MkdirAll(l.Rel, 0o755); err != nil {
+	if err := p.mkdirAll(l); err != nil {
 		return sdk.Errorf("cannot create %s: %v", in.Path, err), nil
 	}
 	return sdk.Textf("Directory %s exists", p.display(l)), nil
+}
+
+// mkdirAll is mkdir -p one folder at a time, each opened as an os.Root and
+// checked by confine before anything is created in it, so a folder swapped
+// for a symlink to a protected directory gets nothing created inside.
+func (p *plugin) mkdirAll(l loc) error {
+	cur, err := l.root.OpenRoot(".")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cur.Close() }()
+	for _, part := range strings.Split(filepath.Clean(l.Rel), string(filepath.Separator)) {
+		if part == "." || part == "" {
+			continue
+		}
+		f, err := p.roots.OpenFile(cur, ".", os.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		err = p.roots.CheckName(f, part, true)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		if err := cur.Mkdir(part, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		next, err := cur.OpenRoot(part)
+		if err != nil {
+			return err
+		}
+		_ = cur.Close()
+		cur = next
+	}
+	f, err := p.roots.OpenFile(cur, ".", os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return nil
 }
 
 type moveArgs struct {
@@ -305,17 +370,63 @@ func (p *plugin) moveFile(_ context.Context, _ *sdk.Request, in moveArgs) (*sdk.
 	if src.Root != dst.Root {
 		return sdk.Errorf("%s and %s are in different allowed directories; copy the content with read and write instead", in.Source, in.Destination), nil
 	}
-	if _, err := src.root.Lstat(src.Rel); err != nil {
-		return sdk.Errorf("cannot move %s: %v", in.Source, err), nil
-	}
-	if _, err := dst.root.Lstat(dst.Rel); err == nil {
-		return sdk.Errorf("%s exists already; move_file never replaces anything", in.Destination), nil
-	}
 	if src.Rel == "." {
 		return sdk.Errorf("cannot move an allowed directory itself"), nil
 	}
-	if err := src.root.Rename(src.Rel, dst.Rel); err != nil {
+	// Neither end may be, hold or lie in a protected path (a protected
+	// path that does not exist yet must not end up inside a moved folder).
+	if err := p.roots.Covers(src.Real); err != nil {
+		return sdk.Errorf("cannot move %s: %v", in.Source, err), nil
+	}
+	if err := p.roots.Covers(dst.Real); err != nil {
+		return sdk.Errorf("cannot move to %s: %v", in.Destination, err), nil
+	}
+	if err := p.rename(src, dst); err != nil {
 		return sdk.Errorf("cannot move %s to %s: %v", in.Source, in.Destination, err), nil
 	}
 	return sdk.Textf("Moved %s to %s", p.display(src), p.display(dst)), nil
+}
+
+// errExists refuses a move onto something that exists.
+var errExists = errors.New("exists already; move_file never replaces anything")
+
+// rename moves src to dst relative to their folders, each opened once and
+// checked by confine; both names are checked again in the folders that were
+// opened (by path and, for what exists, by identity: not a protected path,
+// nor a folder holding one), and renameat acts on those same folders.
+func (p *plugin) rename(src, dst loc) error {
+	srcDir, srcBase := splitRel(src.Rel)
+	dstDir, dstBase := splitRel(dst.Rel)
+	from, err := p.roots.OpenFile(src.root, srcDir, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer from.Close()
+	to, err := p.roots.OpenFile(dst.root, dstDir, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer to.Close()
+	if _, err := confine.LstatAt(from, srcBase); err != nil {
+		return err
+	}
+	// Both names as they are in the folders actually opened.
+	if err := p.roots.CheckName(from, srcBase, true); err != nil {
+		return err
+	}
+	if err := p.roots.CheckName(to, dstBase, true); err != nil {
+		return err
+	}
+	if _, err := confine.LstatAt(to, dstBase); err == nil {
+		return fmt.Errorf("%s %w", p.display(dst), errExists)
+	}
+	return confine.RenameAt(from, srcBase, to, dstBase)
+}
+
+func splitRel(rel string) (dir, base string) {
+	dir, base = filepath.Split(rel)
+	if dir == "" {
+		dir = "."
+	}
+	return filepath.Clean(dir), base
 }

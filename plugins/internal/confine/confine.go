@@ -1,7 +1,19 @@
-// Package confine keeps built-in plugins inside their roots. A path is
-// inside a root only by whole path components, after every symlink is
-// resolved; a path that does not exist yet is judged by its deepest
-// existing ancestor. NUL bytes are refused outright.
+// Package confine keeps built-in plugins inside their roots and away from
+// the host's protected paths. A path is inside a root only by whole path
+// components, after every symlink is resolved; a path that does not exist
+// yet is judged by its deepest existing ancestor. NUL bytes are refused
+// outright.
+//
+// Lifecycle: New at configure time, then Protect with the host's protected
+// paths (its config, lock file, plugins, data dir), each resolved and its
+// identity (device, inode) recorded. Every operation then runs in two
+// steps: Resolve (or Locate, or Covers for a whole tree) judges the path by
+// name before anything is opened; OpenFile (or FS, for walks) opens it
+// through an os.Root without blocking and Verifies the descriptor itself,
+// so symlinks swapped in, hard links and folders moved aside are caught on
+// what was actually opened. Writes, renames and mkdir act by name inside a
+// folder that was opened and Verified, after CheckName. Filter leaves
+// protected entries out of listings.
 package confine
 
 import (
@@ -10,40 +22,27 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ErrOutside is wrapped by every refusal of a path outside the roots.
 var ErrOutside = errors.New("path is outside the allowed directories")
 
 // Roots is a set of directories, the first of which relative paths resolve
-// against.
+// against, less the protected paths inside them. Protect must be called
+// before the Roots is used from several goroutines; after that every method
+// is safe for concurrent use.
 type Roots struct {
-	dirs     []string // absolute, symlinks resolved
-	excluded []string // never allowed, even under a root
-}
-
-// Exclude refuses paths inside dirs even when a root contains them (the
-// host's own state, which an agent must not edit). Missing dirs are
-// excluded by their absolute path.
-func (r *Roots) Exclude(dirs ...string) {
-	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			continue
-		}
-		if real, err := realPath(filepath.Clean(abs)); err == nil {
-			abs = real
-		}
-		r.excluded = append(r.excluded, abs)
-	}
+	dirs      []string // absolute, symlinks resolved
+	excluded  []string // protected paths: never allowed, even under a root
+	guards    []guard
+	ancestors map[fileID]struct{} // directories above a protected path
+	links     *linkIndex
 }
 
 // New resolves each directory; it fails if one does not exist.
 func New(dirs ...string) (*Roots, error) {
-	r := &Roots{}
+	r := &Roots{ancestors: map[fileID]struct{}{}, links: &linkIndex{}}
 	for _, d := range dirs {
 		if d == "" {
 			continue
@@ -90,10 +89,8 @@ func (r *Roots) Resolve(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, x := range r.excluded {
-		if Within(real, x) {
-			return "", fmt.Errorf("%w: %s is inside the host's own state directory %s, which tools may not touch", ErrOutside, p, x)
-		}
+	if x := r.protectedAt(real); x != "" {
+		return "", &ProtectedError{Path: p, Why: "is inside", Protected: x}
 	}
 	for _, d := range r.dirs {
 		if Within(real, d) {
@@ -160,30 +157,25 @@ func Within(p, root string) bool {
 	return strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
-// Open opens the file at the resolved path p for reading and checks, on the
-// opened descriptor, that it is still inside the roots, so a symlink swapped
-// in between Resolve and Open cannot lead outside.
+// Open opens the file at the resolved path p for reading and Verifies the
+// opened descriptor, so a symlink swapped in between Resolve and Open can
+// lead neither outside the roots nor to a protected path.
 func (r *Roots) Open(p string) (*os.File, error) {
 	real, err := r.Resolve(p)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(real)
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	if opened, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil {
-		inside := false
-		for _, d := range r.dirs {
-			if Within(opened, d) {
-				inside = true
-				break
-			}
-		}
-		if !inside {
-			f.Close()
-			return nil, fmt.Errorf("%w: %s changed while it was opened and now points to %s", ErrOutside, p, opened)
-		}
+	fi, err := r.verify(f)
+	if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		err = fmt.Errorf("%w: %s is a %s", ErrNotRegular, p, kind(fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return f, nil
 }
