@@ -33,6 +33,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
@@ -155,6 +156,11 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 		return nil, nil, nil, err
 	}
 	log := a.logger(cfg, oneShot)
+	// data_dir holds the saved permissions, the audit log and the control
+	// sockets: 0700, and refused if another user could write it.
+	if err := strictmode.PrivateDir(cfg.DataDir); err != nil {
+		return nil, nil, nil, fail(2, "data_dir: %v", err)
+	}
 	launcher.HostVersion = Version
 	h, err := loader.Start(ctx, cfg, loader.Options{Logger: log})
 	if h == nil {
@@ -404,7 +410,7 @@ func (a *app) callCmd() *cobra.Command {
 				default:
 					return fail(2, "%v (or pass --yes to approve this one call)", err)
 				}
-				approved, aerr := frontend.Apply(ctx, reg.Policy(), args[0], ask.Pending, decision)
+				approved, aerr := frontend.Apply(ctx, reg.Policy(), args[0], ask.Rules, decision)
 				if aerr != nil {
 					return fail(2, "%v", aerr)
 				}

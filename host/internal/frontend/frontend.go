@@ -230,7 +230,7 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		if ctx, err = Apply(ctx, f.reg.Policy(), canonical, d.Pending, decision); err != nil {
+		if ctx, err = Apply(ctx, f.reg.Policy(), canonical, d.Rules, decision); err != nil {
 			f.log.Info("call refused by the user", "tool", canonical, "decision", decision)
 			return mcp.NewToolResultError(err.Error()), nil
 		}

@@ -551,7 +551,12 @@ func (r *Registry) decide(ctx context.Context, t Tool, args []byte) (Decision, e
 		}
 		patterns = pats
 	}
-	return r.policy.Decide(t.Name, patterns), nil
+	d := r.policy.Decide(t.Name, patterns)
+	if !t.Tool.GetCustomPermissionPattern() && len(d.Rules) > 0 {
+		// The tool has no patterns: "always" is about the tool itself.
+		d.Rules = []string{Literal(t.Name)}
+	}
+	return d, nil
 }
 
 // checkDuplicate refuses the dupLimit-th identical call in a row.
