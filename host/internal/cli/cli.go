@@ -29,7 +29,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
-	"github.com/switchboard-mcp/switchboard/host/internal/control"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
@@ -151,11 +150,18 @@ func (a *app) start(ctx context.Context, oneShot bool) (*config.Config, *registr
 }
 
 func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loader.Host, hclog.Logger, error) {
+	// Before the config is read (it may name secrets) and plugins start:
+	// no other process of this user may read the host's memory or
+	// environment.
+	hideErr := hideMemory()
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	log := a.logger(cfg, oneShot)
+	if hideErr != nil {
+		log.Warn("the host's memory and environment stay readable by this user's other processes", "error", hideErr)
+	}
 	// data_dir holds the saved permissions, the audit log and the control
 	// sockets: 0700, and refused if another user could write it.
 	if err := strictmode.PrivateDir(cfg.DataDir); err != nil {
@@ -222,7 +228,7 @@ func (a *app) serveCmd() *cobra.Command {
 				}
 				_ = reg.Shutdown(context.Background(), grace)
 			}()
-			ctl, err := control.Listen(cfg.DataDir, hostControl{h})
+			ctl, err := listenControl(cfg, h, log)
 			if err != nil {
 				log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
 			} else {

@@ -512,6 +512,30 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	return t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, onProgress)
 }
 
+// Audit writes one record that is not a call routed by Call: a control
+// action, or a refusal made before the registry saw the call (an unknown
+// tool's name that a front end rejected, a person's "deny"). Time is set
+// if zero.
+func (r *Registry) Audit(rec AuditRecord) {
+	if rec.Time.IsZero() {
+		rec.Time = time.Now().UTC()
+	}
+	if err := r.audit.Write(rec); err != nil {
+		r.log("audit record not written", "error", err)
+	}
+}
+
+// AuditRefusal records a call refused before Call: name and args as the
+// client sent them, decision as in AuditRecord.
+func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, decision string, err error) {
+	args = normalizeArgs(args)
+	rec := AuditRecord{Client: clientOf(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args), Decision: decision, Outcome: "refused"}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	r.Audit(rec)
+}
+
 // Decide returns the policy's verdict on a call without running it (the
 // front ends use it to ask before calling).
 func (r *Registry) Decide(ctx context.Context, name string, args []byte) (Tool, Decision, error) {
