@@ -261,6 +261,7 @@ func Call(ctx context.Context, dataDir, method, path string, body ...any) ([]Rep
 			return nil, err
 		}
 		resp, err := c.Do(req)
+		c.CloseIdleConnections()
 		if err != nil {
 			if isGone(err) {
 				_ = os.Remove(sock) // left by a host that died
