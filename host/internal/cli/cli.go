@@ -418,6 +418,7 @@ func (a *app) callCmd() *cobra.Command {
 				}
 				approved, aerr := frontend.Apply(ctx, reg.Policy(), args[0], ask.Rules, decision)
 				if aerr != nil {
+					reg.AuditRefusal(ctx, args[0], raw, "deny", aerr)
 					return fail(2, "%v", aerr)
 				}
 				res, err = reg.Call(approved, args[0], raw, nil)
