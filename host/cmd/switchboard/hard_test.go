@@ -223,3 +223,27 @@ func TestControlRefusesSandboxedPeer(t *testing.T) {
 		t.Error("the refused connect is not in audit.jsonl")
 	}
 }
+
+// TestDataDirModes: serve creates data_dir 0700; a data_dir others can
+// write is refused with the path and the chmod to run, and nothing starts.
+func TestDataDirModes(t *testing.T) {
+	e := setup(t)
+	state := filepath.Join(filepath.Dir(e.config), "state")
+	if out, errOut, code := run(t, e, "tools", "--config", e.config); code != 0 {
+		t.Fatalf("tools = %d %q %q", code, out, errOut)
+	}
+	fi, err := os.Stat(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("data_dir created with mode %04o, want 0700", fi.Mode().Perm())
+	}
+	if err := os.Chmod(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, e, "call", "--config", e.config, "hello.greet", `{"name":"Ada"}`)
+	if code != 2 || !strings.Contains(errOut, state) || !strings.Contains(errOut, "chmod go-w '"+state+"'") {
+		t.Errorf("call with a 0777 data_dir = %d %q, want exit 2 naming %s and the chmod", code, errOut, state)
+	}
+}
