@@ -186,11 +186,18 @@ func connContext(g *Guard) func(ctx context.Context, c net.Conn) context.Context
 			info.err = fmt.Errorf("%w: not a Unix socket connection", ErrPeerRefused)
 			return context.WithValue(ctx, peerKey{}, info)
 		}
-		info.peer, info.err = peerCred(uc)
-		if info.err == nil {
-			info.err = g.Check(info.peer)
-		} else {
-			info.err = fmt.Errorf("%w: %v", ErrPeerRefused, info.err)
+		peer, alive, release, err := peerCred(uc)
+		defer release()
+		info.peer = peer
+		switch {
+		case err != nil:
+			info.err = fmt.Errorf("%w: %v", ErrPeerRefused, err)
+		default:
+			info.err = g.Check(peer)
+			// The pid judged must still be the process that connected.
+			if info.err == nil && alive != nil && !alive() {
+				info.err = fmt.Errorf("%w: pid %d exited before it could be checked", ErrPeerRefused, peer.PID)
+			}
 		}
 		return context.WithValue(ctx, peerKey{}, info)
 	}
