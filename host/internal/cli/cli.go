@@ -78,6 +78,13 @@ type app struct {
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCmd()
+	// A command that runs a host hides its memory and environment at once,
+	// before flags or config are read (startHost does it again and warns
+	// if it failed). The control clients (status, restart, …) stay
+	// dumpable: the host reads their /proc entries to judge them.
+	if c, _, err := root.Find(args); err == nil && hostCommands[c.Name()] {
+		_ = hideMemory()
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -96,6 +103,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "switchboard: %s\n", oneLine(err.Error()))
 	return 2
 }
+
+// hostCommands are the commands that start a host (and its plugins).
+var hostCommands = map[string]bool{"serve": true, "tools": true, "call": true, "inspect": true}
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
