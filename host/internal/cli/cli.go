@@ -29,11 +29,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
-	"github.com/switchboard-mcp/switchboard/host/internal/control"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
@@ -84,6 +84,13 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCmd()
+	// A command that runs a host hides its memory and environment at once,
+	// before flags or config are read (startHost does it again and warns
+	// if it failed). The control clients (status, restart, …) stay
+	// dumpable: the host reads their /proc entries to judge them.
+	if c, _, err := root.Find(args); err == nil && hostCommands[c.Name()] {
+		_ = hideMemory()
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -102,6 +109,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "switchboard: %s\n", oneLine(err.Error()))
 	return 2
 }
+
+// hostCommands are the commands that start a host (and its plugins).
+var hostCommands = map[string]bool{"serve": true, "tools": true, "call": true, "inspect": true}
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
@@ -156,11 +166,23 @@ func (a *app) start(ctx context.Context, oneShot bool) (*config.Config, *registr
 }
 
 func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loader.Host, hclog.Logger, error) {
+	// Before the config is read (it may name secrets) and plugins start:
+	// no other process of this user may read the host's memory or
+	// environment.
+	hideErr := hideMemory()
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	log := a.logger(cfg, oneShot)
+	if hideErr != nil {
+		log.Warn("the host's memory and environment stay readable by this user's other processes", "error", hideErr)
+	}
+	// data_dir holds the saved permissions, the audit log and the control
+	// sockets: 0700, and refused if another user could write it.
+	if err := strictmode.PrivateDir(cfg.DataDir); err != nil {
+		return nil, nil, nil, fail(2, "data_dir: %v", err)
+	}
 	launcher.HostVersion = Version
 	h, err := loader.Start(ctx, cfg, loader.Options{Logger: log})
 	if h == nil {
@@ -222,7 +244,7 @@ func (a *app) serveCmd() *cobra.Command {
 				}
 				_ = reg.Shutdown(context.Background(), grace)
 			}()
-			ctl, err := control.Listen(cfg.DataDir, hostControl{h})
+			ctl, err := listenControl(cfg, h, log)
 			if err != nil {
 				log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
 			} else {
@@ -410,8 +432,9 @@ func (a *app) callCmd() *cobra.Command {
 				default:
 					return fail(2, "%v (or pass --yes to approve this one call)", err)
 				}
-				approved, aerr := frontend.Apply(ctx, reg.Policy(), args[0], ask.Pending, decision)
+				approved, aerr := frontend.Apply(ctx, reg.Policy(), args[0], ask.Rules, decision)
 				if aerr != nil {
+					reg.AuditRefusal(ctx, args[0], raw, "deny", aerr)
 					return fail(2, "%v", aerr)
 				}
 				res, err = reg.Call(approved, args[0], raw, nil)

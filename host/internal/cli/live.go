@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/control"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
 
 // hostControl serves a running host over its control socket.
@@ -37,6 +38,40 @@ func (c hostControl) Connect(ctx context.Context, s control.ExternalSpec) error 
 
 func (c hostControl) Disconnect(ctx context.Context, name string) error {
 	return c.h.DisconnectExternal(ctx, name)
+}
+
+// listenControl opens the host's control socket: it serves only this
+// user's processes in the host's own PID namespace that do not descend from
+// a plugin, and every action goes to the audit log.
+func listenControl(cfg *config.Config, h *loader.Host, log hclog.Logger) (*control.Server, error) {
+	guard, err := control.NewGuard()
+	if err != nil {
+		return nil, err
+	}
+	reg := h.Registry()
+	guard.PluginPIDs(func() []int {
+		var pids []int
+		for _, e := range reg.Entries() {
+			if p, ok := e.Server.(registry.Process); ok && p.PID() > 0 {
+				pids = append(pids, p.PID())
+			}
+		}
+		return pids
+	})
+	return control.Listen(cfg.DataDir, hostControl{h}, control.Options{Guard: guard, Audit: func(ev control.Event) {
+		if ev.Outcome == "refused" {
+			log.Warn("control request refused", "action", ev.Action, "peer_pid", ev.Peer.PID, "peer_uid", ev.Peer.UID, "reason", ev.Error)
+		}
+		decision := "allow"
+		if ev.Outcome == "refused" {
+			decision = "deny"
+		}
+		reg.Audit(registry.AuditRecord{
+			Client: "control", Action: ev.Action, Target: ev.Target, Detail: ev.Detail,
+			Peer: &registry.AuditPeer{PID: ev.Peer.PID, UID: ev.Peer.UID}, Decision: decision,
+			Outcome: ev.Outcome, Error: ev.Error,
+		})
+	}})
 }
 
 func (a *app) connectCmd() *cobra.Command {

@@ -8,6 +8,10 @@
 //	POST /v1/external        connect an external MCP server (JSON body)
 //	DELETE /v1/external?name=N  disconnect one
 //
+// Only the host's user, from the host's own PID namespace and not from a
+// plugin, is served (see Guard); every request, served or refused, is
+// reported for the audit log.
+//
 // Several hosts may run on one config (each MCP client starts its own);
 // the client side talks to every live one and removes sockets left by
 // hosts that died.
@@ -55,6 +59,32 @@ type ExternalSpec struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
+// Event is one control action, served or refused, for the audit log.
+type Event struct {
+	// Action is status, restart, reload, connect or disconnect (or the
+	// request's method and path, for anything else).
+	Action string
+	// Target is the server named, if any.
+	Target string
+	// Detail says what connect would start: the command line or the URL
+	// (header and environment values are left out: they may be secrets).
+	Detail string
+	Peer   Peer
+	// Outcome is ok, error or refused (the peer was not served).
+	Outcome string
+	Error   string
+}
+
+// Options configure a control socket.
+type Options struct {
+	// Guard decides which peers are served. Listen refuses to start
+	// without one.
+	Guard *Guard
+	// Audit receives every request, served or refused, after it is
+	// answered. It may be nil.
+	Audit func(Event)
+}
+
 // Server is a host's control socket.
 type Server struct {
 	path string
@@ -64,8 +94,12 @@ type Server struct {
 }
 
 // Listen opens this process's socket under dataDir and serves h until
-// Close.
-func Listen(dataDir string, h Handler) (*Server, error) {
+// Close. Every request comes from a peer the guard accepted (others get
+// 403 and nothing else), and every request is reported to opts.Audit.
+func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
+	if opts.Guard == nil {
+		return nil, errors.New("control: no guard: the socket would serve any process of this user")
+	}
 	dir := Dir(dataDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("control: %w", err)
@@ -83,50 +117,96 @@ func Listen(dataDir string, h Handler) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, map[string]any{"pid": os.Getpid(), "servers": h.Status()})
-	})
-	mux.HandleFunc("POST /v1/restart", func(w http.ResponseWriter, r *http.Request) {
-		if err := h.Restart(r.URL.Query().Get("name")); err != nil {
-			reply(w, http.StatusNotFound, map[string]any{"error": err.Error()})
-			return
+	audit := opts.Audit
+	if audit == nil {
+		audit = func(Event) {}
+	}
+	// handle serves one action: fn returns the status code and reply, and
+	// fills in the event's target and detail.
+	handle := func(action string, fn func(r *http.Request, ev *Event) (int, any)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			info := peerOf(r.Context())
+			ev := Event{Action: action, Peer: info.peer}
+			if info.err != nil {
+				ev.Outcome, ev.Error = "refused", info.err.Error()
+				reply(w, http.StatusForbidden, map[string]any{"error": info.err.Error()})
+				audit(ev)
+				return
+			}
+			code, body := fn(r, &ev)
+			ev.Outcome = "ok"
+			if code != http.StatusOK {
+				ev.Outcome = "error"
+				if m, ok := body.(map[string]any); ok {
+					ev.Error, _ = m["error"].(string)
+				}
+			}
+			reply(w, code, body)
+			audit(ev)
 		}
-		reply(w, http.StatusOK, map[string]any{"pid": os.Getpid(), "restarting": r.URL.Query().Get("name")})
-	})
-	mux.HandleFunc("POST /v1/reload", func(w http.ResponseWriter, r *http.Request) {
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/status", handle("status", func(*http.Request, *Event) (int, any) {
+		return http.StatusOK, map[string]any{"pid": os.Getpid(), "servers": h.Status()}
+	}))
+	mux.Handle("POST /v1/restart", handle("restart", func(r *http.Request, ev *Event) (int, any) {
+		ev.Target = r.URL.Query().Get("name")
+		if err := h.Restart(ev.Target); err != nil {
+			return http.StatusNotFound, map[string]any{"error": err.Error()}
+		}
+		return http.StatusOK, map[string]any{"pid": os.Getpid(), "restarting": ev.Target}
+	}))
+	mux.Handle("POST /v1/reload", handle("reload", func(r *http.Request, _ *Event) (int, any) {
 		res, err := h.Reload(r.Context())
 		if err != nil {
-			reply(w, http.StatusUnprocessableEntity, map[string]any{"error": err.Error()})
-			return
+			return http.StatusUnprocessableEntity, map[string]any{"error": err.Error()}
 		}
-		reply(w, http.StatusOK, map[string]any{"pid": os.Getpid(), "result": res})
-	})
-	mux.HandleFunc("POST /v1/external", func(w http.ResponseWriter, r *http.Request) {
+		return http.StatusOK, map[string]any{"pid": os.Getpid(), "result": res}
+	}))
+	mux.Handle("POST /v1/external", handle("connect", func(r *http.Request, ev *Event) (int, any) {
 		var spec ExternalSpec
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&spec); err != nil {
-			reply(w, http.StatusBadRequest, map[string]any{"error": "bad request: " + err.Error()})
-			return
+			return http.StatusBadRequest, map[string]any{"error": "bad request: " + err.Error()}
 		}
+		ev.Target, ev.Detail = spec.Name, spec.describe()
 		if err := h.Connect(r.Context(), spec); err != nil {
-			reply(w, http.StatusUnprocessableEntity, map[string]any{"error": err.Error()})
+			return http.StatusUnprocessableEntity, map[string]any{"error": err.Error()}
+		}
+		return http.StatusOK, map[string]any{"pid": os.Getpid(), "connected": spec.Name}
+	}))
+	mux.Handle("DELETE /v1/external", handle("disconnect", func(r *http.Request, ev *Event) (int, any) {
+		ev.Target = r.URL.Query().Get("name")
+		if err := h.Disconnect(r.Context(), ev.Target); err != nil {
+			return http.StatusNotFound, map[string]any{"error": err.Error()}
+		}
+		return http.StatusOK, map[string]any{"pid": os.Getpid(), "disconnected": ev.Target}
+	}))
+	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			handle(r.Method+" "+r.URL.Path, func(*http.Request, *Event) (int, any) {
+				return http.StatusNotFound, map[string]any{"error": "no such control action"}
+			})(w, r)
 			return
 		}
-		reply(w, http.StatusOK, map[string]any{"pid": os.Getpid(), "connected": spec.Name})
+		mux.ServeHTTP(w, r)
 	})
-	mux.HandleFunc("DELETE /v1/external", func(w http.ResponseWriter, r *http.Request) {
-		if err := h.Disconnect(r.Context(), r.URL.Query().Get("name")); err != nil {
-			reply(w, http.StatusNotFound, map[string]any{"error": err.Error()})
-			return
-		}
-		reply(w, http.StatusOK, map[string]any{"pid": os.Getpid(), "disconnected": r.URL.Query().Get("name")})
-	})
-	s := &Server{path: path, ln: ln, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, done: make(chan struct{})}
+	s := &Server{path: path, ln: ln, done: make(chan struct{}), http: &http.Server{
+		Handler: root, ReadHeaderTimeout: 5 * time.Second,
+		ConnContext: connContext(opts.Guard),
+	}}
 	go func() {
 		defer close(s.done)
 		_ = s.http.Serve(ln)
 	}()
 	return s, nil
+}
+
+// describe is what connect would start, without secrets.
+func (s ExternalSpec) describe() string {
+	if s.URL != "" {
+		return s.URL
+	}
+	return strings.Join(append([]string{s.Command}, s.Args...), " ")
 }
 
 // Path is the socket's path.
@@ -181,6 +261,7 @@ func Call(ctx context.Context, dataDir, method, path string, body ...any) ([]Rep
 			return nil, err
 		}
 		resp, err := c.Do(req)
+		c.CloseIdleConnections()
 		if err != nil {
 			if isGone(err) {
 				_ = os.Remove(sock) // left by a host that died

@@ -88,10 +88,10 @@ func answer(req mcp.CallToolRequest, canonical string, args []byte) string {
 
 // Apply carries out a person's answer to an approval: it returns the
 // context to make the call with (approved) or the refusal, and stores
-// "always" answers in the policy. pending are the call's patterns that
-// needed approval.
-func Apply(ctx context.Context, policy *registry.Policy, canonical string, pending []string, decision string) (context.Context, error) {
-	rules := storable(pending)
+// "always" answers in the policy. rules are what an "always" answer stores
+// (Decision.Rules, ApprovalRequiredError.Rules): each one matches the
+// approved call's pattern literally, never as a glob.
+func Apply(ctx context.Context, policy *registry.Policy, canonical string, rules []string, decision string) (context.Context, error) {
 	switch decision {
 	case AllowOnce:
 		return registry.WithApproval(ctx), nil
@@ -112,17 +112,6 @@ func Apply(ctx context.Context, policy *registry.Policy, canonical string, pendi
 	default:
 		return nil, fmt.Errorf("%s denied by the user", canonical)
 	}
-}
-
-// storable drops patterns that cannot be rules (opaque ones).
-func storable(pending []string) []string {
-	var out []string
-	for _, p := range pending {
-		if !strings.Contains(p, " (") {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func abbreviate(s string, n int) string {

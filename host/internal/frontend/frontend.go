@@ -67,6 +67,7 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 		server.WithInstructions(Instructions(reg, refusals)),
 		server.WithRecovery(),
 		server.WithToolFilter(f.listReady),
+		server.WithHooks(f.auditHooks()),
 	)
 	f.setTools(tools, names, refusals)
 	reg.Subscribe(f.Refresh)
@@ -228,12 +229,16 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 	if decision := answer(req, canonical, args); decision != "" {
 		_, d, err := f.reg.Decide(ctx, canonical, args)
 		if err != nil {
+			f.reg.AuditRefusal(ctx, canonical, args, "invalid", err)
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		if ctx, err = Apply(ctx, f.reg.Policy(), canonical, d.Pending, decision); err != nil {
+		approved, err := Apply(ctx, f.reg.Policy(), canonical, d.Rules, decision)
+		if err != nil {
 			f.log.Info("call refused by the user", "tool", canonical, "decision", decision)
+			f.reg.AuditRefusal(ctx, canonical, args, "deny", err)
 			return mcp.NewToolResultError(err.Error()), nil
 		}
+		ctx = approved
 	}
 	res, err := f.reg.Call(ctx, canonical, args, onProgress)
 	var ask *registry.ApprovalRequiredError

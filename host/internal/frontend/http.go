@@ -1,12 +1,15 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +24,25 @@ type HTTPOptions struct {
 	// SessionIdleTTL ends sessions a client abandoned (mcp-go's default
 	// keeps them forever).
 	SessionIdleTTL time.Duration
+	// MaxBodyBytes caps a request's body (default DefaultMaxBodyBytes); a
+	// larger one gets 413 without being read into memory.
+	MaxBodyBytes int64
+	// BodyTimeout is how long a request's body may take to arrive
+	// (default DefaultBodyTimeout); a slower one gets 408 and the
+	// connection is closed.
+	BodyTimeout time.Duration
 }
+
+// DefaultMaxBodyBytes is the largest request body the HTTP front end
+// reads: one JSON-RPC message, whose tool arguments may carry a whole file
+// (a write_file's content, base64 data), so generous; but bounded, so a
+// client cannot make the host hold an arbitrary amount of memory.
+const DefaultMaxBodyBytes = 16 << 20
+
+// DefaultBodyTimeout bounds the time a request body may take: ample for
+// DefaultMaxBodyBytes on any link, and a slow-body client cannot hold a
+// request (and its buffer) open forever.
+const DefaultBodyTimeout = 30 * time.Second
 
 // EndpointPath is where MCP is served over HTTP.
 const EndpointPath = "/mcp"
@@ -52,11 +73,20 @@ func isLoopbackHost(h string) bool {
 }
 
 // ServeHTTP serves MCP over streamable HTTP on ln until ctx ends. Requests
-// from a browser page of another origin are refused (403), so a web page
-// cannot drive the host through the user's browser (DNS rebinding).
+// from a browser page of another origin, including a page served by
+// another port of this machine, are refused (403), and so are requests
+// whose Host is not the listener's, so a web page cannot drive the host
+// through the user's browser (DNS rebinding). Bodies are limited in size
+// (413) and in time (408).
 func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
 	if opts.SessionIdleTTL <= 0 {
 		opts.SessionIdleTTL = 30 * time.Minute
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
 	}
 	mcpHTTP := server.NewStreamableHTTPServer(f.srv,
 		server.WithEndpointPath(EndpointPath),
@@ -64,7 +94,7 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 		server.WithHeartbeatInterval(30*time.Second),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(EndpointPath, checkOrigin(mcpHTTP))
+	mux.Handle(EndpointPath, checkOrigin(ln.Addr(), opts.AllowRemote, limitBody(opts.MaxBodyBytes, opts.BodyTimeout, mcpHTTP)))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -83,20 +113,87 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 	}
 }
 
-// checkOrigin refuses cross-origin browser requests: an Origin header, if
-// present, must name a loopback host or the host the request was sent to.
-func checkOrigin(next http.Handler) http.Handler {
+// checkOrigin refuses cross-origin browser requests. An Origin header, if
+// present, must be the listener's own origin: http://127.0.0.1:PORT,
+// http://localhost:PORT or http://[::1]:PORT for a loopback listener, with
+// the listener's port (a page served by another local port is another
+// origin). The Host header must likewise name a loopback host and the
+// listener's port, which defeats DNS rebinding (a page of evil.example
+// whose name now resolves to 127.0.0.1 sends Host: evil.example). With
+// allowRemote, whatever host the request was sent to is accepted as long as
+// Origin names the same host and port: the authenticating proxy in front
+// decides.
+func checkOrigin(addr net.Addr, allowRemote bool, next http.Handler) http.Handler {
+	port := ""
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		port = strconv.Itoa(tcp.Port)
+	} else if _, p, err := net.SplitHostPort(addr.String()); err == nil {
+		port = p
+	}
+	local := func(hostport string) bool {
+		h, p, err := net.SplitHostPort(hostport)
+		return err == nil && p == port && isLoopbackHost(h)
+	}
+	forbid := func(w http.ResponseWriter, why string) {
+		http.Error(w, "Forbidden: "+why, http.StatusForbidden)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && o != "null" {
-			u, err := url.Parse(o)
-			if err != nil || (!isLoopbackHost(u.Hostname()) && !strings.EqualFold(u.Host, r.Host)) {
-				http.Error(w, "Forbidden: cross-origin request refused", http.StatusForbidden)
-				return
-			}
-		} else if o == "null" {
-			http.Error(w, "Forbidden: cross-origin request refused", http.StatusForbidden)
+		if !allowRemote && !local(r.Host) {
+			forbid(w, "Host "+r.Host+" is not this server's address")
 			return
 		}
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			switch {
+			case o == "null", err != nil, u.Scheme != "http" && u.Scheme != "https", u.Port() == "":
+				forbid(w, "cross-origin request refused")
+				return
+			case local(u.Host):
+			case allowRemote && strings.EqualFold(u.Host, r.Host):
+			default:
+				forbid(w, "cross-origin request refused")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody reads a request's whole body before next sees it, refusing one
+// larger than max (413, without reading it into memory) or slower than
+// timeout (408). The read deadline covers the body only: once it is read,
+// the connection may stay open as long as the response needs (a stream).
+func limitBody(max int64, timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > max {
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("request body of %d bytes is larger than the limit of %d", r.ContentLength, max), http.StatusRequestEntityTooLarge)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(timeout))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			var ne net.Error
+			switch {
+			case errors.As(err, &tooBig):
+				http.Error(w, fmt.Sprintf("request body is larger than the limit of %d bytes", max), http.StatusRequestEntityTooLarge)
+			case errors.As(err, &ne) && ne.Timeout():
+				w.Header().Set("Connection", "close")
+				http.Error(w, fmt.Sprintf("request body did not arrive within %s", timeout), http.StatusRequestTimeout)
+			default:
+				http.Error(w, "cannot read the request body", http.StatusBadRequest)
+			}
+			return
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
 }

@@ -23,6 +23,22 @@ type AuditRecord struct {
 	// Outcome is ok, tool_error, refused, or error.
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
+
+	// Action is set for a control-socket request instead of a tool call
+	// (Tool is then empty): status, restart, reload, connect, disconnect.
+	Action string `json:"action,omitempty"`
+	// Target is the server a control action names.
+	Target string `json:"target,omitempty"`
+	// Detail is what a control "connect" would start (command or URL).
+	Detail string `json:"detail,omitempty"`
+	// Peer is the process that sent a control request.
+	Peer *AuditPeer `json:"peer,omitempty"`
+}
+
+// AuditPeer is the process at the other end of the control socket.
+type AuditPeer struct {
+	PID int `json:"pid"`
+	UID int `json:"uid"`
 }
 
 // Audit appends records to a file, one JSON line each. Records are queued

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
@@ -46,8 +47,13 @@ type Decision struct {
 	// Rule is the rule that decided, or "default".
 	Rule string
 	// Pending are the call's patterns ("tool:pattern") that no allow rule
-	// matched, for an "ask" verdict.
+	// matched, for an "ask" verdict, as shown to a person.
 	Pending []string
+	// Rules are the rules that would allow (or deny) exactly the pending
+	// patterns and nothing else, for an "always" answer: each pattern is
+	// quoted with Literal, so a file named "*" stays that one file.
+	// Patterns no rule can approve (opaque ones) have none.
+	Rules []string
 }
 
 // ApprovalRequiredError is returned for a call the policy wants a person
@@ -55,7 +61,9 @@ type Decision struct {
 type ApprovalRequiredError struct {
 	Tool    string
 	Pending []string
-	Source  string
+	// Rules are what an "always" answer stores (see Decision.Rules).
+	Rules  []string
+	Source string
 }
 
 func (e *ApprovalRequiredError) Error() string {
@@ -118,7 +126,7 @@ func (p *Policy) Decide(tool string, patterns []string) Decision {
 			return Decision{Verdict: "deny", Rule: rule}
 		}
 	}
-	var pending []string
+	var pending, rules []string
 	rule := ""
 	for _, pat := range patterns {
 		r, ok := matchAny(allow, tool, pat, true)
@@ -127,6 +135,9 @@ func (p *Policy) Decide(tool string, patterns []string) Decision {
 		}
 		if !ok {
 			pending = append(pending, describe(tool, pat))
+			if !strings.HasPrefix(pat, protocol.OpaquePrefix) {
+				rules = append(rules, Literal(tool)+":"+Literal(pat))
+			}
 			continue
 		}
 		rule = r
@@ -138,9 +149,9 @@ func (p *Policy) Decide(tool string, patterns []string) Decision {
 	case "allow", "":
 		return Decision{Verdict: "allow", Rule: "default"}
 	case "ask":
-		return Decision{Verdict: "ask", Rule: "default", Pending: pending}
+		return Decision{Verdict: "ask", Rule: "default", Pending: pending, Rules: rules}
 	default:
-		return Decision{Verdict: "deny", Rule: "default", Pending: pending}
+		return Decision{Verdict: "deny", Rule: "default", Pending: pending, Rules: rules}
 	}
 }
 
@@ -159,7 +170,7 @@ func (p *Policy) errorFor(tool string, d Decision, approved bool) error {
 		if approved {
 			return nil
 		}
-		return &ApprovalRequiredError{Tool: tool, Pending: d.Pending, Source: p.source()}
+		return &ApprovalRequiredError{Tool: tool, Pending: d.Pending, Rules: d.Rules, Source: p.source()}
 	}
 	if d.Rule != "default" {
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s denied by rule %q in the permissions block", tool, d.Rule)
@@ -217,7 +228,9 @@ func matchAny(rules []string, tool, pattern string, allow bool) (string, bool) {
 }
 
 // Glob matches s against a pattern where * matches any run of characters
-// (including '/' and '.') and ? any one character.
+// (including '/' and '.'), ? any one character, and a backslash makes the
+// character after it literal (\* is a star, \\ a backslash; a trailing
+// backslash matches itself). Literal quotes any string for a pattern.
 func Glob(pattern, s string) bool {
 	px, sx := 0, 0
 	nextPx, nextSx := -1, -1
@@ -231,6 +244,16 @@ func Glob(pattern, s string) bool {
 			case '?':
 				if sx < len(s) {
 					px++
+					sx++
+					continue
+				}
+			case '\\':
+				lit, n := c, 1
+				if px+1 < len(pattern) {
+					lit, n = pattern[px+1], 2
+				}
+				if sx < len(s) && s[sx] == lit {
+					px += n
 					sx++
 					continue
 				}
@@ -251,6 +274,22 @@ func Glob(pattern, s string) bool {
 	return true
 }
 
+// Literal quotes s so that Glob matches exactly s and nothing else: the
+// form in which an "always" answer about one call is stored.
+func Literal(s string) string {
+	if !strings.ContainsAny(s, `*?\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '*' || c == '?' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // String summarises the policy for logs.
 func (p *Policy) String() string {
 	return fmt.Sprintf("default=%s access=%s allow=%d deny=%d", p.Default, p.Access, len(p.Allow), len(p.Deny))
@@ -264,7 +303,8 @@ type storedRules struct {
 }
 
 // Load reads the "always" decisions from path (a missing file is empty)
-// and keeps path for Remember.
+// and keeps path for Remember. A file another user owns or can write is
+// refused (strictmode.Check).
 func (p *Policy) Load(path string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -275,6 +315,10 @@ func (p *Policy) Load(path string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("registry: reading saved permissions: %w", err)
+	}
+	// Another user able to write the file could allow anything.
+	if err := strictmode.Check(path); err != nil {
+		return fmt.Errorf("registry: saved permissions refused: %w", err)
 	}
 	var s storedRules
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -292,6 +336,9 @@ func (p *Policy) Remember(rules []string, allow bool) error {
 	// Another host on the same data directory may have saved decisions
 	// since this one loaded them: merge, never overwrite.
 	if p.storePath != "" {
+		if err := strictmode.Check(p.storePath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("registry: saved permissions refused: %w", err)
+		}
 		if b, err := os.ReadFile(p.storePath); err == nil {
 			var s storedRules
 			if json.Unmarshal(b, &s) == nil {

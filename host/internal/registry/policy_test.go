@@ -71,3 +71,84 @@ func TestPolicyCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestGlobEscapes(t *testing.T) {
+	tests := []struct {
+		pattern, s string
+		want       bool
+	}{
+		{`\*`, "*", true},
+		{`\*`, "anything", false},
+		{`a\?c`, "a?c", true},
+		{`a\?c`, "abc", false},
+		{`a\\b`, `a\b`, true},
+		{`*\*`, "x/y*", true},
+		{`*\*`, "x/y", false},
+		{`a\`, `a\`, true},
+	}
+	for _, tt := range tests {
+		if got := Glob(tt.pattern, tt.s); got != tt.want {
+			t.Errorf("Glob(%q, %q) = %v, want %v", tt.pattern, tt.s, got, tt.want)
+		}
+	}
+}
+
+// TestAlwaysAllowOfStarIsLiteral performs the attack: a file literally named
+// "*" is approved "always"; a call on another path must still ask. The
+// control shows that storing the shown pattern (what the host once did)
+// would have allowed every path.
+func TestAlwaysAllowOfStarIsLiteral(t *testing.T) {
+	for _, name := range []string{"*", "/work/*", "?", `a\*`} {
+		t.Run(name, func(t *testing.T) {
+			p := &Policy{Default: "ask"}
+			d := p.Decide("filesystem.read_file", []string{name})
+			if d.Verdict != "ask" {
+				t.Fatalf("Decide(%q) = %+v, want ask", name, d)
+			}
+			if err := p.Remember(d.Rules, true); err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Decide("filesystem.read_file", []string{name}); got.Verdict != "allow" {
+				t.Errorf("after always-allow, Decide(%q) = %+v, want allow", name, got)
+			}
+			if got := p.Decide("filesystem.read_file", []string{"/etc/shadow"}); got.Verdict != "ask" {
+				t.Errorf("after always-allow of %q, Decide(/etc/shadow) = %+v (rules %q), want ask", name, got, d.Rules)
+			}
+
+			if name != "*" {
+				return
+			}
+			// Control: storing the pattern as shown, unquoted, would have
+			// allowed every path.
+			control := &Policy{Default: "ask"}
+			if err := control.Remember(control.Decide("filesystem.read_file", []string{name}).Pending, true); err != nil {
+				t.Fatal(err)
+			}
+			if got := control.Decide("filesystem.read_file", []string{"/etc/shadow"}); got.Verdict != "allow" {
+				t.Errorf("control: the unquoted rule did not widen (%+v); the test proves nothing", got)
+			}
+		})
+	}
+}
+
+func TestOpaquePatternHasNoRule(t *testing.T) {
+	p := &Policy{Default: "ask"}
+	d := p.Decide("bash.run", []string{"ls", protocol.OpaquePrefix + "a subshell"})
+	if len(d.Rules) != 1 || d.Rules[0] != "bash.run:ls" {
+		t.Errorf("Rules = %q, want only bash.run:ls", d.Rules)
+	}
+}
+
+func FuzzLiteral(f *testing.F) {
+	for _, s := range []string{"*", "?", `\`, `a\*b`, "/home/*/x", ""} {
+		f.Add(s, "other")
+	}
+	f.Fuzz(func(t *testing.T, s, other string) {
+		if !Glob(Literal(s), s) {
+			t.Fatalf("Glob(Literal(%q), %q) = false", s, s)
+		}
+		if other != s && Glob(Literal(s), other) {
+			t.Fatalf("Glob(Literal(%q), %q) = true", s, other)
+		}
+	})
+}

@@ -512,6 +512,30 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	return t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, onProgress)
 }
 
+// Audit writes one record that is not a call routed by Call: a control
+// action, or a refusal made before the registry saw the call (an unknown
+// tool's name that a front end rejected, a person's "deny"). Time is set
+// if zero.
+func (r *Registry) Audit(rec AuditRecord) {
+	if rec.Time.IsZero() {
+		rec.Time = time.Now().UTC()
+	}
+	if err := r.audit.Write(rec); err != nil {
+		r.log("audit record not written", "error", err)
+	}
+}
+
+// AuditRefusal records a call refused before Call: name and args as the
+// client sent them, decision as in AuditRecord.
+func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, decision string, err error) {
+	args = normalizeArgs(args)
+	rec := AuditRecord{Client: clientOf(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args), Decision: decision, Outcome: "refused"}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	r.Audit(rec)
+}
+
 // Decide returns the policy's verdict on a call without running it (the
 // front ends use it to ask before calling).
 func (r *Registry) Decide(ctx context.Context, name string, args []byte) (Tool, Decision, error) {
@@ -551,7 +575,12 @@ func (r *Registry) decide(ctx context.Context, t Tool, args []byte) (Decision, e
 		}
 		patterns = pats
 	}
-	return r.policy.Decide(t.Name, patterns), nil
+	d := r.policy.Decide(t.Name, patterns)
+	if !t.Tool.GetCustomPermissionPattern() && len(d.Rules) > 0 {
+		// The tool has no patterns: "always" is about the tool itself.
+		d.Rules = []string{Literal(t.Name)}
+	}
+	return d, nil
 }
 
 // checkDuplicate refuses the dupLimit-th identical call in a row.

@@ -114,3 +114,33 @@ func TestValidateArgs(t *testing.T) {
 		t.Error("a schema with a remote $ref compiled; it must not fetch anything")
 	}
 }
+
+// TestLoadRefusesWritablePermissions: a permissions.json another user can
+// write could allow anything; it is refused, and its rules do not apply.
+func TestLoadRefusesWritablePermissions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "permissions.json")
+	if err := os.WriteFile(path, []byte(`{"version":1,"allow":["bash.run"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	p := &Policy{Default: "ask"}
+	err := p.Load(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "chmod go-w") {
+		t.Fatalf("Load(0666 file) = %v, want a refusal naming %s and the chmod", err, path)
+	}
+	if d := p.Decide("bash.run", []string{"rm -rf /"}); d.Verdict != "ask" {
+		t.Errorf("rules of a refused file apply: %+v", d)
+	}
+	// Control: the same file, private, is read.
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide("bash.run", []string{"rm -rf /"}); d.Verdict != "allow" {
+		t.Errorf("control: the private file's rule did not apply: %+v", d)
+	}
+}
