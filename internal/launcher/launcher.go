@@ -410,6 +410,15 @@ func (p *Plugin) PID() int {
 	return p.runner.pid
 }
 
+// Confinement describes what confines the plugin ("not confined" without
+// a sandbox).
+func (p *Plugin) Confinement() string {
+	if s, ok := p.spec.Sandbox.(fmt.Stringer); ok && s != nil {
+		return s.String()
+	}
+	return "not confined (no sandbox)"
+}
+
 // StopReason says why the sandbox ended the plugin process ("" while it
 // runs, or when the sandbox did not end it).
 func (p *Plugin) StopReason() string {

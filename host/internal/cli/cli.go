@@ -523,6 +523,8 @@ type ServerInfo struct {
 	Restarts int    `json:"restarts"`
 	Attempt  int    `json:"attempt,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Sandbox says what confines the server's processes on this machine.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // ServerInfos describes every server of a registry, failures included.
@@ -536,6 +538,9 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		}
 		if p, ok := e.Server.(registry.Process); ok {
 			si.PID, si.Protocol = p.PID(), p.ProtocolVersion()
+		}
+		if c, ok := e.Server.(registry.Confined); ok {
+			si.Sandbox = c.Confinement()
 		}
 		if s, ok := e.Server.(*supervisor.Server); ok {
 			st := s.Status()
@@ -580,6 +585,16 @@ func PrintServers(w io.Writer, rows []ServerInfo) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, r.Kind, status, orDash(r.Protocol), dashIfEmpty(r.Version), orDash(r.PID), r.Tools, r.Restarts, r.Source)
 	}
 	_ = tw.Flush()
+	header := false
+	for _, r := range rows {
+		if r.Sandbox != "" {
+			if !header {
+				fmt.Fprintln(w, "\nSandbox:")
+				header = true
+			}
+			fmt.Fprintf(w, "  %s: %s\n", r.Name, r.Sandbox)
+		}
+	}
 	for _, r := range rows {
 		if r.Error != "" {
 			fmt.Fprintf(w, "\n%s: %s\n", r.Name, r.Error)

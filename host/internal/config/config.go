@@ -26,6 +26,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 )
 
 // EnvConfig is the environment variable naming the config file when
@@ -40,6 +41,8 @@ const DefaultFile = "config.hcl"
 type Config struct {
 	// File is the absolute path of the config file.
 	File string
+	// MCPJSON is the imported .mcp.json ("" when import_mcp_json is off).
+	MCPJSON string
 	// ProjectDir is the directory every built-in is confined to.
 	ProjectDir string
 	// DataDir holds host state (audit log, permission decisions, saved
@@ -149,10 +152,38 @@ func (rs *restartSchema) apply(base Restart, errAt func(hcl.Range, string, strin
 	return r
 }
 
+// Sandbox is a `sandbox {}` block inside a server's block: how the
+// server's processes are confined. Unset fields keep the server kind's
+// defaults (README, Security).
+type Sandbox struct {
+	// Mode is "required", "best-effort" or "off" ("" = the kind's default).
+	Mode string
+	// Read and Write add paths (absolute, relative to the config's folder,
+	// or "~/…") the server may read, or read and write.
+	Read, Write []string
+	// Network, when set, overrides the kind's default.
+	Network *bool
+	// Memory (bytes) and Processes bound the server's processes (0: none).
+	Memory    int64
+	Processes int64
+	Range     hcl.Range
+}
+
+type sandboxSchema struct {
+	Mode      *string   `hcl:"mode,optional"`
+	Read      []string  `hcl:"read,optional"`
+	Write     []string  `hcl:"write,optional"`
+	Network   *bool     `hcl:"network,optional"`
+	Memory    *string   `hcl:"memory,optional"`
+	Processes *int64    `hcl:"processes,optional"`
+	Range     hcl.Range `hcl:",def_range"`
+}
+
 // Builtin is one enabled `builtin "NAME" {}` block.
 type Builtin struct {
 	Name    string
 	Restart Restart
+	Sandbox Sandbox
 	// Settings are the block's attributes as a JSON object for the plugin.
 	Settings []byte
 	Range    hcl.Range
@@ -162,6 +193,7 @@ type Builtin struct {
 type Plugin struct {
 	Name         string
 	Restart      Restart
+	Sandbox      Sandbox
 	Path         string
 	Args         []string
 	Env          map[string]string
@@ -182,6 +214,7 @@ type External struct {
 	Headers map[string]string
 	Timeout time.Duration
 	Restart Restart
+	Sandbox Sandbox
 	// FromMCPJSON is set for servers read from .mcp.json.
 	FromMCPJSON bool
 	Range       hcl.Range
@@ -299,6 +332,7 @@ type builtinSchema struct {
 	Name    string          `hcl:"name,label"`
 	Enabled *bool           `hcl:"enabled,optional"`
 	Restart []restartSchema `hcl:"restart,block"`
+	Sandbox []sandboxSchema `hcl:"sandbox,block"`
 	Rest    hcl.Body        `hcl:",remain"`
 	Range   hcl.Range       `hcl:",def_range"`
 }
@@ -313,6 +347,7 @@ type pluginSchema struct {
 	Settings     *cty.Value        `hcl:"config,optional"`
 	StartTimeout *string           `hcl:"start_timeout,optional"`
 	Restart      []restartSchema   `hcl:"restart,block"`
+	Sandbox      []sandboxSchema   `hcl:"sandbox,block"`
 	Range        hcl.Range         `hcl:",def_range"`
 }
 
@@ -326,6 +361,7 @@ type externalSchema struct {
 	Headers map[string]string `hcl:"headers,optional"`
 	Timeout *string           `hcl:"timeout,optional"`
 	Restart []restartSchema   `hcl:"restart,block"`
+	Sandbox []sandboxSchema   `hcl:"sandbox,block"`
 	Range   hcl.Range         `hcl:",def_range"`
 }
 
@@ -498,6 +534,45 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		return blocks[0].apply(cfg.Restart, errAt)
 	}
 
+	serverSandbox := func(blocks []sandboxSchema) Sandbox {
+		if len(blocks) > 1 {
+			errAt(blocks[1].Range, "Duplicate sandbox block", "Only one sandbox block per server is allowed.")
+		}
+		if len(blocks) == 0 {
+			return Sandbox{}
+		}
+		b := blocks[0]
+		sb := Sandbox{Network: b.Network, Range: b.Range}
+		if b.Mode != nil {
+			switch *b.Mode {
+			case "required", "best-effort", "off":
+				sb.Mode = *b.Mode
+			default:
+				errAt(in(b.Range, "mode"), "Invalid sandbox mode", fmt.Sprintf("mode %q is not one of \"required\", \"best-effort\", \"off\".", *b.Mode))
+			}
+		}
+		for _, p := range b.Read {
+			sb.Read = append(sb.Read, resolveSandboxPath(dir, p))
+		}
+		for _, p := range b.Write {
+			sb.Write = append(sb.Write, resolveSandboxPath(dir, p))
+		}
+		if b.Memory != nil {
+			n, err := sandbox.ParseBytes(*b.Memory)
+			if err != nil || n < 4<<20 {
+				errAt(in(b.Range, "memory"), "Invalid sandbox memory", fmt.Sprintf("memory %q is not a size of at least 4MiB such as \"256MiB\" or \"1GiB\".", *b.Memory))
+			}
+			sb.Memory = n
+		}
+		if b.Processes != nil {
+			if *b.Processes < 1 {
+				errAt(in(b.Range, "processes"), "Invalid sandbox processes", "processes must be at least 1.")
+			}
+			sb.Processes = *b.Processes
+		}
+		return sb
+	}
+
 	seen := map[string]hcl.Range{}
 	for _, b := range fs.Builtins {
 		if prev, dup := seen["builtin "+b.Name]; dup {
@@ -516,7 +591,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 			cfg.Disabled = append(cfg.Disabled, Disabled{Name: b.Name, Kind: "builtin", Range: b.Range})
 			continue
 		}
-		cfg.Builtins = append(cfg.Builtins, &Builtin{Name: b.Name, Settings: settings, Range: b.Range, Restart: serverRestart(b.Restart)})
+		cfg.Builtins = append(cfg.Builtins, &Builtin{Name: b.Name, Settings: settings, Range: b.Range, Restart: serverRestart(b.Restart), Sandbox: serverSandbox(b.Sandbox)})
 	}
 
 	for _, p := range fs.Plugins {
@@ -533,7 +608,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 			cfg.Disabled = append(cfg.Disabled, Disabled{Name: p.Name, Kind: "plugin", Range: p.Range})
 			continue
 		}
-		pl := &Plugin{Name: p.Name, Path: resolve(dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: serverRestart(p.Restart)}
+		pl := &Plugin{Name: p.Name, Path: resolve(dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: serverRestart(p.Restart), Sandbox: serverSandbox(p.Sandbox)}
 		if p.Path == "" {
 			errAt(p.Range, "Missing plugin path", fmt.Sprintf("plugin %q needs path = \"...\" pointing at its binary.", p.Name))
 		}
@@ -576,7 +651,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 			continue
 		}
 		seen["external "+x.Name] = x.Range
-		ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: serverRestart(x.Restart)}
+		ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: serverRestart(x.Restart), Sandbox: serverSandbox(x.Sandbox)}
 		if x.Command != nil {
 			ext.Command = *x.Command
 		}
@@ -605,7 +680,8 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		cfg.Externals = append(cfg.Externals, ext)
 	}
 	if fs.ImportMCPJSON != nil && *fs.ImportMCPJSON {
-		mj, err := readMCPJSON(filepath.Join(cfg.ProjectDir, ".mcp.json"), cfg.Restart)
+		cfg.MCPJSON = filepath.Join(cfg.ProjectDir, ".mcp.json")
+		mj, err := readMCPJSON(cfg.MCPJSON, cfg.Restart)
 		if err != nil {
 			errAt(at("import_mcp_json"), "Cannot import .mcp.json", err.Error())
 		}
@@ -712,4 +788,45 @@ func PeekDataDir(path string) (string, error) {
 		}
 	}
 	return DefaultDataDir(abs), nil
+}
+
+// resolveSandboxPath resolves a sandbox path against the config's folder,
+// leaving "~/…" for the sandbox to expand.
+func resolveSandboxPath(dir, p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		return p
+	}
+	return resolve(dir, p)
+}
+
+// LockFileName is the lock file's name, beside the config.
+const LockFileName = "switchboard.lock.hcl"
+
+// ControlPlane lists the host's own files, which no tool may read or
+// write and which every sandbox hides or binds read-only: the config file,
+// an imported .mcp.json, the lock file, data_dir, plugin binaries and
+// plugin directories. Paths are absolute; symlinks are resolved where they
+// exist, so a path that reaches into a root through a link is caught.
+func (c *Config) ControlPlane() []string {
+	paths := []string{c.File, filepath.Join(filepath.Dir(c.File), LockFileName), c.DataDir}
+	if c.MCPJSON != "" {
+		paths = append(paths, c.MCPJSON)
+	}
+	for _, p := range c.Plugins {
+		paths = append(paths, p.Path)
+	}
+	paths = append(paths, c.PluginDirs...)
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

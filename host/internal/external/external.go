@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/internal/sysproc"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
@@ -49,6 +51,8 @@ type Spec struct {
 	Headers map[string]string
 	// Timeout bounds connecting and listing tools.
 	Timeout time.Duration
+	// Sandbox, if set, confines a stdio server's process.
+	Sandbox launcher.Sandbox
 }
 
 // EnvAllowlist is what a stdio server inherits from the host.
@@ -62,6 +66,7 @@ type Server struct {
 	tr     transport.Interface
 	info   *pluginv1.DescribeResponse
 	cmd    *exec.Cmd
+	conf   launcher.Confinement // the sandbox of a stdio server's process
 	nextID atomic.Int64
 
 	progressMu sync.Mutex
@@ -133,6 +138,13 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 		if err != nil {
 			return fail(err)
 		}
+		if s.conf != nil && s.cmd != nil && s.cmd.Process != nil {
+			// Before initialize: a sandbox with limits holds the server
+			// until it is in its cgroup.
+			if err := s.conf.Started(s.cmd.Process.Pid); err != nil {
+				return fail(err)
+			}
+		}
 	case <-cctx.Done():
 		return fail(fmt.Errorf("no connection within %s", spec.Timeout))
 	}
@@ -171,6 +183,19 @@ func (s *Server) command(ctx context.Context, command string, _ []string, args [
 	}
 	cmd.Dir = s.spec.Dir
 	cmd.SysProcAttr = sysproc.Attr(syscall.SIGTERM)
+	if s.spec.Sandbox != nil {
+		if !filepath.IsAbs(cmd.Path) {
+			// The sandbox execs the path it is given.
+			if p, err := exec.LookPath(cmd.Path); err == nil {
+				cmd.Path = p
+			}
+		}
+		conf, err := s.spec.Sandbox.Wrap(cmd, "")
+		if err != nil {
+			return nil, err
+		}
+		s.conf = conf
+	}
 	s.cmd = cmd
 	return cmd, nil
 }
@@ -505,9 +530,23 @@ func (s *Server) Close(context.Context) error {
 			}
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
+		if s.conf != nil {
+			s.conf.Stopped()
+		}
 		s.markDone()
 	})
 	return nil
+}
+
+// Confinement describes what confines a stdio server's process.
+func (s *Server) Confinement() string {
+	if s.spec.URL != "" {
+		return "remote (runs elsewhere)"
+	}
+	if c, ok := s.spec.Sandbox.(fmt.Stringer); ok && c != nil {
+		return c.String()
+	}
+	return "not confined (no sandbox)"
 }
 
 // String is for logs.

@@ -132,6 +132,9 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	for _, e := range reg.Entries() {
 		d := e.Server.Describe()
 		fmt.Fprintf(&b, "- %s: ready, %d tools (%s %s)", e.Server.Name(), len(d.GetTools()), e.Kind, d.GetPluginVersion())
+		if c, ok := e.Server.(registry.Confined); ok && c.Confinement() != "" {
+			fmt.Fprintf(&b, "; %s", c.Confinement())
+		}
 		if in := strings.TrimSpace(d.GetInstructions()); in != "" {
 			fmt.Fprintf(&b, ". %s", strings.ReplaceAll(in, "\n", " "))
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/external"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 )
@@ -286,6 +287,7 @@ func externalJob(cfg *config.Config, x *config.External, source string) job {
 		ext: &external.Spec{
 			Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
 			URL: x.URL, Headers: x.Headers, Timeout: x.Timeout,
+			Sandbox: externalSandbox(cfg, x),
 		},
 		kind:    registry.KindExternal,
 		source:  source,
@@ -462,11 +464,15 @@ func (e *InvalidConfigError) Error() string {
 // Jobs lists what Start starts, in registration order.
 func Jobs(cfg *config.Config, self string) []job {
 	var jobs []job
+	protected := cfg.ControlPlane()
 	for _, b := range cfg.Builtins {
+		state := filepath.Join(cfg.DataDir, b.Name)
 		jobs = append(jobs, job{
 			spec: launcher.Spec{
 				Name: b.Name, Path: self, Args: []string{"plugin-serve", b.Name},
-				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, b.Name), HostDataDir: cfg.DataDir,
+				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
+				ProtectedPaths: protected,
+				Sandbox:        Confinement(cfg, registry.KindBuiltin, b.Name, b.Sandbox, b.Settings, state, self),
 			},
 			kind:    registry.KindBuiltin,
 			source:  fmt.Sprintf("builtin %q (%s)", b.Name, rangeText(cfg, b.Range.Filename, b.Range.Start.Line)),
@@ -476,11 +482,13 @@ func Jobs(cfg *config.Config, self string) []job {
 	named := map[string]bool{}
 	for _, p := range cfg.Plugins {
 		named[p.Path] = true
+		state := filepath.Join(cfg.DataDir, "plugins", p.Name)
 		jobs = append(jobs, job{
 			spec: launcher.Spec{
 				Name: p.Name, Path: p.Path, Args: p.Args, Env: p.Env, SHA256: p.SHA256,
-				Settings: p.Settings, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, "plugins", p.Name),
-				StartTimeout: p.StartTimeout, HostDataDir: cfg.DataDir,
+				Settings: p.Settings, ProjectDir: cfg.ProjectDir, DataDir: state,
+				StartTimeout: p.StartTimeout, HostDataDir: cfg.DataDir, ProtectedPaths: protected,
+				Sandbox: Confinement(cfg, registry.KindPlugin, p.Name, p.Sandbox, nil, state, self),
 			},
 			kind:    registry.KindPlugin,
 			source:  fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
@@ -499,9 +507,12 @@ func Jobs(cfg *config.Config, self string) []job {
 			continue
 		}
 		name := strings.TrimPrefix(filepath.Base(path), PluginPrefix)
+		state := filepath.Join(cfg.DataDir, "plugins", name)
 		jobs = append(jobs, job{
 			spec: launcher.Spec{
-				Name: name, Path: path, ProjectDir: cfg.ProjectDir, DataDir: filepath.Join(cfg.DataDir, "plugins", name), HostDataDir: cfg.DataDir,
+				Name: name, Path: path, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
+				ProtectedPaths: protected,
+				Sandbox:        Confinement(cfg, registry.KindPlugin, name, config.Sandbox{}, nil, state, self),
 			},
 			kind:       registry.KindPlugin,
 			source:     fmt.Sprintf("discovered plugin %s", path),
@@ -540,4 +551,17 @@ func rangeText(cfg *config.Config, file string, line int) string {
 		rel = file
 	}
 	return fmt.Sprintf("%s:%d", rel, line)
+}
+
+// externalSandbox confines a stdio external server (one reached over HTTP
+// runs elsewhere).
+func externalSandbox(cfg *config.Config, x *config.External) *sandbox.Sandbox {
+	if x.Command == "" {
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return Confinement(cfg, registry.KindExternal, x.Name, x.Sandbox, nil, "", self)
 }

@@ -62,6 +62,13 @@ type Readiness interface {
 	Ready() bool
 }
 
+// Confined is implemented by servers that can say what confines their
+// processes (the kernel sandbox), for inspect, status and the initialize
+// instructions.
+type Confined interface {
+	Confinement() string
+}
+
 // Process is implemented by servers that are local processes.
 type Process interface {
 	PID() int

@@ -71,6 +71,9 @@ type Policy struct {
 	// plugin has a network namespace of its own (no interfaces but a
 	// loopback that is down) and no TCP at all.
 	Network bool
+	// State is the server's own folder (under data_dir), created 0700 if
+	// missing and writable; it stays visible when data_dir is hidden.
+	State string
 	// Hide lists files and folders that must not be visible even when a
 	// granted path contains them: the host's control plane. A file is
 	// covered by an empty file, a folder by an empty read-only folder.
@@ -141,6 +144,9 @@ func (r Report) String() string {
 	}
 }
 
+// String summarises what confines the server on this machine (Report).
+func (s *Sandbox) String() string { return s.Report().String() }
+
 // Clean returns a policy with absolute, cleaned, de-duplicated paths,
 // "~/" expanded against home, and symlinks resolved where they exist (a
 // Landlock rule and a mount both act on what a path resolves to).
@@ -149,6 +155,9 @@ func (p Policy) Clean(home string) Policy {
 	p.Write = cleanPaths(p.Write, home)
 	p.Hide = cleanPaths(p.Hide, home)
 	p.ReadOnly = cleanPaths(p.ReadOnly, home)
+	if p.State != "" {
+		p.State = filepath.Clean(p.State)
+	}
 	return p
 }
 

@@ -110,15 +110,21 @@ func (s *Sandbox) Report() Report {
 	} else {
 		r.Missing = append(r.Missing, "namespaces: "+k.namespaces.Error())
 	}
+	tcp := ", TCP"
+	if s.Policy.Network {
+		tcp = ""
+	}
 	switch {
 	case k.landlock >= 6:
-		r.Enforced = append(r.Enforced, fmt.Sprintf("Landlock ABI %d (files, TCP, signals, abstract sockets)", k.landlock))
+		r.Enforced = append(r.Enforced, fmt.Sprintf("Landlock ABI %d (files%s, signals, abstract sockets)", k.landlock, tcp))
 	case k.landlock >= 4:
-		r.Enforced = append(r.Enforced, fmt.Sprintf("Landlock ABI %d (files, TCP)", k.landlock))
+		r.Enforced = append(r.Enforced, fmt.Sprintf("Landlock ABI %d (files%s)", k.landlock, tcp))
 		r.Missing = append(r.Missing, "Landlock scoping of signals and abstract sockets (needs Linux 6.12)")
 	case k.landlock >= 1:
 		r.Enforced = append(r.Enforced, fmt.Sprintf("Landlock ABI %d (files)", k.landlock))
-		r.Missing = append(r.Missing, "Landlock TCP rules (needs Linux 6.7)")
+		if !s.Policy.Network {
+			r.Missing = append(r.Missing, "Landlock TCP rules (needs Linux 6.7; the network namespace still cuts TCP off)")
+		}
 	default:
 		r.Missing = append(r.Missing, "Landlock (needs Linux 5.13 with Landlock enabled)")
 	}
@@ -161,6 +167,11 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		return nil, err
 	}
 	p := s.Policy
+	if p.State != "" {
+		if err := os.MkdirAll(p.State, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: the server's state folder: %w", err)
+		}
+	}
 	c := &confinement{}
 	tmp, err := os.MkdirTemp(s.TempRoot, "switchboard-"+s.Name+"-")
 	if err != nil {
@@ -178,7 +189,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		Path: cmd.Path, Args: cmd.Args, Binary: binary,
 		Namespaces: k.namespaces == nil, Landlock: k.landlock >= 1,
 		Read:     append(cleanPaths(existing(systemReadPaths), ""), p.Read...),
-		Write:    append(append([]string{tmp}, p.Write...), socketDir),
+		Write:    append(append([]string{tmp, p.State}, p.Write...), socketDir),
 		Hide:     p.Hide,
 		ReadOnly: p.ReadOnly,
 		Network:  p.Network,

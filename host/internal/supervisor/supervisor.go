@@ -522,6 +522,18 @@ func (srv *Server) PID() int {
 	return 0
 }
 
+// confined is an instance that says what confines it (registry.Confined).
+type confined interface{ Confinement() string }
+
+// Confinement describes what confines the current instance ("" when
+// there is none).
+func (srv *Server) Confinement() string {
+	if c, ok := srv.Status().Instance.(confined); ok {
+		return c.Confinement()
+	}
+	return ""
+}
+
 // ProtocolVersion returns the current instance's protocol version.
 func (srv *Server) ProtocolVersion() int {
 	if p, ok := srv.Status().Instance.(process); ok {

@@ -1,0 +1,86 @@
+package loader
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+)
+
+// defaultMode is the sandbox mode of built-ins and plugins: required where
+// the kernel sandbox exists (Linux), best-effort elsewhere.
+func defaultMode(kind registry.Kind) sandbox.Mode {
+	if kind == registry.KindExternal || runtime.GOOS != "linux" {
+		return sandbox.ModeBestEffort
+	}
+	return sandbox.ModeRequired
+}
+
+// Confinement returns the sandbox of one server: the defaults of its kind
+// (README, Security), widened or narrowed by its sandbox block. stateDir is
+// the server's own folder under data_dir, the one part of it the server
+// sees.
+func Confinement(cfg *config.Config, kind registry.Kind, name string, block config.Sandbox, settings []byte, stateDir, self string) *sandbox.Sandbox {
+	home, _ := os.UserHomeDir()
+	p := sandbox.Policy{Mode: defaultMode(kind)}
+	switch {
+	case kind == registry.KindBuiltin && name == "filesystem":
+		var s struct {
+			Roots []string `json:"roots"`
+		}
+		_ = json.Unmarshal(settings, &s)
+		p.Write = append([]string{cfg.ProjectDir}, s.Roots...)
+	case kind == registry.KindBuiltin && name == "web":
+		p.Network = true
+	case kind == registry.KindBuiltin: // bash, git
+		p.Write = []string{cfg.ProjectDir}
+	case kind == registry.KindExternal:
+		// Package runners (npx, uvx) keep their caches in the home folder
+		// and fetch packages from the network.
+		p.Network = true
+		p.Write = []string{cfg.ProjectDir}
+		for _, c := range []string{".npm", ".cache", ".local/share/uv", ".local/state"} {
+			p.Write = append(p.Write, filepath.Join(home, c))
+		}
+		p.Read = []string{filepath.Join(home, ".npmrc"), filepath.Join(home, ".config")}
+		p.Env = map[string]string{"HOME": home}
+	default: // third-party plugins: read the project, write their own folder
+		p.Read = []string{cfg.ProjectDir}
+	}
+	p.State = stateDir
+	if block.Mode != "" {
+		p.Mode = sandbox.Mode(block.Mode)
+	}
+	if block.Network != nil {
+		p.Network = *block.Network
+	}
+	p.Read = append(p.Read, block.Read...)
+	p.Write = append(p.Write, block.Write...)
+	p.Memory, p.Processes = block.Memory, block.Processes
+	// The control plane: hidden where a grant would show it; binaries
+	// (and the host's own) read-only.
+	for _, c := range cfg.ControlPlane() {
+		if st, err := os.Stat(c); err == nil && (st.Mode()&0o111 != 0 && !st.IsDir()) {
+			p.ReadOnly = append(p.ReadOnly, c)
+		} else if st != nil && st.IsDir() && isPluginDir(cfg, c) {
+			p.ReadOnly = append(p.ReadOnly, c)
+		} else {
+			p.Hide = append(p.Hide, c)
+		}
+	}
+	p.ReadOnly = append(p.ReadOnly, self)
+	return &sandbox.Sandbox{Name: name, Policy: p.Clean(home), Helper: self}
+}
+
+func isPluginDir(cfg *config.Config, dir string) bool {
+	for _, d := range cfg.PluginDirs {
+		if r, err := filepath.EvalSymlinks(d); err == nil && r == dir {
+			return true
+		}
+	}
+	return false
+}
