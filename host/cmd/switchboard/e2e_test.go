@@ -49,7 +49,8 @@ func setupWith(t *testing.T, extra string) env {
 	if err := os.WriteFile(filepath.Join(project, "notes.txt"), []byte("line one\nline two\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	marker := filepath.Join(dir, "cancelled")
+	markerDir := t.TempDir()
+	marker := filepath.Join(markerDir, "cancelled")
 	cfg := fmt.Sprintf(`
 project_dir = "project"
 data_dir    = "state"
@@ -61,9 +62,10 @@ plugin "hello" { path = %q }
 plugin "fx" {
   path = %q
   env  = { FIXTURE_CANCEL_MARKER = %q }
+  sandbox { write = [%q] }   # where the fixture leaves its cancellation marker
 }
 %s
-`, bins.Hello, bins.TestPlugin, marker, extra)
+`, bins.Hello, bins.TestPlugin, marker, markerDir, extra)
 	path := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -396,7 +398,7 @@ func TestCLI(t *testing.T) {
 		{"usage", []string{"call", cfg}, 2, "", "usage", true},
 		{"filesystem write", []string{"call", cfg, "filesystem.write_file", `{"path":"cli.txt","content":"via the CLI\n"}`}, 0, "Wrote 12 bytes to cli.txt", "", false},
 		{"filesystem read", []string{"call", cfg, "filesystem.read_text_file", `{"path":"cli.txt"}`}, 0, "via the CLI", "", false},
-		{"filesystem outside", []string{"call", cfg, "filesystem.read_text_file", `{"path":"../config.hcl"}`}, 1, "outside the allowed directories", "", false},
+		{"filesystem outside", []string{"call", cfg, "filesystem.read_text_file", `{"path":"/etc/hostname"}`}, 1, "outside the allowed directories", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -521,7 +523,7 @@ permissions {
 	// notifications/cancelled from the client kills the command's tree.
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
-		_, _ = callTool(ctx, c, "bash__run", map[string]any{"command": "sleep 100 & echo $!; wait"}, "bash-1")
+		_, _ = callTool(ctx, c, "bash__run", map[string]any{"command": "sleep 100.4321 & echo $!; wait"}, "bash-1")
 	}()
 	var pid int
 	select {
@@ -529,9 +531,16 @@ permissions {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the background pid never arrived as progress")
 	}
-	t.Cleanup(func() { fixtures.Kill([]int{pid}) })
+	// The pid the command printed is its pid inside bash's sandbox (a PID
+	// namespace of its own); the host sees the process by its command line.
+	_ = pid
+	sleepers := fixtures.ProcessesMatching("sleep 100.4321")
+	if len(sleepers) == 0 {
+		t.Fatal("the background sleep is not running")
+	}
+	t.Cleanup(func() { fixtures.Kill(sleepers) })
 	cancel()
-	if alive := fixtures.WaitGone([]int{pid}, 10*time.Second); len(alive) > 0 {
-		t.Errorf("sleep %d survived the client's cancellation", pid)
+	if alive := fixtures.WaitGone(sleepers, 10*time.Second); len(alive) > 0 {
+		t.Errorf("sleep %v survived the client's cancellation", alive)
 	}
 }

@@ -11,14 +11,27 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 )
 
-// defaultMode is the sandbox mode of built-ins and plugins: required where
-// the kernel sandbox exists (Linux), best-effort elsewhere.
+// defaultMode is the sandbox mode a server gets without a sandbox block.
+//
+// Not yet on by default: the host's end-to-end suites (supervision,
+// reload, teardown) still identify plugin processes by pids that a PID
+// namespace renumbers, and an outside attack found the parent-directory
+// rename and chmod gaps listed in the README; until both are settled a
+// block opts in with sandbox { mode = "required" }. The intended default
+// is required for built-ins and plugins on Linux, best-effort for external
+// servers and elsewhere (onByDefault).
 func defaultMode(kind registry.Kind) sandbox.Mode {
+	if !onByDefault {
+		return sandbox.ModeOff
+	}
 	if kind == registry.KindExternal || runtime.GOOS != "linux" {
 		return sandbox.ModeBestEffort
 	}
 	return sandbox.ModeRequired
 }
+
+// onByDefault switches the intended defaults on.
+const onByDefault = false
 
 // Confinement returns the sandbox of one server: the defaults of its kind
 // (README, Security), widened or narrowed by its sandbox block. stateDir is

@@ -435,9 +435,32 @@ func disabledOf(cfg *config.Config) []registry.Failure {
 
 // sameJob compares what a server runs as, not where its block sits in the
 // file (inserting a line above it changes nothing).
+//
+// Sandboxes compare by policy, less the host-wide lists (the control plane
+// to hide, the binaries to bind read-only, the protected paths): adding a
+// plugin block does not restart every other server; they get the new
+// lists at their next start.
 func sameJob(a, b job) bool {
 	a.source, b.source = "", ""
+	a.spec.ProtectedPaths, b.spec.ProtectedPaths = nil, nil
+	a.spec.Sandbox, b.spec.Sandbox = comparable(a.spec.Sandbox), comparable(b.spec.Sandbox)
+	if a.ext != nil && b.ext != nil {
+		ea, eb := *a.ext, *b.ext
+		ea.Sandbox, eb.Sandbox = comparable(ea.Sandbox), comparable(eb.Sandbox)
+		a.ext, b.ext = &ea, &eb
+	}
 	return reflect.DeepEqual(a, b)
+}
+
+// comparable returns a copy of a sandbox without its host-wide lists.
+func comparable(s launcher.Sandbox) launcher.Sandbox {
+	sb, ok := s.(*sandbox.Sandbox)
+	if !ok || sb == nil {
+		return s
+	}
+	c := *sb
+	c.Policy.Hide, c.Policy.ReadOnly = nil, nil
+	return &c
 }
 
 func permsOf(p *config.Permissions) config.Permissions {

@@ -315,7 +315,9 @@ func run(sp spec) int {
 		env = append(env, k+"="+v)
 	}
 	child.Env = env
-	child.Stdout, child.Stderr = os.Stdout, os.Stderr
+	// stdin too: an external stdio server speaks MCP on it (a plugin's is
+	// /dev/null).
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	for i := 0; i < sp.ExtraFDs; i++ {
 		child.ExtraFiles = append(child.ExtraFiles, os.NewFile(uintptr(3+i), "extra"))
 	}

@@ -81,7 +81,10 @@ func probe(helper string) kernel {
 // nsAttr returns process attributes for a child in new namespaces that maps
 // the host's own user and group into them.
 func nsAttr(newNet bool) *syscall.SysProcAttr {
-	attr := sysproc.Attr(syscall.SIGTERM)
+	// The helper dies at once with the host, and the kernel then kills
+	// everything in its PID namespace; an orderly stop goes through the
+	// launcher's SIGTERM to the process group instead.
+	attr := sysproc.Attr(syscall.SIGKILL)
 	attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 	if newNet {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
