@@ -187,7 +187,7 @@ func TestMCPClientOverStdio(t *testing.T) {
 		if err != nil || !strings.HasPrefix(resultText(res), "line one\nsha256: ") {
 			t.Errorf("read_text_file head=1 = %q, %v", resultText(res), err)
 		}
-		res, err = callTool(t.Context(), c, "filesystem__read_text_file", map[string]any{"path": "../config.hcl"}, nil)
+		res, err = callTool(t.Context(), c, "filesystem__read_text_file", map[string]any{"path": "/etc/hostname"}, nil)
 		if err != nil || !res.IsError || !strings.Contains(resultText(res), "outside") {
 			t.Errorf("read_text_file outside the project = %q, %v; want an error result", resultText(res), err)
 		}

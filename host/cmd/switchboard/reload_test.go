@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,9 +52,10 @@ builtin "bash" { %s }
 plugin "fx" {
   path = %q
   env  = { FIXTURE_CANCEL_MARKER = %q }
+  sandbox { write = [%q] }   # where the fixture leaves its cancellation marker
 }
 %s
-`, "", e.bins.TestPlugin, e.marker, extra)
+`, "", e.bins.TestPlugin, e.marker, filepath.Dir(e.marker), extra)
 	if err := os.WriteFile(e.config+".tmp", []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
