@@ -97,10 +97,16 @@ func setupMounts(sp spec) error {
 	if err := privateRoot(); err != nil {
 		return err
 	}
+	if err := readOnlySystem(sp.Write); err != nil {
+		return err
+	}
 	if err := mountProc(); err != nil {
 		return err
 	}
 	granted := append(append([]string{sp.Binary}, sp.Read...), sp.Write...)
+	if err := pinAncestors(append(append([]string{}, sp.Hide...), sp.ReadOnly...), sp.Write); err != nil {
+		return err
+	}
 	for _, p := range sp.ReadOnly {
 		if _, err := os.Stat(p); err != nil {
 			continue
@@ -125,6 +131,62 @@ func setupMounts(sp spec) error {
 		}
 		if err != nil {
 			return fmt.Errorf("hiding %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// readOnlySystem makes every mount read-only (Landlock does not cover
+// chmod, chown or timestamps), then binds each writable path over itself
+// read-write.
+func readOnlySystem(write []string) error {
+	err := unix.MountSetattr(-1, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	if errors.Is(err, unix.ENOSYS) {
+		return nil // Linux < 5.12: Landlock alone guards writes
+	}
+	if err != nil {
+		return fmt.Errorf("making the system read-only: %w", err)
+	}
+	for _, w := range write {
+		if _, err := os.Stat(w); err != nil {
+			continue
+		}
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding %s: %w", w, err)
+		}
+		if err := unix.MountSetattr(-1, w, 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("making %s writable: %w", w, err)
+		}
+	}
+	return nil
+}
+
+// pinAncestors turns every folder between a writable root and a protected
+// path into a mount point of its own, so that it can be neither renamed nor
+// removed (EBUSY): a bind mount over a file stops its rename, not the
+// rename of the folder that holds it.
+func pinAncestors(protected, write []string) error {
+	var pins []string
+	for _, p := range protected {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		for _, w := range write {
+			if p == w || !within(p, w) {
+				continue
+			}
+			for a := filepath.Dir(p); a != w && within(a, w); a = filepath.Dir(a) {
+				if !slices.Contains(pins, a) {
+					pins = append(pins, a)
+				}
+			}
+		}
+	}
+	// Shallowest first, each bind recursive so that deeper mounts stay.
+	slices.SortFunc(pins, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
+	for _, a := range pins {
+		if err := unix.Mount(a, a, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("pinning %s: %w", a, err)
 		}
 	}
 	return nil

@@ -186,6 +186,9 @@ func cleanPaths(paths []string, home string) []string {
 
 // within reports whether p is at or under dir.
 func within(p, dir string) bool {
+	if dir == "" || p == "" {
+		return false
+	}
 	if dir == "/" {
 		return true
 	}
@@ -204,6 +207,17 @@ var systemReadPaths = []string{
 	"/etc/mime.types", "/etc/magic", "/etc/bash.bashrc", "/etc/profile", "/etc/inputrc",
 	"/etc/gitconfig", "/etc/gitattributes", "/etc/os-release", "/etc/debian_version",
 	"/usr/share/zoneinfo",
+}
+
+// nonEmpty drops empty strings.
+func nonEmpty(paths []string) []string {
+	out := paths[:0:0]
+	for _, p := range paths {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // existing returns the paths that exist.

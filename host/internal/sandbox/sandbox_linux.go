@@ -192,7 +192,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		Path: cmd.Path, Args: cmd.Args, Binary: binary,
 		Namespaces: k.namespaces == nil, Landlock: k.landlock >= 1,
 		Read:     append(cleanPaths(existing(systemReadPaths), ""), p.Read...),
-		Write:    append(append([]string{tmp, p.State}, p.Write...), socketDir),
+		Write:    nonEmpty(append(append([]string{tmp, p.State}, p.Write...), socketDir)),
 		Hide:     p.Hide,
 		ReadOnly: p.ReadOnly,
 		Network:  p.Network,

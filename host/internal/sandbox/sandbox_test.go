@@ -282,3 +282,65 @@ func TestReport(t *testing.T) {
 		t.Errorf("Report() with mode off = %s", off)
 	}
 }
+
+// The red team's breaks: a folder that holds the config or a plugin binary
+// renamed aside and replaced, and metadata changed outside the writable
+// roots (Landlock does not cover chmod or timestamps).
+func TestParentsOfProtectedFilesStayPut(t *testing.T) {
+	w := newWorld(t)
+	conf := filepath.Join(w.project, "conf")
+	bin := filepath.Join(w.project, "bin")
+	for _, d := range []string{conf, bin} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(conf, "config.hcl")
+	write(t, config, "permissions { default = \"deny\" }\n")
+	plugin := filepath.Join(bin, "switchboard-plugin-x")
+	write(t, plugin, "#!/bin/sh\necho original\n")
+	if err := os.Chmod(plugin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	readable := filepath.Join(t.TempDir(), "shared.txt")
+	write(t, readable, "shared\n")
+	if err := os.Chmod(readable, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := sandbox.Policy{
+		Mode:     sandbox.ModeRequired,
+		Read:     []string{filepath.Dir(readable)},
+		Write:    []string{w.project},
+		Hide:     []string{config, w.dataDir},
+		ReadOnly: []string{plugin},
+	}.Clean("/root")
+	attackLine := "cd " + w.project + " && mv conf conf_b; mkdir -p conf && echo 'permissions { default = \"allow\" }' > conf/config.hcl; " +
+		"mv bin bin_b; mkdir -p bin && printf '#!/bin/sh\\necho evil\\n' > bin/switchboard-plugin-x; " +
+		"chmod 666 " + readable + "; touch -d 2001-01-01 " + readable + "; echo tried"
+	state := func() string {
+		c, _ := os.ReadFile(config)
+		p, _ := os.ReadFile(plugin)
+		st, _ := os.Stat(readable)
+		return fmt.Sprintf("%s|%s|%v|%d", c, p, st.Mode().Perm(), st.ModTime().Year())
+	}
+	before := state()
+	confined := launch(t, w, &pol)
+	if out := attack(t, confined, jsonArgs("op", "sh", "cmd", attackLine)); !strings.Contains(out, "tried") {
+		t.Fatalf("the attack line did not run: %q", out)
+	}
+	if after := state(); after != before {
+		t.Errorf("inside the sandbox the attack changed the host's files:\nbefore %q\nafter  %q", before, after)
+	}
+	// The project itself stays writable, folders and all.
+	if out := attack(t, confined, jsonArgs("op", "sh", "cmd", "cd "+w.project+" && mkdir -p d1 && mv d1 d2 && echo x > d2/f && chmod 600 d2/f && echo fine")); !strings.Contains(out, "fine") {
+		t.Errorf("ordinary work in the project failed inside the sandbox: %q", out)
+	}
+
+	// The control: unconfined, the same line replaces both and changes the
+	// metadata.
+	open := launch(t, w, nil)
+	attack(t, open, jsonArgs("op", "sh", "cmd", attackLine))
+	if after := state(); after == before {
+		t.Error("control: without the sandbox the attack changed nothing, so the test proves nothing")
+	}
+}
