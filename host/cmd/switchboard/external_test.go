@@ -64,13 +64,14 @@ func TestExternalServers(t *testing.T) {
 external "ext" {
   command = %q
   env     = { MCP_CANCEL_MARKER = %q }
+  sandbox { write = [%q] }   # where the fixture leaves its cancellation marker
 }
 external "remote" {
   url = %q
 }
 external "oldsse" {
   url = %q
-}`, bins.MCPServer, stdioMarker, url, sseURL))
+}`, bins.MCPServer, stdioMarker, dir, url, sseURL))
 	c, _ := mcpClient(t, e)
 	var mu sync.Mutex
 	progress := map[string][]string{}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,15 +35,18 @@ func TestReconnect(t *testing.T) {
 		}
 	})
 	initialize(t, c)
-	res, err := callTool(t.Context(), c, "fx__pid", nil, nil)
+	res, err := callTool(t.Context(), c, "fx__instance", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := strconv.Atoi(resultText(res))
-	if err != nil {
-		t.Fatalf("fx__pid = %q", resultText(res))
+	first := resultText(res)
+	// The plugin's process group, as the host sees it (a sandboxed plugin
+	// runs under its sandbox's init, which leads the group).
+	pid := pids(status(t, e))["fx"]
+	if pid == 0 {
+		t.Fatal("status shows no pid for fx")
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 
@@ -52,7 +54,7 @@ func TestReconnect(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	sawReconnecting := false
 	for time.Now().Before(deadline) {
-		res, err := callTool(t.Context(), c, "fx__pid", nil, nil)
+		res, err := callTool(t.Context(), c, "fx__instance", nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +77,7 @@ func TestReconnect(t *testing.T) {
 			}
 			continue
 		}
-		if !res.IsError && got != strconv.Itoa(pid) {
+		if !res.IsError && got != first {
 			break // back, as a new process
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -83,9 +85,9 @@ func TestReconnect(t *testing.T) {
 	if !sawReconnecting {
 		t.Error("no call saw the reconnecting state")
 	}
-	res, err = callTool(t.Context(), c, "fx__pid", nil, nil)
-	if err != nil || res.IsError || resultText(res) == strconv.Itoa(pid) {
-		t.Fatalf("after reconnect fx__pid = %q (%v)", resultText(res), err)
+	res, err = callTool(t.Context(), c, "fx__instance", nil, nil)
+	if err != nil || res.IsError || resultText(res) == first {
+		t.Fatalf("after reconnect fx__instance = %q (%v), want a new start", resultText(res), err)
 	}
 	tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
 	if err != nil {
@@ -217,19 +219,20 @@ func TestHungPluginIsReplaced(t *testing.T) {
 }`)
 	c, _ := mcpClient(t, e)
 	initialize(t, c)
-	res, err := callTool(t.Context(), c, "fx__pid", nil, nil)
+	res, err := callTool(t.Context(), c, "fx__instance", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(resultText(res))
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+	first := resultText(res)
+	pid := pids(status(t, e))["fx"] // its process group, as the host sees it
+	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		res, err := callTool(t.Context(), c, "fx__pid", nil, nil)
-		if err == nil && !res.IsError && resultText(res) != strconv.Itoa(pid) {
+		res, err := callTool(t.Context(), c, "fx__instance", nil, nil)
+		if err == nil && !res.IsError && resultText(res) != first {
 			if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
 				t.Errorf("the hung plugin %d was replaced but is still alive", pid)
 			}

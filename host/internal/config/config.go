@@ -802,6 +802,26 @@ func resolveSandboxPath(dir, p string) string {
 // LockFileName is the lock file's name, beside the config.
 const LockFileName = "switchboard.lock.hcl"
 
+// Binaries lists the plugin binaries and plugin directories: the part of
+// the control plane a sandbox binds read-only rather than hides.
+func (c *Config) Binaries() []string {
+	var out []string
+	for _, p := range c.Plugins {
+		out = append(out, resolved(p.Path))
+	}
+	for _, d := range c.PluginDirs {
+		out = append(out, resolved(d))
+	}
+	return out
+}
+
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
 // ControlPlane lists the host's own files, which no tool may read or
 // write and which every sandbox hides or binds read-only: the config file,
 // an imported .mcp.json, the lock file, data_dir, plugin binaries and

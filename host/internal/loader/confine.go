@@ -5,33 +5,22 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 )
 
-// defaultMode is the sandbox mode a server gets without a sandbox block.
-//
-// Not yet on by default: the host's end-to-end suites (supervision,
-// reload, teardown) still identify plugin processes by pids that a PID
-// namespace renumbers, and an outside attack found the parent-directory
-// rename and chmod gaps listed in the README; until both are settled a
-// block opts in with sandbox { mode = "required" }. The intended default
-// is required for built-ins and plugins on Linux, best-effort for external
-// servers and elsewhere (onByDefault).
+// defaultMode is the sandbox mode a server gets without a sandbox block:
+// required for built-ins and plugins where the kernel sandbox exists
+// (Linux), best-effort for external servers and elsewhere.
 func defaultMode(kind registry.Kind) sandbox.Mode {
-	if !onByDefault {
-		return sandbox.ModeOff
-	}
 	if kind == registry.KindExternal || runtime.GOOS != "linux" {
 		return sandbox.ModeBestEffort
 	}
 	return sandbox.ModeRequired
 }
-
-// onByDefault switches the intended defaults on.
-const onByDefault = false
 
 // Confinement returns the sandbox of one server: the defaults of its kind
 // (README, Security), widened or narrowed by its sandbox block. stateDir is
@@ -76,10 +65,9 @@ func Confinement(cfg *config.Config, kind registry.Kind, name string, block conf
 	p.Memory, p.Processes = block.Memory, block.Processes
 	// The control plane: hidden where a grant would show it; binaries
 	// (and the host's own) read-only.
+	binaries := cfg.Binaries()
 	for _, c := range cfg.ControlPlane() {
-		if st, err := os.Stat(c); err == nil && (st.Mode()&0o111 != 0 && !st.IsDir()) {
-			p.ReadOnly = append(p.ReadOnly, c)
-		} else if st != nil && st.IsDir() && isPluginDir(cfg, c) {
+		if slices.Contains(binaries, c) {
 			p.ReadOnly = append(p.ReadOnly, c)
 		} else {
 			p.Hide = append(p.Hide, c)
@@ -87,13 +75,4 @@ func Confinement(cfg *config.Config, kind registry.Kind, name string, block conf
 	}
 	p.ReadOnly = append(p.ReadOnly, self)
 	return &sandbox.Sandbox{Name: name, Policy: p.Clean(home), Helper: self}
-}
-
-func isPluginDir(cfg *config.Config, dir string) bool {
-	for _, d := range cfg.PluginDirs {
-		if r, err := filepath.EvalSymlinks(d); err == nil && r == dir {
-			return true
-		}
-	}
-	return false
 }
