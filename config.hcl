@@ -14,6 +14,9 @@ builtin "git" {}
 
 builtin "web" {}
 
+# Every server runs in a kernel sandbox (README, Security); a block widens or
+# narrows it, e.g. builtin "bash" { sandbox { network = true } }.
+
 # Third-party plugins:
 # plugin "hello" {
 #   path   = "bin/switchboard-plugin-hello"

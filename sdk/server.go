@@ -104,6 +104,7 @@ func (c Config) Decode(v any) error {
 // an OnConfigure callback; a Server is safe for concurrent calls once served.
 type Server struct {
 	name, version, instructions string
+	needs                       *pluginv1.SandboxNeeds
 
 	mu          sync.RWMutex
 	tools       map[string]*toolEntry
@@ -140,6 +141,25 @@ func NewServer(name, version string, opts ...Option) *Server {
 func (s *Server) OnConfigure(fn func(ctx context.Context, cfg Config) error) {
 	s.mu.Lock()
 	s.onConfigure = fn
+	s.mu.Unlock()
+}
+
+// SandboxNeeds is what a plugin needs from the host's sandbox beyond its
+// defaults (a third-party plugin may read the project and write its own
+// state folder, with no network). Paths are absolute or start with "~/".
+type SandboxNeeds struct {
+	Read    []string
+	Write   []string
+	Network bool
+}
+
+// NeedsSandbox declares what the plugin needs from its sandbox. The host
+// never grants it on the plugin's word: it tells the operator, at start-up
+// and in `switchboard inspect`, which sandbox { … } lines would, so a
+// plugin that cannot work confined says why instead of failing obscurely.
+func (s *Server) NeedsSandbox(n SandboxNeeds) {
+	s.mu.Lock()
+	s.needs = &pluginv1.SandboxNeeds{Read: n.Read, Write: n.Write, Network: n.Network}
 	s.mu.Unlock()
 }
 
@@ -360,6 +380,7 @@ func (s *Server) Describe(context.Context) (*pluginv1.DescribeResponse, error) {
 		PluginVersion: s.version,
 		SdkVersion:    Version,
 		Instructions:  s.instructions,
+		Sandbox:       s.needs,
 	}
 	for _, name := range s.order {
 		e := s.tools[name]

@@ -111,6 +111,13 @@ type Sandbox interface {
 	Wrap(cmd *exec.Cmd, socketDir string) (Confinement, error)
 }
 
+// NeedsChecker is a Sandbox that can say which of a plugin's declared needs
+// (DescribeResponse.sandbox) it does not grant; the launcher logs them and
+// Plugin.Unmet reports them.
+type NeedsChecker interface {
+	Unmet(needs *pluginv1.SandboxNeeds) []string
+}
+
 // Confinement is one confined start of a plugin.
 type Confinement interface {
 	// Started is called once the process runs, before the handshake; an
@@ -138,6 +145,7 @@ type Plugin struct {
 	proto   *protocol.Client
 	info    *pluginv1.DescribeResponse
 	version int
+	unmet   []string
 
 	closeOnce sync.Once
 }
@@ -309,23 +317,49 @@ func (p *Plugin) configure(ctx context.Context) error {
 		HostDataDir:    spec.HostDataDir,
 		ProtectedPaths: spec.ProtectedPaths,
 	}); err != nil {
+		if p.exitedSoon() {
+			// Not a refusal: the process died (a crash loop, a kill).
+			return fmt.Errorf("%w: plugin %s exited while being configured: %v", ErrStart, spec.Name, err)
+		}
 		return fmt.Errorf("launcher: plugin %s refused its configuration: %v", spec.Name, err)
 	}
 	return nil
+}
+
+// exitedSoon reports whether the plugin process has ended, giving
+// go-plugin a moment to notice an exit that just broke a call.
+func (p *Plugin) exitedSoon() bool {
+	for i := 0; i < 25 && !p.client.Exited(); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return p.client.Exited()
 }
 
 // describe asks the plugin for its tools and checks them.
 func (p *Plugin) describe(ctx context.Context) error {
 	info, err := p.proto.Describe(ctx)
 	if err != nil {
+		if p.exitedSoon() {
+			return fmt.Errorf("%w: plugin %s exited while describing itself: %v", ErrStart, p.spec.Name, err)
+		}
 		return fmt.Errorf("launcher: plugin %s: Describe failed: %v", p.spec.Name, err)
 	}
 	if err := protocol.ValidateDescribe(info); err != nil {
 		return fmt.Errorf("launcher: plugin %s (%s): %w", p.spec.Name, p.spec.Path, err)
 	}
 	p.info = info
+	if nc, ok := p.spec.Sandbox.(NeedsChecker); ok && info.GetSandbox() != nil {
+		if unmet := nc.Unmet(info.GetSandbox()); len(unmet) > 0 {
+			p.unmet = unmet
+			p.log.Warn("the plugin declares sandbox needs its block does not grant; it may fail until they are added", "missing", strings.Join(unmet, "; "))
+		}
+	}
 	return nil
 }
+
+// Unmet lists what the plugin declared it needs and its sandbox does not
+// grant, as config lines to add.
+func (p *Plugin) Unmet() []string { return p.unmet }
 
 // kill stops a plugin whose launch failed, and sweeps its process group.
 func (p *Plugin) kill() {
@@ -414,6 +448,9 @@ func (p *Plugin) PID() int {
 // a sandbox).
 func (p *Plugin) Confinement() string {
 	if s, ok := p.spec.Sandbox.(fmt.Stringer); ok && s != nil {
+		if len(p.unmet) > 0 {
+			return s.String() + "; declared needs not granted: " + strings.Join(p.unmet, "; ")
+		}
 		return s.String()
 	}
 	return "not confined (no sandbox)"
@@ -458,10 +495,7 @@ func (p *Plugin) CallEvents(ctx context.Context, call *pluginv1.Call, onEvent pr
 	res, err := p.proto.Call(ctx, call, onEvent)
 	if err != nil && errors.Is(err, protocol.ErrUnavailable) {
 		// Give go-plugin a moment to notice the exit, for a clearer message.
-		for i := 0; i < 25 && !p.client.Exited(); i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if p.client.Exited() {
+		if p.exitedSoon() {
 			if why := p.StopReason(); why != "" {
 				return nil, protocol.Errorf(protocol.CodeUnavailable, "plugin %s was stopped by its sandbox during the call to %s: %s", p.spec.Name, tool, why)
 			}

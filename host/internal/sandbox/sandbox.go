@@ -33,6 +33,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 )
 
 // Mode says what happens when a plugin cannot be confined.
@@ -142,6 +144,38 @@ func (r Report) String() string {
 	default:
 		return "partly confined: " + strings.Join(r.Enforced, ", ") + "; missing: " + strings.Join(r.Missing, "; ")
 	}
+}
+
+// Unmet lists the needs a plugin declared that this sandbox does not grant,
+// each as the config line that would (launcher.NeedsChecker).
+func (s *Sandbox) Unmet(n *pluginv1.SandboxNeeds) []string {
+	if s.Policy.Mode == ModeOff || s.Policy.Mode == "" {
+		return nil
+	}
+	home, _ := os.UserHomeDir()
+	granted := func(p string, list []string) bool {
+		for _, g := range list {
+			if within(p, g) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	if n.GetNetwork() && !s.Policy.Network {
+		out = append(out, "network = true")
+	}
+	for _, p := range cleanPaths(n.GetWrite(), home) {
+		if !granted(p, append([]string{s.Policy.State}, s.Policy.Write...)) {
+			out = append(out, fmt.Sprintf("write = [%q]", p))
+		}
+	}
+	for _, p := range cleanPaths(n.GetRead(), home) {
+		if !granted(p, append(append([]string{s.Policy.State}, s.Policy.Write...), append(s.Policy.Read, systemReadPaths...)...)) {
+			out = append(out, fmt.Sprintf("read = [%q]", p))
+		}
+	}
+	return out
 }
 
 // String summarises what confines the server on this machine (Report).

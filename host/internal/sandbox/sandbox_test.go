@@ -344,3 +344,28 @@ func TestParentsOfProtectedFilesStayPut(t *testing.T) {
 		t.Error("control: without the sandbox the attack changed nothing, so the test proves nothing")
 	}
 }
+
+// A plugin's declared needs are reported, never granted.
+func TestDeclaredNeedsAreReportedNotGranted(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	bins := fixtures.Build(t)
+	spec := launcher.Spec{Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
+		Env:     map[string]string{"FIXTURE_NEEDS_NETWORK": "1"},
+		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Switchboard}}
+	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	unmet := strings.Join(p.Unmet(), "; ")
+	if !strings.Contains(unmet, "network = true") || !strings.Contains(unmet, `read = ["/srv/shared-models"]`) {
+		t.Errorf("Unmet() = %q, want the network and the read path as config lines", unmet)
+	}
+	if !strings.Contains(p.Confinement(), "declared needs not granted") {
+		t.Errorf("Confinement() = %q does not mention the unmet needs", p.Confinement())
+	}
+	if out := attack(t, p, jsonArgs("op", "tcp", "addr", w.tcp)); strings.HasPrefix(out, "ok") {
+		t.Error("the declared need for the network was granted")
+	}
+}

@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+)
+
+// BenchmarkSandbox measures what the kernel sandbox costs a user, in one
+// run: start-up of the four built-ins and of one plugin, and the p50 of a
+// call, each confined (the default) and with sandbox { mode = "off" }.
+// Targets: at most 10 ms more per plugin start, call p50 within 5 %.
+func BenchmarkSandbox(b *testing.B) {
+	if b.N < 100 {
+		return
+	}
+	bins := fixtures.Build(b)
+	off := "\n  sandbox {\n    mode = \"off\"\n  }\n"
+	four := func(extra string) string {
+		return writeConfig(b, "builtin \"filesystem\" {"+extra+"}\nbuiltin \"bash\" {"+extra+"}\nbuiltin \"git\" {"+extra+"}\nbuiltin \"web\" {"+extra+"}\n")
+	}
+	one := func(extra string) string {
+		return writeConfig(b, fmt.Sprintf("plugin \"fx\" {\n  path = %q%s}\n", bins.TestPlugin, extra))
+	}
+	startups := func(cfgOn, cfgOff string, rounds int) (on, offD []time.Duration) {
+		for i := 0; i < rounds; i++ { // alternating, so drift falls on both
+			p, d := startMCP(b, nil, bins.Switchboard, "serve", "--config", cfgOn)
+			on = append(on, d)
+			_ = p.c.Close()
+			p, d = startMCP(b, nil, bins.Switchboard, "serve", "--config", cfgOff)
+			offD = append(offD, d)
+			_ = p.c.Close()
+		}
+		return on, offD
+	}
+	fourOn, fourOff := startups(four(""), four(off), 7)
+	oneOn, oneOff := startups(one(""), one(off), 9)
+
+	confined, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", one(""))
+	open, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", one(off))
+	st := interleave(b, 6000, 1, 6, confined.echo("fx__echo"), open.echo("fx__echo"))
+	tp := interleave(b, 8000, 32, 4, confined.echo("fx__echo"), open.echo("fx__echo"))
+	_ = confined.c.Close()
+	_ = open.c.Close()
+
+	ratio := func(a, b float64) string { return fmt.Sprintf("%.2fx", a/b) }
+	fmt.Printf("\n%-44s %18s %24s %8s\n", "sandbox on vs off (same run)", "confined", "sandbox off", "ratio")
+	row := func(name, a, c, r string) { fmt.Printf("%-44s %18s %24s %8s\n", name, a, c, r) }
+	row("start-up, four built-ins (median)", ms(median(fourOn)), ms(median(fourOff)), ratio(float64(median(fourOn)), float64(median(fourOff))))
+	row("start-up, one plugin (median)", ms(median(oneOn)), ms(median(oneOff)), ratio(float64(median(oneOn)), float64(median(oneOff))))
+	row("echo p50 through the host, 1 caller", us(st[0].p50), us(st[1].p50), ratio(float64(st[0].p50), float64(st[1].p50)))
+	row("echo calls/s through the host, 32 callers", fmt.Sprintf("%.0f", tp[0].perSec), fmt.Sprintf("%.0f", tp[1].perSec), ratio(tp[0].perSec, tp[1].perSec))
+	fmt.Printf("\nsummary: the sandbox adds %.1f ms to one plugin's start (target <= 10 ms) and %.1f ms to the four built-ins' start (they start in parallel); call p50 %.2fx (target within 5%%)\n",
+		float64((median(oneOn) - median(oneOff)).Microseconds())/1000, float64((median(fourOn) - median(fourOff)).Microseconds())/1000,
+		float64(st[0].p50)/float64(st[1].p50))
+}
