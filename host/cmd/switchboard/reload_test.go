@@ -179,24 +179,6 @@ func mustRead(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestConfigFileWatch: saving the config file reloads it.
-func TestConfigFileWatch(t *testing.T) {
-	e := setup(t)
-	c, _ := mcpClient(t, e)
-	initialize(t, c)
-	before := pids(status(t, e))
-	writeConfig(t, e, "")
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		now := pids(status(t, e))
-		if _, gone := now["hello"]; !gone && now["fx"] == before["fx"] {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Errorf("the host did not pick up the changed file: %v", pids(status(t, e)))
-}
-
 // TestSIGHUPReloads: SIGHUP makes serve re-read its config.
 func TestSIGHUPReloads(t *testing.T) {
 	e := setupWith(t, "watch_config = false")

@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
@@ -126,7 +127,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "config file (default $SWITCHBOARD_CONFIG, else ./config.hcl)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
 	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(),
-		a.statusCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), pluginServeCmd())
+		a.statusCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), pluginServeCmd())
 	return root
 }
 
@@ -244,13 +245,14 @@ func (a *app) serveCmd() *cobra.Command {
 				}
 				_ = reg.Shutdown(context.Background(), grace)
 			}()
-			ctl, err := listenControl(cfg, h, log)
+			watch := newConfigWatch()
+			ctl, err := listenControl(cfg, h, watch, log)
 			if err != nil {
 				log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
 			} else {
 				defer func() { _ = ctl.Close() }()
 			}
-			stopReload := watchReload(ctx, h, log)
+			stopReload := watchReload(ctx, h, watch, log)
 			defer stopReload()
 			fe := frontend.New(reg, Version, log)
 			releaseStartupPages()
@@ -527,6 +529,10 @@ type ServerInfo struct {
 	Sandbox string `json:"sandbox,omitempty"`
 }
 
+// StatusAwaitingApproval is the status of a server that starts only once
+// a person runs `switchboard approve NAME`.
+const StatusAwaitingApproval = "awaiting approval"
+
 // ServerInfos describes every server of a registry, failures included.
 func ServerInfos(reg *registry.Registry) []ServerInfo {
 	var rows []ServerInfo
@@ -555,7 +561,11 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		rows = append(rows, ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Origin: origin(f.Kind, f.Source), Status: "failed", Error: oneLine(f.Err.Error())})
 	}
 	for _, d := range reg.Disabled() {
-		rows = append(rows, ServerInfo{Name: d.Name, Kind: string(d.Kind), Source: d.Source, Origin: origin(d.Kind, d.Source), Status: "disabled"})
+		si := ServerInfo{Name: d.Name, Kind: string(d.Kind), Source: d.Source, Origin: origin(d.Kind, d.Source), Status: "disabled"}
+		if errors.Is(d.Err, approvals.ErrPending) {
+			si.Status, si.Error = StatusAwaitingApproval, oneLine(d.Err.Error())
+		}
+		rows = append(rows, si)
 	}
 	return rows
 }

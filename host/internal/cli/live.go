@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,19 +20,63 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/control"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 )
 
 // hostControl serves a running host over its control socket.
-type hostControl struct{ h *loader.Host }
+type hostControl struct {
+	h     *loader.Host
+	watch *configWatch
+}
 
 func (c hostControl) Status() any               { return ServerInfos(c.h.Registry()) }
 func (c hostControl) Restart(name string) error { return c.h.Restart(name) }
 func (c hostControl) Reload(ctx context.Context) (any, error) {
-	return c.h.Reload(ctx)
+	return c.watch.reload(ctx, c.h)
+}
+
+// Notices implements control.Noticer: a changed config file that waits for
+// a person.
+func (c hostControl) Notices() []string { return c.watch.notices() }
+
+// configWatch is what the config watcher knows that status shows: a
+// changed file it did not apply because a tool could have written it.
+type configWatch struct {
+	mu      sync.Mutex
+	waiting string // the notice, "" when nothing waits
+}
+
+func newConfigWatch() *configWatch { return &configWatch{} }
+
+func (w *configWatch) notices() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiting == "" {
+		return nil
+	}
+	return []string{w.waiting}
+}
+
+func (w *configWatch) hold(reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting = "config changed on disk; run `switchboard reload` to apply (auto-reload is off because " + reason + ")"
+}
+
+// reload reloads the host; once the file applies, nothing waits.
+func (w *configWatch) reload(ctx context.Context, h *loader.Host) (*loader.ReloadResult, error) {
+	res, err := h.Reload(ctx)
+	if err == nil {
+		w.mu.Lock()
+		w.waiting = ""
+		w.mu.Unlock()
+	}
+	return res, err
 }
 
 func (c hostControl) Connect(ctx context.Context, s control.ExternalSpec) error {
@@ -43,7 +90,7 @@ func (c hostControl) Disconnect(ctx context.Context, name string) error {
 // listenControl opens the host's control socket: it serves only this
 // user's processes in the host's own PID namespace that do not descend from
 // a plugin, and every action goes to the audit log.
-func listenControl(cfg *config.Config, h *loader.Host, log hclog.Logger) (*control.Server, error) {
+func listenControl(cfg *config.Config, h *loader.Host, watch *configWatch, log hclog.Logger) (*control.Server, error) {
 	guard, err := control.NewGuard()
 	if err != nil {
 		return nil, err
@@ -58,7 +105,7 @@ func listenControl(cfg *config.Config, h *loader.Host, log hclog.Logger) (*contr
 		}
 		return pids
 	})
-	return control.Listen(cfg.DataDir, hostControl{h}, control.Options{Guard: guard, Audit: func(ev control.Event) {
+	return control.Listen(cfg.DataDir, hostControl{h, watch}, control.Options{Guard: guard, Audit: func(ev control.Event) {
 		if ev.Outcome == "refused" {
 			log.Warn("control request refused", "action", ev.Action, "peer_pid", ev.Peer.PID, "peer_uid", ev.Peer.UID, "reason", ev.Error)
 		}
@@ -141,9 +188,11 @@ func (a *app) disconnectCmd() *cobra.Command {
 	}
 }
 
-// watchReload reloads the config on SIGHUP and when the file changes
-// (debounced). It returns a function that stops watching.
-func watchReload(ctx context.Context, h *loader.Host, log hclog.Logger) (stop func()) {
+// watchReload reloads the config on SIGHUP, and when the file changes
+// (debounced) while no tool can have written it (loader.Host.
+// ConfigOutOfReach); otherwise the change waits for `switchboard reload`
+// and status says so (watch). It returns a function that stops watching.
+func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hclog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	trigger := make(chan string, 1)
@@ -170,6 +219,11 @@ func watchReload(ctx context.Context, h *loader.Host, log hclog.Logger) (stop fu
 	} else if err != nil {
 		log.Warn("not watching the config file for changes", "error", err)
 	}
+	if w != nil {
+		if ok, why := h.ConfigOutOfReach(); !ok {
+			log.Info("changes to the config file wait for `switchboard reload`", "because", why)
+		}
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -193,6 +247,12 @@ func watchReload(ctx context.Context, h *loader.Host, log hclog.Logger) (stop fu
 				log.Debug("config watcher", "error", err)
 			case <-debounce:
 				debounce = nil
+				// A change a tool could have made is not a person's.
+				if ok, why := h.ConfigOutOfReach(); !ok {
+					watch.hold(why)
+					log.Warn("the config file changed; not applying it until `switchboard reload`", "because", why)
+					continue
+				}
 				kick("the config file changed")
 			}
 		}
@@ -205,7 +265,7 @@ func watchReload(ctx context.Context, h *loader.Host, log hclog.Logger) (stop fu
 				return
 			case why := <-trigger:
 				log.Info("reloading the config", "because", why)
-				if _, err := h.Reload(ctx); err != nil {
+				if _, err := watch.reload(ctx, h); err != nil {
 					log.Error("reload refused", "error", err)
 				}
 			}
@@ -255,6 +315,9 @@ func (a *app) statusCmd() *cobra.Command {
 			type hostStatus struct {
 				PID     int          `json:"pid"`
 				Servers []ServerInfo `json:"servers"`
+				// Notices are for a person: a changed config waiting
+				// for `switchboard reload`.
+				Notices []string `json:"notices,omitempty"`
 			}
 			var all []hostStatus
 			for _, r := range replies {
@@ -272,6 +335,9 @@ func (a *app) statusCmd() *cobra.Command {
 					fmt.Fprintln(a.stdout)
 				}
 				fmt.Fprintf(a.stdout, "host pid %d\n", hs.PID)
+				for _, n := range hs.Notices {
+					fmt.Fprintf(a.stdout, "note: %s\n", n)
+				}
 				PrintServers(a.stdout, hs.Servers)
 			}
 			return nil
@@ -312,25 +378,30 @@ func (a *app) reloadCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, r := range replies {
-				if r.Code != 200 {
-					fmt.Fprintln(a.stderr, errorOf(r.Body))
-					return fail(1, "reload refused; the host keeps running on its previous config")
-				}
-				var res struct {
-					PID    int                 `json:"pid"`
-					Result loader.ReloadResult `json:"result"`
-				}
-				_ = json.Unmarshal(r.Body, &res)
-				fmt.Fprintf(a.stdout, "host pid %d: added %v, removed %v, restarted %v, permissions changed %v\n",
-					res.PID, res.Result.Added, res.Result.Removed, res.Result.Restarted, res.Result.PermissionsChanged)
-				for _, w := range res.Result.Warnings {
-					fmt.Fprintf(a.stdout, "  note: %s\n", w)
-				}
-			}
-			return nil
+			return a.printReloads(replies)
 		},
 	}
+}
+
+// printReloads prints what each host's reload did.
+func (a *app) printReloads(replies []control.Reply) error {
+	for _, r := range replies {
+		if r.Code != 200 {
+			fmt.Fprintln(a.stderr, errorOf(r.Body))
+			return fail(1, "reload refused; the host keeps running on its previous config")
+		}
+		var res struct {
+			PID    int                 `json:"pid"`
+			Result loader.ReloadResult `json:"result"`
+		}
+		_ = json.Unmarshal(r.Body, &res)
+		fmt.Fprintf(a.stdout, "host pid %d: added %v, removed %v, restarted %v, permissions changed %v\n",
+			res.PID, res.Result.Added, res.Result.Removed, res.Result.Restarted, res.Result.PermissionsChanged)
+		for _, w := range res.Result.Warnings {
+			fmt.Fprintf(a.stdout, "  note: %s\n", w)
+		}
+	}
+	return nil
 }
 
 func errorOf(body []byte) string {
@@ -341,4 +412,109 @@ func errorOf(body []byte) string {
 		return e.Error
 	}
 	return string(body)
+}
+
+func (a *app) approveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "approve NAME",
+		Short: "Approve a server from .mcp.json as it is now, and make every running host start it",
+		Long: "Approve a server from .mcp.json as it is now (its command, args, env, url and headers),\n" +
+			"and make every running host on the config reload. A changed entry needs approving again.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			name := args[0]
+			var x *config.External
+			for _, e := range cfg.Externals {
+				if e.Name == name && e.FromMCPJSON {
+					x = e
+				}
+			}
+			if x == nil {
+				if cfg.MCPJSON == "" {
+					return fail(2, "nothing named %q awaits approval (import_mcp_json is off in %s)", name, cfg.File)
+				}
+				return fail(2, "nothing named %q awaits approval: %s has no server of that name", name, cfg.MCPJSON)
+			}
+			if err := strictmode.PrivateDir(cfg.DataDir); err != nil {
+				return fail(2, "data_dir: %v", err)
+			}
+			entry := x.ApprovalEntry()
+			changed, err := approvals.Open(cfg.DataDir).Approve(approvals.KindMCPJSON, name, entry.Hash())
+			if err != nil {
+				return fail(2, "%v", err)
+			}
+			verb := "approved"
+			if !changed {
+				verb = "already approved"
+			}
+			fmt.Fprintf(a.stdout, "%s %s from %s:\n%s", verb, name, cfg.MCPJSON, describeEntry(entry))
+			// A reload applies the whole file: not a config change that
+			// waits for a person, on this person's yes to one server.
+			if st, err := control.Call(cmd.Context(), cfg.DataDir, "GET", "/v1/status"); err == nil {
+				for _, r := range st {
+					var hs struct {
+						Notices []string `json:"notices"`
+					}
+					if json.Unmarshal(r.Body, &hs) == nil && len(hs.Notices) > 0 {
+						fmt.Fprintf(a.stdout, "not reloading the running hosts: %s\ncheck %s, then run `switchboard reload`; it starts %s too\n", hs.Notices[0], cfg.File, name)
+						return nil
+					}
+				}
+			}
+			replies, err := control.Call(cmd.Context(), cfg.DataDir, "POST", "/v1/reload")
+			if errors.Is(err, control.ErrNoHost) {
+				fmt.Fprintln(a.stdout, "no running host on this config; it starts with the next `switchboard serve`")
+				return nil
+			}
+			if err != nil {
+				return fail(2, "approved, but the running hosts did not reload: %v", err)
+			}
+			return a.printReloads(replies)
+		},
+	}
+}
+
+// describeEntry shows what an approval covers, one item a line, every
+// value quoted where it holds more than plain characters (so escape
+// sequences in a hostile entry show as text).
+func describeEntry(e approvals.Entry) string {
+	var b strings.Builder
+	if e.URL != "" {
+		fmt.Fprintf(&b, "  url:     %s\n", quoteArg(e.URL))
+		for _, k := range sortedKeys(e.Headers) {
+			fmt.Fprintf(&b, "  header:  %s (value not shown)\n", quoteArg(k))
+		}
+		return b.String()
+	}
+	line := []string{quoteArg(e.Command)}
+	for _, arg := range e.Args {
+		line = append(line, quoteArg(arg))
+	}
+	fmt.Fprintf(&b, "  command: %s\n", strings.Join(line, " "))
+	for _, k := range sortedKeys(e.Env) {
+		fmt.Fprintf(&b, "  env:     %s=%s\n", quoteArg(k), quoteArg(e.Env[k]))
+	}
+	return b.String()
+}
+
+var plainArg = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+func quoteArg(s string) string {
+	if plainArg.MatchString(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
 
@@ -93,4 +94,11 @@ func expand(s string) string {
 		}
 		return ""
 	})
+}
+
+// ApprovalEntry is what a person approves of a server from .mcp.json
+// (`switchboard approve NAME`): its values after ${VAR} expansion, that
+// is, exactly what runs.
+func (x *External) ApprovalEntry() approvals.Entry {
+	return approvals.Entry{Command: x.Command, Args: x.Args, Env: x.Env, URL: x.URL, Headers: x.Headers}
 }

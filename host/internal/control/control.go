@@ -49,6 +49,13 @@ type Handler interface {
 	Disconnect(ctx context.Context, name string) error
 }
 
+// Noticer is an optional upgrade of a Handler whose status carries
+// notices for a person (a changed config waiting for `switchboard
+// reload`); GET /v1/status returns them as "notices".
+type Noticer interface {
+	Notices() []string
+}
+
 // ExternalSpec is the body of POST /v1/external.
 type ExternalSpec struct {
 	Name    string            `json:"name"`
@@ -147,7 +154,13 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/status", handle("status", func(*http.Request, *Event) (int, any) {
-		return http.StatusOK, map[string]any{"pid": os.Getpid(), "servers": h.Status()}
+		body := map[string]any{"pid": os.Getpid(), "servers": h.Status()}
+		if n, ok := h.(Noticer); ok {
+			if notes := n.Notices(); len(notes) > 0 {
+				body["notices"] = notes
+			}
+		}
+		return http.StatusOK, body
 	}))
 	mux.Handle("POST /v1/restart", handle("restart", func(r *http.Request, ev *Event) (int, any) {
 		ev.Target = r.URL.Query().Get("name")

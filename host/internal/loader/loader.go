@@ -25,6 +25,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/external"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
@@ -123,8 +124,9 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	h.sup = supervisor.New(log, reg.Refresh)
 	reg.AtShutdown(h.sup.Stop)
 
-	reg.SetDisabled(disabledOf(cfg))
-	jobs := Jobs(cfg, self)
+	run, pending := gateMCPJSON(cfg)
+	reg.SetDisabled(append(disabledOf(cfg), pending...))
+	jobs := Jobs(run, self)
 	for _, j := range jobs {
 		h.jobs[jobKey(j)] = j
 	}
@@ -365,9 +367,10 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 		h.reg.Refresh("")
 	}
 	h.reg.SetDuplicateLimit(next.DuplicateCallLimit)
-	h.reg.SetDisabled(disabledOf(next))
+	run, pending := gateMCPJSON(next)
+	h.reg.SetDisabled(append(disabledOf(next), pending...))
 
-	newJobs := Jobs(next, h.self)
+	newJobs := Jobs(run, h.self)
 	byKey := map[string]job{}
 	for _, j := range newJobs {
 		byKey[jobKey(j)] = j
@@ -431,6 +434,41 @@ func disabledOf(cfg *config.Config) []registry.Failure {
 		})
 	}
 	return out
+}
+
+// gateMCPJSON returns a copy of cfg without the .mcp.json servers a
+// person has not approved in their current form (anything that can write
+// the project can write .mcp.json), and those servers as entries for
+// status: "awaiting approval: run `switchboard approve NAME`".
+func gateMCPJSON(cfg *config.Config) (*config.Config, []registry.Failure) {
+	store := approvals.Open(cfg.DataDir)
+	var keep []*config.External
+	var pending []registry.Failure
+	for _, x := range cfg.Externals {
+		if !x.FromMCPJSON {
+			keep = append(keep, x)
+			continue
+		}
+		err := store.Check(approvals.KindMCPJSON, x.Name, x.ApprovalEntry().Hash())
+		if err == nil {
+			keep = append(keep, x)
+			continue
+		}
+		if !errors.Is(err, approvals.ErrPending) {
+			// An unreadable or unsafe approvals file approves nothing.
+			err = fmt.Errorf("%w (%v)", &approvals.PendingError{Name: x.Name}, err)
+		}
+		pending = append(pending, registry.Failure{
+			Name: x.Name, Kind: registry.KindExternal,
+			Source: fmt.Sprintf("external %q (.mcp.json)", x.Name), Err: err,
+		})
+	}
+	if len(pending) == 0 {
+		return cfg, nil
+	}
+	c := *cfg
+	c.Externals = keep
+	return &c, pending
 }
 
 // sameJob compares what a server runs as, not where its block sits in the

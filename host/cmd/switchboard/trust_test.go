@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+)
+
+// trustConfig writes a config (in a folder beside the project, the e2e
+// layout) with the filesystem and bash built-ins under sandbox mode
+// bashMode and filesystem's read_text_file denied, plus extra.
+func trustConfig(t *testing.T, path, bashMode, deny, extra string) {
+	t.Helper()
+	src := fmt.Sprintf(`
+project_dir = "project"
+data_dir    = "state"
+builtin "filesystem" {
+  sandbox { mode = "required" }
+}
+builtin "bash" {
+  sandbox { mode = %q }
+}
+permissions {
+  deny = [%s]
+}
+%s
+`, bashMode, deny, extra)
+	// Written the way a tool (or an editor) writes: a new file renamed
+	// over the old one.
+	if err := os.WriteFile(path+".tmp", []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func trustSetup(t *testing.T, bashMode string) env {
+	t.Helper()
+	bins := fixtures.Build(t)
+	dir := t.TempDir()
+	project := filepath.Join(dir, "project")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "notes.txt"), []byte("line one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := env{bins: bins, config: filepath.Join(dir, "config.hcl"), project: project}
+	trustConfig(t, e.config, bashMode, `"filesystem.read_text_file"`, "")
+	return e
+}
+
+// readAllowed reports whether the running host lets the client read a
+// file (false: the call was refused).
+func readAllowed(t *testing.T, c *client.Client) bool {
+	t.Helper()
+	res, err := callTool(t.Context(), c, "filesystem__read_text_file", map[string]any{"path": "notes.txt"}, nil)
+	if err != nil {
+		return false
+	}
+	return !res.IsError && strings.Contains(resultText(res), "line one")
+}
+
+type statusWithNotices struct {
+	PID     int      `json:"pid"`
+	Notices []string `json:"notices"`
+	Servers []struct {
+		Name, Status, Error string
+	} `json:"servers"`
+}
+
+func statusNotices(t *testing.T, e env) statusWithNotices {
+	t.Helper()
+	out, errOut, code := run(t, e, "status", "--json", "--config", e.config)
+	if code != 0 {
+		t.Fatalf("status = %d %s", code, errOut)
+	}
+	var all []statusWithNotices
+	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 1 {
+		t.Fatalf("status --json = %q (%v)", out, err)
+	}
+	return all[0]
+}
+
+// TestConfigWatchAppliesWhenOutOfReach: every server that can write files
+// is confined by Landlock away from the config, so a saved change is
+// applied without a person.
+func TestConfigWatchAppliesWhenOutOfReach(t *testing.T) {
+	e := trustSetup(t, "required")
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	if readAllowed(t, c) {
+		t.Fatal("read_text_file is allowed before the change; the config denies it")
+	}
+	trustConfig(t, e.config, "required", "", "")
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if readAllowed(t, c) {
+			if n := statusNotices(t, e).Notices; len(n) > 0 {
+				t.Errorf("status notices after an applied change = %q", n)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("the host did not apply the changed file; status: %+v", statusNotices(t, e))
+}
+
+// TestConfigWatchHoldsWhenInReach: bash runs unconfined, so it could have
+// written the config: the agent's change (lifting a deny) stays unapplied,
+// and status says why, until a person runs `switchboard reload`.
+func TestConfigWatchHoldsWhenInReach(t *testing.T) {
+	e := trustSetup(t, "off")
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	if readAllowed(t, c) {
+		t.Fatal("read_text_file is allowed before the change; the config denies it")
+	}
+	// The attack: a tool rewrites the config to lift the deny.
+	trustConfig(t, e.config, "off", "", "")
+	var st statusWithNotices
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if st = statusNotices(t, e); len(st.Notices) > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	want := "config changed on disk; run `switchboard reload` to apply (auto-reload is off because bash runs with sandbox mode \"off\")"
+	if len(st.Notices) != 1 || st.Notices[0] != want {
+		t.Fatalf("status notices = %q, want [%q]", st.Notices, want)
+	}
+	if readAllowed(t, c) {
+		t.Fatal("the agent's change to the config was applied without a person")
+	}
+	out, _, _ := run(t, e, "status", "--config", e.config)
+	if !strings.Contains(out, "note: "+want) {
+		t.Errorf("status text lacks the notice:\n%s", out)
+	}
+	// A person reloads.
+	if out, errOut, code := run(t, e, "reload", "--config", e.config); code != 0 {
+		t.Fatalf("reload = %d %s %s", code, out, errOut)
+	}
+	if !readAllowed(t, c) {
+		t.Error("read_text_file is still denied after `switchboard reload`")
+	}
+	if n := statusNotices(t, e).Notices; len(n) > 0 {
+		t.Errorf("status notices after reload = %q", n)
+	}
+}
+
+// TestMCPJSONNeedsApproval: a .mcp.json the agent wrote starts nothing
+// until a person approves the entry, and a changed entry waits again.
+func TestMCPJSONNeedsApproval(t *testing.T) {
+	e := trustSetup(t, "required")
+	markers := t.TempDir()
+	writeMCPJSON := func(marker string) {
+		t.Helper()
+		entry := map[string]any{"mcpServers": map[string]any{
+			"agentsrv": map[string]any{
+				"command": "/bin/sh",
+				"args":    []string{"-c", fmt.Sprintf("touch %s; exec %s", marker, e.bins.MCPServer)},
+			},
+		}}
+		b, _ := json.Marshal(entry)
+		if err := os.WriteFile(filepath.Join(e.project, ".mcp.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, second := filepath.Join(markers, "first"), filepath.Join(markers, "second")
+	writeMCPJSON(first)
+	trustConfig(t, e.config, "required", "", "import_mcp_json = true\n")
+
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	serverState := func() (status, msg string) {
+		for _, s := range statusNotices(t, e).Servers {
+			if s.Name == "agentsrv" {
+				return s.Status, s.Error
+			}
+		}
+		return "", ""
+	}
+	if st, msg := serverState(); st != "awaiting approval" || msg != "awaiting approval: run `switchboard approve agentsrv`" {
+		t.Errorf("agentsrv before approval: %q %q", st, msg)
+	}
+	if _, err := os.Stat(first); err == nil {
+		t.Fatal("the unapproved .mcp.json server ran")
+	}
+
+	out, errOut, code := run(t, e, "approve", "--config", e.config, "agentsrv")
+	if code != 0 || !strings.Contains(out, "approved agentsrv") || !strings.Contains(out, "command: /bin/sh -c") {
+		t.Fatalf("approve = %d %q %q", code, out, errOut)
+	}
+	waitFor(t, "the approved server to start", func() bool {
+		st, _ := serverState()
+		_, err := os.Stat(first)
+		return st == "ready" && err == nil
+	})
+
+	// The agent changes the approved entry: it stops and waits again.
+	writeMCPJSON(second)
+	if out, errOut, code := run(t, e, "reload", "--config", e.config); code != 0 {
+		t.Fatalf("reload = %d %s %s", code, out, errOut)
+	}
+	if st, msg := serverState(); st != "awaiting approval" || !strings.Contains(msg, "changed since it was approved") {
+		t.Errorf("agentsrv after its entry changed: %q %q", st, msg)
+	}
+	if _, err := os.Stat(second); err == nil {
+		t.Error("the changed .mcp.json server ran without approval")
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,116 @@
+package loader
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+)
+
+// ConfigOutOfReach reports whether no running server can have written the
+// config file, so that a change to it came from a person and may be
+// applied without one (the file watcher). When it is not, reason says
+// which server could write it and why, for `status` and the log.
+//
+// A server is out of reach when it cannot write files at all (a built-in
+// whose sandbox policy grants no folder: web), when it runs elsewhere (an
+// external server reached over HTTP), or when Landlock confines it and the
+// config lies under none of the folders it may write. Hiding the file (the
+// sandbox's mount over it) is not enough on its own: replacing the file,
+// as editors and `switchboard`'s own tests do, detaches that mount in every
+// running sandbox, after which a server that may write the folder sees and
+// writes the new file. An external stdio server with its sandbox off is in
+// reach when the config lies under its working folder (project_dir).
+func (h *Host) ConfigOutOfReach() (ok bool, reason string) {
+	h.mu.Lock()
+	cfg := h.cfg
+	jobs := make([]job, 0, len(h.jobs))
+	for _, j := range h.jobs {
+		jobs = append(jobs, j)
+	}
+	h.mu.Unlock()
+	slices.SortFunc(jobs, func(a, b job) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+
+	file := cfg.File
+	if r, err := filepath.EvalSymlinks(file); err == nil {
+		file = r
+	}
+	for _, j := range jobs {
+		if why := reaches(j, file, cfg.ProjectDir); why != "" {
+			return false, why
+		}
+	}
+	return true, ""
+}
+
+// reaches says how the server of job j could write file ("" when it
+// cannot).
+func reaches(j job, file, projectDir string) string {
+	name := j.spec.Name
+	var sb *sandbox.Sandbox
+	switch {
+	case j.ext != nil && j.ext.Command == "":
+		return "" // runs elsewhere
+	case j.ext != nil:
+		sb, _ = j.ext.Sandbox.(*sandbox.Sandbox)
+	default:
+		sb, _ = j.spec.Sandbox.(*sandbox.Sandbox)
+	}
+	if sb == nil {
+		return fmt.Sprintf("%s runs without a sandbox", name)
+	}
+	p := sb.Policy
+	if j.kind == registry.KindBuiltin && len(p.Write) == 0 {
+		return "" // web: no file-writing tool, and no folder to write
+	}
+	r := sb.Report()
+	if r.Mode == sandbox.ModeOff {
+		if j.ext != nil {
+			if dir := resolved(projectDir); !within(file, dir) {
+				return ""
+			}
+			return fmt.Sprintf("%s runs with sandbox mode \"off\" in %s, which holds the config", name, projectDir)
+		}
+		return fmt.Sprintf("%s runs with sandbox mode \"off\"", name)
+	}
+	if !r.Confined() || !landlocked(r) {
+		return fmt.Sprintf("%s is not confined by Landlock here (%s)", name, r)
+	}
+	for _, w := range append(slices.Clone(p.Write), p.State) {
+		if w != "" && within(file, w) {
+			return fmt.Sprintf("%s may write %s, which holds the config", name, w)
+		}
+	}
+	return ""
+}
+
+// landlocked reports whether the report enforces Landlock's file rules.
+//
+// sandbox.Report names its mechanisms in text only; this is the one place
+// that reads it, until the report carries typed fields.
+func landlocked(r sandbox.Report) bool {
+	for _, e := range r.Enforced {
+		if strings.HasPrefix(e, "Landlock") {
+			return true
+		}
+	}
+	return false
+}
+
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// within reports whether p is at or under dir.
+func within(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
