@@ -53,6 +53,6 @@ func BenchmarkSandbox(b *testing.B) {
 	row("echo p50 through the host, 1 caller", us(st[0].p50), us(st[1].p50), ratio(float64(st[0].p50), float64(st[1].p50)))
 	row("echo calls/s through the host, 32 callers", fmt.Sprintf("%.0f", tp[0].perSec), fmt.Sprintf("%.0f", tp[1].perSec), ratio(tp[0].perSec, tp[1].perSec))
 	fmt.Printf("\nsummary: the sandbox adds %.1f ms to one plugin's start (target <= 10 ms) and %.1f ms to the four built-ins' start (they start in parallel); call p50 %.2fx (target within 5%%)\n",
-		float64((median(oneOn) - median(oneOff)).Microseconds())/1000, float64((median(fourOn) - median(fourOff)).Microseconds())/1000,
+		float64((median(oneOn)-median(oneOff)).Microseconds())/1000, float64((median(fourOn)-median(fourOff)).Microseconds())/1000,
 		float64(st[0].p50)/float64(st[1].p50))
 }

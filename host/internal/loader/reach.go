@@ -76,7 +76,7 @@ func reaches(j job, file, projectDir string) string {
 		}
 		return fmt.Sprintf("%s runs with sandbox mode \"off\"", name)
 	}
-	if !r.Confined() || !landlocked(r) {
+	if !r.Confined() || r.Landlock == 0 {
 		return fmt.Sprintf("%s is not confined by Landlock here (%s)", name, r)
 	}
 	for _, w := range append(slices.Clone(p.Write), p.State) {
@@ -85,19 +85,6 @@ func reaches(j job, file, projectDir string) string {
 		}
 	}
 	return ""
-}
-
-// landlocked reports whether the report enforces Landlock's file rules.
-//
-// sandbox.Report names its mechanisms in text only; this is the one place
-// that reads it, until the report carries typed fields.
-func landlocked(r sandbox.Report) bool {
-	for _, e := range r.Enforced {
-		if strings.HasPrefix(e, "Landlock") {
-			return true
-		}
-	}
-	return false
 }
 
 func resolved(p string) string {

@@ -123,9 +123,13 @@ var (
 
 // Report says what confines a server: one entry per mechanism.
 type Report struct {
-	Mode     Mode     `json:"mode"`
-	Enforced []string `json:"enforced,omitempty"`
-	Missing  []string `json:"missing,omitempty"`
+	Mode Mode `json:"mode"`
+	// Landlock is the Landlock ABI version enforced (0: none).
+	Landlock int `json:"landlock,omitempty"`
+	// Namespaces says whether the server runs in namespaces of its own.
+	Namespaces bool     `json:"namespaces,omitempty"`
+	Enforced   []string `json:"enforced,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
 }
 
 // Confined reports whether anything confines the server.

@@ -104,6 +104,7 @@ func (s *Sandbox) Report() Report {
 		return r
 	}
 	k := probe(s.Helper)
+	r.Landlock, r.Namespaces = k.landlock, k.namespaces == nil
 	if k.namespaces == nil {
 		ns := "user, mount, PID, IPC namespaces"
 		if !s.Policy.Network {
