@@ -162,13 +162,23 @@ func TestConfigWatchHoldsWhenInReach(t *testing.T) {
 // until a person approves the entry, and a changed entry waits again.
 func TestMCPJSONNeedsApproval(t *testing.T) {
 	e := trustSetup(t, "required")
-	markers := t.TempDir()
+	// Inside the project, where an approved server (sandboxed, best-effort)
+	// may write and run: only the approval stands between the agent's
+	// entry and the marker.
+	markers := filepath.Join(e.project, "markers")
+	if err := os.Mkdir(markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	server := filepath.Join(e.project, "mcpserver")
+	if b, err := os.ReadFile(e.bins.MCPServer); err != nil || os.WriteFile(server, b, 0o755) != nil {
+		t.Fatalf("copying the MCP server fixture: %v", err)
+	}
 	writeMCPJSON := func(marker string) {
 		t.Helper()
 		entry := map[string]any{"mcpServers": map[string]any{
 			"agentsrv": map[string]any{
 				"command": "/bin/sh",
-				"args":    []string{"-c", fmt.Sprintf("touch %s; exec %s", marker, e.bins.MCPServer)},
+				"args":    []string{"-c", fmt.Sprintf("touch %s; exec %s", marker, server)},
 			},
 		}}
 		b, _ := json.Marshal(entry)

@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/external"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 )
@@ -227,6 +228,13 @@ func transient(j job, err error) bool {
 func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
 	if j.ext != nil {
 		return external.Connect(ctx, *j.ext, log.Named("external"))
+	}
+	if j.kind == registry.KindPlugin {
+		// A binary (or folder) another user can change would run whatever
+		// they put there (OpenSSH's StrictModes).
+		if err := strictmode.Check(j.spec.Path); err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", j.spec.Name, err)
+		}
 	}
 	return launcher.Launch(ctx, j.spec, log)
 }

@@ -297,3 +297,34 @@ func TestCheckWarnsAboutPluginBinaries(t *testing.T) {
 		t.Errorf("Check = %q, want %q", got, want)
 	}
 }
+
+// A plugin binary that other users can write is refused, so the code that
+// runs is the code its owner put there (StrictModes); the same binary with
+// ordinary modes loads.
+func TestWritablePluginBinaryIsRefused(t *testing.T) {
+	bins := fixtures.Build(t)
+	b, err := os.ReadFile(bins.TestPlugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	loose, tight := filepath.Join(dir, "loose"), filepath.Join(dir, "tight")
+	for _, p := range []string{loose, tight} {
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(loose, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := start(t, fmt.Sprintf("plugin \"loose\" { path = %q }\nplugin \"tight\" { path = %q }\n", loose, tight))
+	if err == nil || !strings.Contains(err.Error(), "chmod") {
+		t.Errorf("Load err = %v, want the world-writable binary refused with the chmod to run", err)
+	}
+	if reg.Entry("loose") != nil {
+		t.Error("the world-writable plugin binary was started")
+	}
+	if reg.Entry("tight") == nil {
+		t.Error("control: the same binary with ordinary modes did not load")
+	}
+}

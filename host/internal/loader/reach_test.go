@@ -28,7 +28,7 @@ func TestConfigOutOfReach(t *testing.T) {
 		{name: "no server", project: "project", ok: true},
 		{name: "web only, unconfined", project: "project", src: `builtin "web" {}`, ok: true},
 		{name: "bash unconfined", project: "project", src: "builtin \"bash\" {\n sandbox { mode = \"off\" }\n}", reason: `bash runs with sandbox mode "off"`},
-		{name: "third-party plugin unconfined", project: "project", src: `plugin "hello" { path = "$HELLO" }`, reason: `hello runs with sandbox mode "off"`},
+		{name: "third-party plugin unconfined", project: "project", src: "plugin \"hello\" {\n path = \"$HELLO\"\n sandbox { mode = \"off\" }\n}", reason: `hello runs with sandbox mode "off"`},
 		{
 			name: "built-ins confined, config outside the project", project: "project", landlock: true, ok: true,
 			src: confined("bash") + confined("filesystem") + confined("git"),

@@ -1,0 +1,82 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+)
+
+// TestBuiltinSuitesPassInsideTheirSandboxes runs each built-in's own test
+// suite (compiled with go test -c) inside the sandbox that built-in gets
+// by default: the suites create their projects under TMPDIR, which is the
+// sandbox's private temp folder, and the rest of the machine is as the
+// plugin sees it (system dirs read-only, the network only for web).
+func TestBuiltinSuitesPassInsideTheirSandboxes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles and runs four test suites")
+	}
+	bins := fixtures.Build(t)
+	dir := t.TempDir()
+	// The bash suite builds the plugin with go: it reads the toolchain's
+	// module cache and writes its build cache.
+	goenv, err := exec.Command("go", "env", "GOMODCACHE", "GOCACHE", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gopaths := strings.Fields(string(goenv))
+	if len(gopaths) != 3 {
+		t.Fatalf("go env = %q", goenv)
+	}
+	root := fixtures.RepoRoot()
+	for _, name := range []string{"filesystem", "bash", "git", "web"} {
+		t.Run(name, func(t *testing.T) {
+			bin := filepath.Join(dir, name+".test")
+			build := exec.Command("go", "test", "-c", "-o", bin, "./plugins/"+name)
+			build.Dir = fixtures.RepoRoot()
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("go test -c ./plugins/%s: %v\n%s", name, err, out)
+			}
+			pol := sandbox.Policy{
+				Mode: sandbox.ModeRequired, Network: name == "web",
+				Read:  []string{root, gopaths[0], gopaths[2]},
+				Write: []string{gopaths[1]},
+				Env:   map[string]string{"GOMODCACHE": gopaths[0], "GOCACHE": gopaths[1], "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"},
+			}.Clean("/root")
+			sb := &sandbox.Sandbox{Name: name + "-suite", Policy: pol, Helper: bins.Switchboard}
+			cmd := exec.Command(bin, "-test.count=1", "-test.timeout=5m")
+			cmd.Dir = filepath.Join(root, "plugins", name) // testdata, and ./cmd for the bash suite's build
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
+			conf, err := sb.Wrap(cmd, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if conf != nil {
+				if err := conf.Started(cmd.Process.Pid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = cmd.Wait()
+			if conf != nil {
+				conf.Stopped()
+			}
+			if err != nil {
+				t.Fatalf("the %s suite failed inside its sandbox: %v\n%s", name, err, out.String())
+			}
+			if !strings.Contains(out.String(), "PASS") {
+				t.Fatalf("the %s suite printed no PASS:\n%s", name, out.String())
+			}
+		})
+	}
+}
