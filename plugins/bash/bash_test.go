@@ -70,7 +70,8 @@ func TestRun(t *testing.T) {
 		}
 	})
 	t.Run("clean environment", func(t *testing.T) {
-		got := sdktest.Text(p.Call("run", map[string]any{"command": "env"}))
+		// Only the lines that matter: the output cap is small here.
+		got := sdktest.Text(p.Call("run", map[string]any{"command": "env | grep -E 'EXTRA|TERM|hunter2'"}))
 		if strings.Contains(got, "hunter2") {
 			t.Errorf("host secret leaked: %q", got)
 		}

@@ -63,6 +63,13 @@ func Helper() int {
 		if err := setupMounts(sp); err != nil {
 			return fail(err)
 		}
+		if !sp.Network {
+			// The sandbox's own loopback: a tool may run a server and
+			// talk to it (a test suite), and nothing else is reachable.
+			if err := loopbackUp(); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	if err := setRlimits(sp); err != nil {
 		return fail(err)
@@ -74,6 +81,27 @@ func Helper() int {
 		return fail(err)
 	}
 	return run(sp)
+}
+
+// loopbackUp brings up lo in the sandbox's network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	return nil
 }
 
 // privateRoot stops mounts made here from propagating to the host.
@@ -103,6 +131,7 @@ func setupMounts(sp spec) error {
 	if err := mountProc(); err != nil {
 		return err
 	}
+	privatePTYs()
 	granted := append(append([]string{sp.Binary}, sp.Read...), sp.Write...)
 	if err := pinAncestors(append(append([]string{}, sp.Hide...), sp.ReadOnly...), sp.Write); err != nil {
 		return err
@@ -190,6 +219,16 @@ func pinAncestors(protected, write []string) error {
 		}
 	}
 	return nil
+}
+
+// privatePTYs gives the sandbox a devpts instance of its own, so that a tool
+// can open a terminal (script, a REPL) without reaching the host's
+// terminals. Without it the sandbox simply has no terminals.
+func privatePTYs() {
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return
+	}
+	_ = unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, "")
 }
 
 // coveredTrees are hidden in every sandbox (but for what is granted in
@@ -328,7 +367,10 @@ func restrict(sp spec) error {
 		return nil
 	}
 	cfg := landlock.V7
-	if sp.Network {
+	if sp.Network || sp.Namespaces {
+		// With a network namespace of its own (no network) TCP reaches
+		// only the sandbox's loopback; Landlock's TCP rules are the guard
+		// where there is no such namespace.
 		cfg.HandledAccessNet = 0
 	}
 	cfg = cfg.BestEffort()
@@ -339,7 +381,8 @@ func restrict(sp spec) error {
 		landlock.ROFiles(readFiles...).IgnoreIfMissing(),
 		landlock.RWDirs(writeDirs...).WithRefer().IgnoreIfMissing(),
 		landlock.RWFiles(writeFiles...).IgnoreIfMissing(),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty").WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx").WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
 	}
 	if sp.Namespaces {
 		// Our own /proc: only this namespace's processes.

@@ -115,8 +115,8 @@ func (s *Sandbox) Report() Report {
 		r.Missing = append(r.Missing, "namespaces: "+k.namespaces.Error())
 	}
 	tcp := ", TCP"
-	if s.Policy.Network {
-		tcp = ""
+	if s.Policy.Network || k.namespaces == nil {
+		tcp = "" // the network namespace is the TCP guard then
 	}
 	switch {
 	case k.landlock >= 6:
