@@ -76,6 +76,9 @@ func (w *configWatch) reload(ctx context.Context, h *loader.Host) (*loader.Reloa
 		w.waiting = ""
 		w.mu.Unlock()
 	}
+	// A config replaced on disk is not covered by the mounts of sandboxes
+	// that started before; restart those.
+	h.Rehide()
 	return res, err
 }
 
@@ -247,6 +250,11 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 				log.Debug("config watcher", "error", err)
 			case <-debounce:
 				debounce = nil
+				// A replaced file is not covered by the sandboxes that
+				// hid the old one: start them afresh first.
+				if names := h.Rehide(); len(names) > 0 {
+					log.Info("the config file was replaced on disk; restarted the confined servers so that it stays hidden from them", "servers", strings.Join(names, ", "))
+				}
 				// A change a tool could have made is not a person's.
 				if ok, why := h.ConfigOutOfReach(); !ok {
 					watch.hold(why)

@@ -75,6 +75,9 @@ type Host struct {
 	mu   sync.Mutex // serialises reloads
 	cfg  *config.Config
 	jobs map[string]job // by configured name (discovered: by path)
+	// hidden is the identity of each hidden control-plane file as the
+	// running sandboxes' mounts cover it (see Rehide).
+	hidden map[string]fileID
 }
 
 // Load starts everything the config names and returns the registry. See
@@ -121,7 +124,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		registry.WithAudit(audit),
 		registry.WithDuplicateLimit(cfg.DuplicateCallLimit),
 		registry.WithWarnings(log.Warn))
-	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}}
+	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg)}
 	h.sup = supervisor.New(log, reg.Refresh)
 	reg.AtShutdown(h.sup.Stop)
 

@@ -369,3 +369,28 @@ func TestDeclaredNeedsAreReportedNotGranted(t *testing.T) {
 		t.Error("the declared need for the network was granted")
 	}
 }
+
+// The kernel behaviour the host works around (loader.Host.Rehide): a file
+// renamed over a covered path is a new file, which the mount made at start
+// does not cover.
+func TestReplacedHiddenFileIsUncovered(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	p := launch(t, w, &pol)
+	if out := attack(t, p, jsonArgs("op", "read", "path", w.config)); strings.Contains(out, "permissions") {
+		t.Fatalf("the config is visible before it was replaced: %q", out)
+	}
+	tmp := w.config + ".new"
+	write(t, tmp, "permissions { default = \"ask\" } # saved by an editor\n")
+	if err := os.Rename(tmp, w.config); err != nil {
+		t.Fatal(err)
+	}
+	if out := attack(t, p, jsonArgs("op", "read", "path", w.config)); !strings.Contains(out, "saved by an editor") {
+		t.Errorf("after an editor's save the running sandbox does not see the new file (%q): Rehide may be unnecessary", out)
+	}
+	// A fresh start covers it again.
+	p2 := launch(t, w, &pol)
+	if out := attack(t, p2, jsonArgs("op", "read", "path", w.config)); strings.Contains(out, "saved by an editor") {
+		t.Errorf("a fresh sandbox sees the replaced config: %q", out)
+	}
+}

@@ -1,0 +1,83 @@
+package loader
+
+import (
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"os"
+	"syscall"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
+)
+
+// fileID is a file's identity: replacing the file (as editors save) gives
+// the path a new one.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(path string) (fileID, bool) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{uint64(sys.Dev), uint64(sys.Ino)}, true
+}
+
+// hiddenIDs records the files a sandbox hides by covering them (the config
+// and an imported .mcp.json).
+func hiddenIDs(cfg *config.Config) map[string]fileID {
+	ids := map[string]fileID{}
+	for _, p := range []string{cfg.File, cfg.MCPJSON} {
+		if id, ok := idOf(p); ok && p != "" {
+			ids[p] = id
+		}
+	}
+	return ids
+}
+
+// Rehide restarts the confined servers when a hidden file was replaced on
+// disk. A sandbox hides the config by mounting an empty file over it; a
+// file renamed over the path (an editor's save) is a new file that mount
+// does not cover, so sandboxes started before the save could read and
+// write it. A fresh start covers the new file. It returns the servers it
+// restarted.
+func (h *Host) Rehide() []string {
+	h.mu.Lock()
+	cfg := h.cfg
+	replaced := false
+	for p, old := range h.hidden {
+		if id, ok := idOf(p); ok && id != old {
+			replaced = true
+			h.hidden[p] = id
+		}
+	}
+	jobs := make([]job, 0, len(h.jobs))
+	for _, j := range h.jobs {
+		jobs = append(jobs, j)
+	}
+	h.mu.Unlock()
+	if !replaced || cfg == nil {
+		return nil
+	}
+	var restarted []string
+	for _, j := range jobs {
+		sb, _ := j.spec.Sandbox.(*sandbox.Sandbox)
+		if j.ext != nil {
+			sb, _ = j.ext.Sandbox.(*sandbox.Sandbox)
+		}
+		if sb == nil || !sb.Report().Namespaces || sb.Policy.Mode == sandbox.ModeOff {
+			continue
+		}
+		e := h.reg.Entry(j.spec.Name)
+		if e == nil {
+			continue
+		}
+		if srv, ok := e.Server.(*supervisor.Server); ok {
+			srv.Restart()
+			restarted = append(restarted, j.spec.Name)
+		}
+	}
+	return restarted
+}
