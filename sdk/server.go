@@ -247,6 +247,7 @@ func SchemaFor[T any]() (json.RawMessage, error) {
 	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
 	sch := r.ReflectFromType(typ)
 	sch.ID = ""
+	fixDescriptions(sch, typ)
 	if sch.Properties == nil || sch.Properties.Len() == 0 {
 		// An empty struct: say so explicitly, some clients need properties.
 		return json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{},"additionalProperties":false}`), nil
@@ -488,4 +489,73 @@ func appendIfMissing(paths []string, p string) []string {
 		return paths
 	}
 	return append(slices.Clone(paths), p)
+}
+
+// fixDescriptions restores descriptions that contain commas: the
+// jsonschema tag separates its keys with commas, so
+// `description=File to read, relative to the project` would otherwise be
+// published as "File to read". A comma starts a new key only when a known
+// keyword follows it.
+func fixDescriptions(sch *jsonschema.Schema, typ reflect.Type) {
+	for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Array {
+		typ = typ.Elem()
+	}
+	if sch == nil || typ.Kind() != reflect.Struct || sch.Properties == nil {
+		return
+	}
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		if f.Anonymous {
+			fixDescriptions(sch, f.Type)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		prop, ok := sch.Properties.Get(name)
+		if name == "-" || !ok || prop == nil {
+			continue
+		}
+		if d, ok := tagDescription(f.Tag.Get("jsonschema")); ok {
+			prop.Description = d
+		}
+		if prop.Items != nil {
+			fixDescriptions(prop.Items, f.Type)
+		} else {
+			fixDescriptions(prop, f.Type)
+		}
+	}
+}
+
+// schemaKeywords are the jsonschema tag keys that may follow a description.
+var schemaKeywords = map[string]bool{
+	"title": true, "description": true, "type": true, "anchor": true, "oneof_required": true, "anyof_required": true,
+	"oneof_ref": true, "oneof_type": true, "anyof_ref": true, "anyof_type": true, "required": true, "nullable": true,
+	"default": true, "example": true, "examples": true, "enum": true, "const": true, "format": true, "pattern": true,
+	"minLength": true, "maxLength": true, "minimum": true, "maximum": true, "exclusiveMinimum": true,
+	"exclusiveMaximum": true, "multipleOf": true, "minItems": true, "maxItems": true, "uniqueItems": true,
+	"minProperties": true, "maxProperties": true, "readOnly": true, "writeOnly": true, "contentEncoding": true,
+	"contentMediaType": true, "deprecated": true, "not": true, "ref": true,
+}
+
+// tagDescription returns the description in a jsonschema struct tag, commas
+// included, and whether the tag has one.
+func tagDescription(tag string) (string, bool) {
+	parts := strings.Split(tag, ",")
+	for i, p := range parts {
+		d, ok := strings.CutPrefix(p, "description=")
+		if !ok {
+			continue
+		}
+		for _, next := range parts[i+1:] {
+			key, _, _ := strings.Cut(next, "=")
+			if schemaKeywords[key] {
+				break
+			}
+			d += "," + next
+		}
+		return d, true
+	}
+	return "", false
 }
