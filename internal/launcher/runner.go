@@ -144,7 +144,7 @@ func (r *groupRunner) Diagnose(context.Context) string {
 	case st.Mode()&0o111 == 0:
 		return fmt.Sprintf("the plugin binary %s is not executable (chmod +x it)", path)
 	default:
-		return fmt.Sprintf("%s did not complete the plugin handshake: is it a Switchboard plugin built for this machine? Run it by hand to see its output.", path)
+		return fmt.Sprintf("%s did not complete the plugin handshake: is it a Switchboard plugin built for this machine? Check that it is the file you installed (sha256sum, or pin it with sha256 in its block) before you run it by hand to see its output.", path)
 	}
 }
 

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
 // TestReplacedConfigStaysHidden: an editor's save replaces config.hcl with
@@ -13,10 +18,17 @@ import (
 // write) the new config.
 func TestReplacedConfigStaysHidden(t *testing.T) {
 	e := setup(t)
+	// The default layout: the config inside the project, where bash may
+	// read and write.
+	e.config = filepath.Join(e.project, "config.hcl")
+	cfg := fmt.Sprintf("project_dir = \".\"\ndata_dir = %q\nbuiltin \"bash\" {}\n", filepath.Join(t.TempDir(), "state"))
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c, _ := mcpClient(t, e)
 	initialize(t, c)
 	cat := func() string {
-		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "cat ../config.hcl; echo END"}, nil)
+		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "cat config.hcl; echo END"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,5 +64,34 @@ func TestReplacedConfigStaysHidden(t *testing.T) {
 	}
 	if strings.Contains(out, "saved by an editor") || strings.Contains(out, "builtin") {
 		t.Errorf("after the save bash reads the new config: %q", out)
+	}
+}
+
+// TestNothingOutlivesAKilledHost: processes a tool starts in their own
+// session (setsid -f, a double fork) die with the host, even when the host
+// is SIGKILLed: bash's sandbox init gets a parent-death signal and its PID
+// namespace dies with it. The count: zero.
+func TestNothingOutlivesAKilledHost(t *testing.T) {
+	e := setup(t)
+	c, cmd := mcpClient(t, e)
+	initialize(t, c)
+	marker := strconv.Itoa(8000000 + os.Getpid()%999983)
+	line := "setsid -f sleep " + marker + " >/dev/null 2>&1 </dev/null; (sleep " + marker + ".5 >/dev/null 2>&1 </dev/null &); echo started"
+	res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": line}, nil)
+	if err != nil || !strings.Contains(resultText(res), "started") {
+		t.Fatalf("bash__run = %q, %v", resultText(res), err)
+	}
+	// bash itself ends the call's process group, so the double-forked
+	// sleep may be gone already; the setsid one is what escapes that.
+	escapees := fixtures.ProcessesMatching("sleep " + marker)
+	t.Cleanup(func() { fixtures.Kill(escapees) })
+	if len(escapees) == 0 {
+		t.Fatal("no escapee running: the test would prove nothing")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if alive := fixtures.WaitGone(escapees, 10*time.Second); len(alive) > 0 {
+		t.Errorf("%d processes started with setsid / a double fork outlived the SIGKILLed host: %v", len(alive), alive)
 	}
 }

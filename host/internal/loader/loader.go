@@ -232,7 +232,7 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 	if j.ext != nil {
 		return external.Connect(ctx, *j.ext, log.Named("external"))
 	}
-	if j.kind == registry.KindPlugin {
+	if _, err := os.Stat(j.spec.Path); err == nil && j.kind == registry.KindPlugin {
 		// A binary (or folder) another user can change would run whatever
 		// they put there (OpenSSH's StrictModes).
 		if err := strictmode.Check(j.spec.Path); err != nil {

@@ -3,6 +3,7 @@ package loader
 import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
@@ -25,11 +26,11 @@ func idOf(path string) (fileID, bool) {
 	return fileID{uint64(sys.Dev), uint64(sys.Ino)}, true
 }
 
-// hiddenIDs records the files a sandbox hides by covering them (the config
-// and an imported .mcp.json).
+// hiddenIDs records the files a sandbox covers with a mount: the config
+// and an imported .mcp.json (hidden) and plugin binaries (read-only).
 func hiddenIDs(cfg *config.Config) map[string]fileID {
 	ids := map[string]fileID{}
-	for _, p := range []string{cfg.File, cfg.MCPJSON} {
+	for _, p := range append([]string{cfg.File, cfg.MCPJSON}, cfg.Binaries()...) {
 		if id, ok := idOf(p); ok && p != "" {
 			ids[p] = id
 		}
@@ -46,10 +47,10 @@ func hiddenIDs(cfg *config.Config) map[string]fileID {
 func (h *Host) Rehide() []string {
 	h.mu.Lock()
 	cfg := h.cfg
-	replaced := false
+	var changed []string
 	for p, old := range h.hidden {
 		if id, ok := idOf(p); ok && id != old {
-			replaced = true
+			changed = append(changed, p)
 			h.hidden[p] = id
 		}
 	}
@@ -58,7 +59,7 @@ func (h *Host) Rehide() []string {
 		jobs = append(jobs, j)
 	}
 	h.mu.Unlock()
-	if !replaced || cfg == nil {
+	if len(changed) == 0 || cfg == nil {
 		return nil
 	}
 	var restarted []string
@@ -67,8 +68,8 @@ func (h *Host) Rehide() []string {
 		if j.ext != nil {
 			sb, _ = j.ext.Sandbox.(*sandbox.Sandbox)
 		}
-		if sb == nil || !sb.Report().Namespaces || sb.Policy.Mode == sandbox.ModeOff {
-			continue
+		if sb == nil || !sb.Report().Namespaces || sb.Policy.Mode == sandbox.ModeOff || !sees(sb.Policy, changed) {
+			continue // Landlock keeps the file out of its reach anyway
 		}
 		e := h.reg.Entry(j.spec.Name)
 		if e == nil {
@@ -80,4 +81,16 @@ func (h *Host) Rehide() []string {
 		}
 	}
 	return restarted
+}
+
+// sees reports whether a policy grants a path that holds one of files.
+func sees(p sandbox.Policy, files []string) bool {
+	for _, f := range files {
+		for _, g := range append(append([]string{p.State}, p.Write...), p.Read...) {
+			if g != "" && (f == g || strings.HasPrefix(f, strings.TrimSuffix(g, "/")+"/")) {
+				return true
+			}
+		}
+	}
+	return false
 }
