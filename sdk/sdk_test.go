@@ -155,3 +155,18 @@ func TestInProcess(t *testing.T) {
 		}
 	})
 }
+
+// AddTool refuses what the host would refuse, at the author's desk.
+func TestAddToolRunsTheHostsCheck(t *testing.T) {
+	for _, name := range []string{"has space", "", strings.Repeat("x", 129), "ünïcode"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("AddTool(%q) did not panic", name)
+				}
+			}()
+			sdk.AddTool(sdk.NewServer("x", "1"), sdk.Tool{Name: name, Description: "d"}, func(context.Context, *sdk.Request, struct{}) (*sdk.Result, error) { return nil, nil })
+		}()
+	}
+	sdk.AddTool(sdk.NewServer("x", "1"), sdk.Tool{Name: "ok.name-1_2", Description: "d"}, func(context.Context, *sdk.Request, struct{}) (*sdk.Result, error) { return nil, nil })
+}

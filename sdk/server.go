@@ -224,12 +224,18 @@ func (s *Server) add(t Tool, schema json.RawMessage, run func(context.Context, *
 	if len(t.OutputSchema) > 0 && !json.Valid(t.OutputSchema) {
 		panic(fmt.Sprintf("sdk: tool %q: output schema is not valid JSON", t.Name))
 	}
+	e := &toolEntry{def: t, schema: schema, run: run}
+	// The host's own check of what a plugin describes: a tool that passes
+	// here loads there.
+	if err := protocol.ValidateDescribe(&pluginv1.DescribeResponse{Tools: []*pluginv1.Tool{describeTool(e)}}); err != nil {
+		panic(fmt.Sprintf("sdk: %v", err))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.tools[t.Name]; dup {
 		panic(fmt.Sprintf("sdk: tool %q added twice", t.Name))
 	}
-	s.tools[t.Name] = &toolEntry{def: t, schema: schema, run: run}
+	s.tools[t.Name] = e
 	s.order = append(s.order, t.Name)
 }
 
