@@ -18,6 +18,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard ./host/cmd/switchboard
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-sandbox ./host/cmd/switchboard-sandbox
 	@for p in $(PLUGINS); do \
 		echo "$(GO) build -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; \
@@ -64,6 +65,7 @@ release:
 		os=$${t%/*}; arch=$${t#*/}; out=dist/$${os}_$${arch}; mkdir -p $$out; \
 		echo "building $$out"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/switchboard ./host/cmd/switchboard || exit 1; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/switchboard-sandbox ./host/cmd/switchboard-sandbox || exit 1; \
 		for p in $(PLUGINS); do CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; done; \
 	done
 	cd dist && find . -type f -name 'switchboard*' -exec sha256sum {} + > SHA256SUMS

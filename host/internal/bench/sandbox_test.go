@@ -22,7 +22,7 @@ func BenchmarkSandbox(b *testing.B) {
 		return writeConfig(b, "builtin \"filesystem\" {"+extra+"}\nbuiltin \"bash\" {"+extra+"}\nbuiltin \"git\" {"+extra+"}\nbuiltin \"web\" {"+extra+"}\n")
 	}
 	one := func(extra string) string {
-		return writeConfig(b, fmt.Sprintf("plugin \"fx\" {\n  path = %q%s}\n", bins.TestPlugin, extra))
+		return writeConfig(b, fmt.Sprintf("plugin \"fx\" {\n  path = %q\n%s}\n", bins.TestPlugin, extra))
 	}
 	startups := func(cfgOn, cfgOff string, rounds int) (on, offD []time.Duration) {
 		for i := 0; i < rounds; i++ { // alternating, so drift falls on both

@@ -34,6 +34,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
@@ -81,7 +82,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == sandbox.HelperCommand {
 		// The sandbox's init, started by the host for each confined
 		// plugin: nothing else of the CLI runs in it.
-		return sandbox.Helper()
+		return sandboxinit.Run()
 	}
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCmd()

@@ -74,5 +74,25 @@ func Confinement(cfg *config.Config, kind registry.Kind, name string, block conf
 		}
 	}
 	p.ReadOnly = append(p.ReadOnly, self)
-	return &sandbox.Sandbox{Name: name, Policy: p.Clean(home), Helper: self}
+	helper := HelperFor(self)
+	if helper != self {
+		p.ReadOnly = append(p.ReadOnly, helper)
+	}
+	return &sandbox.Sandbox{Name: name, Policy: p.Clean(home), Helper: helper}
+}
+
+// HelperBinary is the sandbox helper's file name, beside the switchboard
+// binary.
+const HelperBinary = "switchboard-sandbox"
+
+// HelperFor returns the sandbox helper to use with the switchboard binary
+// self: the small switchboard-sandbox beside it when it is there (a start in
+// a few milliseconds), else self, which runs the same code as
+// `switchboard sandbox-exec` after loading everything the host links.
+func HelperFor(self string) string {
+	h := filepath.Join(filepath.Dir(self), HelperBinary)
+	if st, err := os.Stat(h); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return h
+	}
+	return self
 }

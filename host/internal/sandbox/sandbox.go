@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
 	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
 )
 
@@ -223,15 +224,7 @@ func cleanPaths(paths []string, home string) []string {
 }
 
 // within reports whether p is at or under dir.
-func within(p, dir string) bool {
-	if dir == "" || p == "" {
-		return false
-	}
-	if dir == "/" {
-		return true
-	}
-	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
-}
+func within(p, dir string) bool { return sandboxinit.Within(p, dir) }
 
 // systemReadPaths are what any dynamically linked program, shell or git
 // needs to read: binaries, libraries, and the few files of /etc that name

@@ -16,37 +16,18 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/internal/sysproc"
 )
 
-// EnvSpec carries the helper's instructions (JSON); the helper removes it
-// before it starts the plugin.
-const EnvSpec = "SWITCHBOARD_SANDBOX"
+// EnvSpec carries the helper's instructions (sandboxinit.Spec as JSON).
+const EnvSpec = sandboxinit.EnvSpec
 
 // HelperCommand is the hidden subcommand of the switchboard binary that
-// runs a plugin inside its sandbox.
+// runs the helper when the small switchboard-sandbox binary is not beside
+// it.
 const HelperCommand = "sandbox-exec"
-
-// spec is what the host tells the helper.
-type spec struct {
-	Path       string            `json:"path"`
-	Args       []string          `json:"args"`
-	Binary     string            `json:"binary,omitempty"`
-	Namespaces bool              `json:"namespaces"`
-	Landlock   bool              `json:"landlock"`
-	Read       []string          `json:"read,omitempty"`
-	Write      []string          `json:"write,omitempty"`
-	Hide       []string          `json:"hide,omitempty"`
-	ReadOnly   []string          `json:"read_only,omitempty"`
-	Network    bool              `json:"network"`
-	FileSize   int64             `json:"file_size,omitempty"`
-	OpenFiles  uint64            `json:"open_files,omitempty"`
-	CPUSeconds uint64            `json:"cpu_seconds,omitempty"`
-	Env        map[string]string `json:"env,omitempty"`
-	GateFD     int               `json:"gate_fd,omitempty"`
-	ExtraFDs   int               `json:"extra_fds,omitempty"`
-}
 
 // kernel is what this machine offers, probed once.
 type kernel struct {
@@ -64,10 +45,19 @@ func probe(helper string) kernel {
 	probeOnce.Do(func() {
 		probed.landlock, _ = ll.LandlockGetABIVersion()
 		probed.cgroup = findCgroup()
+		// Whether the kernel lets us make the namespaces: a tiny program is
+		// enough to find out (the helper itself would cost a start of this
+		// large binary); the helper reports anything else when it runs.
 		cmd := exec.Command(helper, HelperCommand)
 		cmd.Env = []string{EnvSpec + "=probe"}
+		if t, err := exec.LookPath("true"); err == nil {
+			cmd = exec.Command(t)
+		}
 		cmd.SysProcAttr = nsAttr(true)
 		out, err := cmd.CombinedOutput()
+		if err == nil && cmd.Path != helper {
+			out = []byte("ok")
+		}
 		switch {
 		case err != nil:
 			probed.namespaces = fmt.Errorf("cannot create user, mount and PID namespaces (%v %s); on Debian set sysctl kernel.unprivileged_userns_clone=1, on Ubuntu allow unprivileged user namespaces in AppArmor", err, strings.TrimSpace(string(out)))
@@ -77,6 +67,10 @@ func probe(helper string) kernel {
 	})
 	return probed
 }
+
+// Prewarm finds out in the background what this machine offers, so that
+// the first confined start does not wait for it.
+func Prewarm(helper string) { go probe(helper) }
 
 // nsAttr returns process attributes for a child in new namespaces that maps
 // the host's own user and group into them.
@@ -189,7 +183,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	if r, err := filepath.EvalSymlinks(binary); err == nil {
 		binary = r
 	}
-	sp := spec{
+	sp := sandboxinit.Spec{
 		Path: cmd.Path, Args: cmd.Args, Binary: binary,
 		Namespaces: k.namespaces == nil, Landlock: k.landlock >= 1,
 		Read:     append(cleanPaths(existing(systemReadPaths), ""), p.Read...),

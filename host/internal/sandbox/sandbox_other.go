@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
@@ -13,6 +12,9 @@ import (
 // HelperCommand is the hidden subcommand of the switchboard binary that
 // runs a plugin inside its sandbox (Linux only).
 const HelperCommand = "sandbox-exec"
+
+// Prewarm does nothing here.
+func Prewarm(string) {}
 
 // Report says what Wrap would enforce: nothing, on this system.
 func (s *Sandbox) Report() Report {
@@ -31,12 +33,6 @@ func (s *Sandbox) Wrap(*exec.Cmd, string) (launcher.Confinement, error) {
 		return nil, fmt.Errorf("%w: the kernel sandbox is implemented on Linux only (set sandbox { mode = \"best-effort\" } to run plugins unconfined here)", ErrUnavailable)
 	}
 	return nil, nil
-}
-
-// Helper is `switchboard sandbox-exec`, which exists on Linux only.
-func Helper() int {
-	fmt.Fprintln(os.Stderr, "switchboard sandbox-exec: the kernel sandbox is implemented on Linux only")
-	return 2
 }
 
 var _ launcher.Sandbox = (*Sandbox)(nil)

@@ -106,7 +106,7 @@ func launch(t *testing.T, w *world, p *sandbox.Policy) *launcher.Plugin {
 	bins := fixtures.Build(t)
 	spec := launcher.Spec{Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir()}
 	if p != nil {
-		spec.Sandbox = &sandbox.Sandbox{Name: "fx", Policy: *p, Helper: bins.Switchboard}
+		spec.Sandbox = &sandbox.Sandbox{Name: "fx", Policy: *p, Helper: bins.Sandbox}
 	}
 	pl, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
 	if err != nil {
@@ -272,7 +272,7 @@ func TestMemoryLimitKillsAndSaysWhy(t *testing.T) {
 }
 
 func TestReport(t *testing.T) {
-	s := &sandbox.Sandbox{Name: "x", Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Memory: 1 << 28}, Helper: fixtures.Build(t).Switchboard}
+	s := &sandbox.Sandbox{Name: "x", Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Memory: 1 << 28}, Helper: fixtures.Build(t).Sandbox}
 	r := s.Report()
 	if !r.Confined() || len(r.Missing) > 0 {
 		t.Errorf("Report() on this machine = %s; want fully confined", r)
@@ -352,7 +352,7 @@ func TestDeclaredNeedsAreReportedNotGranted(t *testing.T) {
 	bins := fixtures.Build(t)
 	spec := launcher.Spec{Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
 		Env:     map[string]string{"FIXTURE_NEEDS_NETWORK": "1"},
-		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Switchboard}}
+		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Sandbox}}
 	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -392,5 +392,22 @@ func TestReplacedHiddenFileIsUncovered(t *testing.T) {
 	p2 := launch(t, w, &pol)
 	if out := attack(t, p2, jsonArgs("op", "read", "path", w.config)); strings.Contains(out, "saved by an editor") {
 		t.Errorf("a fresh sandbox sees the replaced config: %q", out)
+	}
+}
+
+// Without switchboard-sandbox beside it, the host runs the same helper as
+// `switchboard sandbox-exec`.
+func TestHelperFallbackInTheHostBinary(t *testing.T) {
+	w := newWorld(t)
+	bins := fixtures.Build(t)
+	spec := launcher.Spec{Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
+		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: w.policy(), Helper: bins.Switchboard}}
+	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	if out := attack(t, p, jsonArgs("op", "read", "path", w.secret)); strings.Contains(out, "PRIVATE KEY") {
+		t.Errorf("confined by `switchboard sandbox-exec`, the plugin read a file outside its roots: %q", out)
 	}
 }

@@ -49,7 +49,7 @@ func TestBuiltinSuitesPassInsideTheirSandboxes(t *testing.T) {
 				Write: []string{gopaths[1]},
 				Env:   map[string]string{"GOMODCACHE": gopaths[0], "GOCACHE": gopaths[1], "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"},
 			}.Clean("/root")
-			sb := &sandbox.Sandbox{Name: name + "-suite", Policy: pol, Helper: bins.Switchboard}
+			sb := &sandbox.Sandbox{Name: name + "-suite", Policy: pol, Helper: bins.Sandbox}
 			cmd := exec.Command(bin, "-test.count=1", "-test.timeout=5m")
 			cmd.Dir = filepath.Join(root, "plugins", name) // testdata, and ./cmd for the bash suite's build
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package sandboxinit
 
 import (
 	"encoding/json"
@@ -10,21 +10,27 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
-	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
-// Helper is `switchboard sandbox-exec`: it confines itself as the host's
+// Run is the sandbox helper (`switchboard-sandbox`, or `switchboard sandbox-exec`): it confines itself as the host's
 // instructions say, starts the plugin, stays as the namespace's init
 // (forwarding signals, reaping zombies) and exits with the plugin's status.
 // It returns the exit code.
-func Helper() int {
+func Run() int {
+	// Every restriction below is a property of this one thread, and the
+	// plugin is forked from it: applying them to every thread of the Go
+	// process (libpsx) cost a signal round to all threads per call, some
+	// 150 ms per start.
+	runtime.LockOSThread() // never unlocked: the helper ends with the plugin
 	raw := os.Getenv(EnvSpec)
 	if raw == "probe" {
 		if err := privateRoot(); err != nil {
@@ -38,7 +44,7 @@ func Helper() int {
 		fmt.Println("ok")
 		return 0
 	}
-	var sp spec
+	var sp Spec
 	if err := json.Unmarshal([]byte(raw), &sp); err != nil || sp.Path == "" {
 		fmt.Fprintf(os.Stderr, "switchboard sandbox-exec is started by the host, not by hand (%s is missing or invalid)\n", EnvSpec)
 		return 2
@@ -121,7 +127,7 @@ func mountProc() error {
 	return nil
 }
 
-func setupMounts(sp spec) error {
+func setupMounts(sp Spec) error {
 	if err := privateRoot(); err != nil {
 		return err
 	}
@@ -201,10 +207,10 @@ func pinAncestors(protected, write []string) error {
 			continue
 		}
 		for _, w := range write {
-			if p == w || !within(p, w) {
+			if p == w || !Within(p, w) {
 				continue
 			}
-			for a := filepath.Dir(p); a != w && within(a, w); a = filepath.Dir(a) {
+			for a := filepath.Dir(p); a != w && Within(a, w); a = filepath.Dir(a) {
 				if !slices.Contains(pins, a) {
 					pins = append(pins, a)
 				}
@@ -240,7 +246,7 @@ var coveredTrees = []string{"/home", "/root", "/tmp", "/var/tmp", "/run", "/var/
 func keepUnder(dir string, granted []string) []string {
 	var out []string
 	for _, g := range granted {
-		if g != dir && within(g, dir) {
+		if g != dir && Within(g, dir) {
 			out = append(out, g)
 		}
 	}
@@ -313,7 +319,7 @@ func bindReadOnly(src, dst string) error {
 	return unix.Mount("", dst, "", flags, "")
 }
 
-func setRlimits(sp spec) error {
+func setRlimits(sp Spec) error {
 	set := func(res int, v uint64) error {
 		if v == 0 {
 			return nil
@@ -342,28 +348,28 @@ func dropCapabilities() error {
 			last = n
 		}
 	}
-	const secure = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x40 | 0x80 // NOROOT, NO_SETUID_FIXUP, KEEP_CAPS(locked), NO_CAP_AMBIENT_RAISE, each locked
-	if _, _, e := psx.Syscall3(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secure&^0x10, 0); e != 0 && e != unix.EPERM {
-		return fmt.Errorf("securebits: %w", e)
+	const secure = 0x1 | 0x2 | 0x4 | 0x8 | 0x20 | 0x40 | 0x80 // NOROOT, NO_SETUID_FIXUP, KEEP_CAPS locked off, NO_CAP_AMBIENT_RAISE, each locked
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secure, 0, 0, 0); err != nil && !errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("securebits: %w", err)
 	}
 	for c := 0; c <= last; c++ {
-		if _, _, e := psx.Syscall3(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 && e != unix.EINVAL && e != unix.EPERM {
-			return fmt.Errorf("dropping capability %d: %w", c, e)
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("dropping capability %d: %w", c, err)
 		}
 	}
-	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
-		return fmt.Errorf("clearing ambient capabilities: %w", e)
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
 	}
 	return nil
 }
 
-// restrict applies no_new_privs and the Landlock domain to every thread.
-func restrict(sp spec) error {
+// restrict applies no_new_privs and the Landlock domain to this thread,
+// which the plugin is forked from.
+func restrict(sp Spec) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
 	if !sp.Landlock {
-		_, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0)
-		if e != 0 {
-			return fmt.Errorf("no_new_privs: %w", e)
-		}
 		return nil
 	}
 	cfg := landlock.V7
@@ -388,7 +394,15 @@ func restrict(sp spec) error {
 		// Our own /proc: only this namespace's processes.
 		rules = append(rules, landlock.RODirs("/proc").IgnoreIfMissing())
 	}
-	if err := cfg.Restrict(rules...); err != nil {
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if fd < 0 {
+		return nil // best effort: no Landlock here after all
+	}
+	defer unix.Close(fd)
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
@@ -412,7 +426,7 @@ func split(paths []string) (dirs, files []string) {
 
 // run starts the plugin and stays until it exits: forwarding the signals
 // the host sends and reaping every orphan that lands here.
-func run(sp spec) int {
+func run(sp Spec) int {
 	child := exec.Command(sp.Path)
 	child.Args = sp.Args
 	env := os.Environ()

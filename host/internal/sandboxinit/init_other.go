@@ -1,0 +1,14 @@
+//go:build !linux
+
+package sandboxinit
+
+import (
+	"fmt"
+	"os"
+)
+
+// Run exists on Linux only.
+func Run() int {
+	fmt.Fprintln(os.Stderr, "switchboard sandbox: the kernel sandbox is implemented on Linux only")
+	return 2
+}
