@@ -411,3 +411,29 @@ func TestHelperFallbackInTheHostBinary(t *testing.T) {
 		t.Errorf("confined by `switchboard sandbox-exec`, the plugin read a file outside its roots: %q", out)
 	}
 }
+
+// A file granted under a covered tree stays visible, also where another
+// covered path is a symlink into that tree (/var/run -> /run, where
+// systemd puts resolv.conf).
+func TestGrantedFileUnderACoveredTreeStaysVisible(t *testing.T) {
+	if fi, err := os.Lstat("/var/run"); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Skip("/var/run is not a symlink here")
+	}
+	dir, err := os.MkdirTemp("/run", "switchboard-test-")
+	if err != nil {
+		t.Skipf("cannot write /run: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	file := filepath.Join(dir, "resolv.conf")
+	write(t, file, "nameserver 127.0.0.53\n")
+	w := newWorld(t)
+	pol := w.policy()
+	pol.Read = append(pol.Read, file)
+	p := launch(t, w, &pol)
+	if out := attack(t, p, jsonArgs("op", "read", "path", file)); !strings.Contains(out, "nameserver") {
+		t.Errorf("a granted file under /run is not visible inside: %q", out)
+	}
+	if out := attack(t, p, jsonArgs("op", "list", "path", "/run")); strings.Contains(out, "systemd") || strings.Contains(out, "lock") {
+		t.Errorf("the rest of /run is visible inside: %q", out)
+	}
+}

@@ -155,6 +155,11 @@ func setupMounts(sp Spec) error {
 	// connect(2) to a socket it can see): what a plugin is granted inside
 	// them is bound back.
 	for _, p := range append(append([]string{}, sp.Hide...), coveredTrees...) {
+		if lst, err := os.Lstat(p); err == nil && lst.Mode()&os.ModeSymlink != 0 {
+			// /var/run -> /run: covering the link's target again would
+			// hide what the first cover kept (a resolv.conf under /run).
+			continue
+		}
 		st, err := os.Stat(p)
 		if err != nil || (slices.Contains(coveredTrees, p) && slices.Contains(granted, p)) {
 			continue
