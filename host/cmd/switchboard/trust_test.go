@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
@@ -240,3 +242,70 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestMCPJSONApprovedByElicitation: a client that can elicit is asked about
+// a pending .mcp.json server after it lists the tools; "keep it stopped"
+// leaves it waiting, "start it" approves that entry and starts it.
+func TestMCPJSONApprovedByElicitation(t *testing.T) {
+	e := trustSetup(t, "required")
+	marker := filepath.Join(e.project, "elicited")
+	server := filepath.Join(e.project, "mcpserver")
+	if b, err := os.ReadFile(e.bins.MCPServer); err != nil || os.WriteFile(server, b, 0o755) != nil {
+		t.Fatalf("copying the MCP server fixture: %v", err)
+	}
+	entry := map[string]any{"mcpServers": map[string]any{"agentsrv": map[string]any{
+		"command": "/bin/sh", "args": []string{"-c", fmt.Sprintf("touch %s; exec %s", marker, server)},
+	}}}
+	b, _ := json.Marshal(entry)
+	if err := os.WriteFile(filepath.Join(e.project, ".mcp.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trustConfig(t, e.config, "required", "", "import_mcp_json = true\n")
+	state := func() string {
+		for _, s := range statusNotices(t, e).Servers {
+			if s.Name == "agentsrv" {
+				return s.Status
+			}
+		}
+		return ""
+	}
+
+	// A person who says no: asked once, nothing starts.
+	no := &elicitor{}
+	no.will(KeepStoppedForTest)
+	legacy := client.WithLegacyProtocolOnly() //nolint:staticcheck // SA1019: only that era lets a server ask outside a call
+	c := guardedClient(t, e, no, legacy)
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the person to be asked", func() bool { return no.count() == 1 })
+	if st := state(); st != "awaiting approval" {
+		t.Errorf("after a no, agentsrv is %q, want awaiting approval", st)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the server ran although the person said no")
+	}
+	_ = c.Close()
+
+	// A person who says yes: the entry as asked about is approved and runs.
+	yes := &elicitor{}
+	yes.will(StartServerForTest)
+	c = guardedClient(t, e, yes, legacy)
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the approved server to start", func() bool {
+		_, err := os.Stat(marker)
+		return state() == "ready" && err == nil
+	})
+	if !strings.Contains(strings.Join(yes.asked, "\n"), "/bin/sh") {
+		t.Errorf("the question did not show what would run: %q", yes.asked)
+	}
+}
+
+// The answers, as the front end names them.
+const (
+	StartServerForTest = "start"
+	KeepStoppedForTest = "keep_stopped"
+)

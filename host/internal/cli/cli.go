@@ -256,6 +256,7 @@ func (a *app) serveCmd() *cobra.Command {
 			stopReload := watchReload(ctx, h, watch, log)
 			defer stopReload()
 			fe := frontend.New(reg, Version, log)
+			fe.SetServerApprover(serverApprover{h: h, watch: watch})
 			releaseStartupPages()
 			// A host mostly waits; collect garbage a little more often
 			// than Go's default to keep its resident size small, unless

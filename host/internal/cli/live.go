@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/control"
+	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
@@ -525,4 +526,54 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// serverApprover puts the .mcp.json servers that wait for approval to a
+// client that can elicit (frontend.ServerApprover); a yes is recorded as
+// `switchboard approve NAME` records it.
+type serverApprover struct {
+	h     *loader.Host
+	watch *configWatch
+}
+
+func (s serverApprover) pending() map[string]approvals.Entry {
+	cfg := s.h.Config()
+	store := approvals.Open(cfg.DataDir)
+	out := map[string]approvals.Entry{}
+	for _, x := range cfg.Externals {
+		if !x.FromMCPJSON {
+			continue
+		}
+		e := x.ApprovalEntry()
+		if store.Check(approvals.KindMCPJSON, x.Name, e.Hash()) != nil {
+			out[x.Name] = e
+		}
+	}
+	return out
+}
+
+func (s serverApprover) PendingServers() []frontend.PendingServer {
+	var out []frontend.PendingServer
+	for name, e := range s.pending() {
+		out = append(out, frontend.PendingServer{Name: name, What: describeEntry(e), Hash: e.Hash()})
+	}
+	slices.SortFunc(out, func(a, b frontend.PendingServer) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (s serverApprover) ApproveServer(ctx context.Context, name, hash string) error {
+	e, ok := s.pending()[name]
+	if !ok || e.Hash() != hash {
+		return fmt.Errorf("%s changed while the person was asked; it waits for a new approval", name)
+	}
+	if _, err := approvals.Open(s.h.Config().DataDir).Approve(approvals.KindMCPJSON, name, hash); err != nil {
+		return err
+	}
+	// As `switchboard approve`: a reload applies the whole file, so not
+	// while a config change a tool could have made is held.
+	if notes := s.watch.notices(); len(notes) > 0 {
+		return fmt.Errorf("approved %s, but not reloading: %s", name, notes[0])
+	}
+	_, err := s.watch.reload(ctx, s.h)
+	return err
 }

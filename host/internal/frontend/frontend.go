@@ -56,6 +56,8 @@ type Frontend struct {
 	short    atomic.Int64                      // calls answered on the stdio short path
 
 	noShortPath bool // tests: every message goes to mcp-go
+
+	askState // pending servers put to clients that can elicit
 }
 
 // New builds the MCP server for reg. version is the host's version.
@@ -67,7 +69,7 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 		server.WithInstructions(Instructions(reg, refusals)),
 		server.WithRecovery(),
 		server.WithToolFilter(f.listReady),
-		server.WithHooks(f.auditHooks()),
+		server.WithHooks(f.hooks()),
 	)
 	f.setTools(tools, names, refusals)
 	reg.Subscribe(f.Refresh)
