@@ -159,6 +159,11 @@ func (p *plugin) configure(cfg sdk.Config) error {
 	if cfg.DataDir == "" {
 		p.outDir = filepath.Join(os.TempDir(), "switchboard-bash-outputs")
 	}
+	// Something planted in place of the folder (a symlink, a file) is
+	// removed, never followed: it would stop every later start.
+	if fi, err := os.Lstat(p.outDir); err == nil && !fi.IsDir() {
+		_ = os.Remove(p.outDir)
+	}
 	if err := os.MkdirAll(p.outDir, 0o700); err != nil {
 		return fmt.Errorf("bash: cannot create %s for saved outputs: %w", p.outDir, err)
 	}

@@ -195,3 +195,29 @@ func TestJobOwners(t *testing.T) {
 		t.Errorf("alice kill j1 = %q", got)
 	}
 }
+
+// A symlink planted in place of the saved-outputs folder (by a command
+// that can write the plugin's own state folder) is removed, not followed,
+// and does not stop the next start.
+func TestPlantedOutputsLinkIsNotFollowed(t *testing.T) {
+	data, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(data, "outputs")); err != nil {
+		t.Fatal(err)
+	}
+	s := bash.New()
+	if err := s.Configure(t.Context(), &pluginv1.ConfigureRequest{ServerName: "bash", ProjectDir: t.TempDir(), DataDir: data}); err != nil {
+		t.Fatalf("Configure with a planted link: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	fi, err := os.Lstat(filepath.Join(data, "outputs"))
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("outputs is %v (%v), want a real folder", fi, err)
+	}
+	raw, _ := json.Marshal(map[string]any{"command": "seq 1 100000"})
+	if _, err := s.CallTool(t.Context(), &pluginv1.Call{Tool: "run", Arguments: raw}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) > 0 {
+		t.Errorf("saved outputs went through the planted link: %v", ents)
+	}
+}
