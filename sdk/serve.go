@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // EnvLogLevel is the environment variable the host sets to the plugin's log

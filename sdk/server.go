@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/invopop/jsonschema"
 
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // Access is the level a caller needs to use a tool.

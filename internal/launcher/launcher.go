@@ -32,8 +32,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/sdk"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // Errors callers may check with errors.Is / errors.As.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }

@@ -8,7 +8,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // maxDepth bounds how deep Commands follows `bash -c '…'` and friends.

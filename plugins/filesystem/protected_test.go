@@ -14,7 +14,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/sdk"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
 

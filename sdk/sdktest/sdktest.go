@@ -23,8 +23,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // ReattachWaitFunction is the go-plugin goroutine that in-process test mode

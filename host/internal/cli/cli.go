@@ -44,7 +44,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/plugins/git"
 	"github.com/switchboard-mcp/switchboard/plugins/web"
 	"github.com/switchboard-mcp/switchboard/sdk"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
 
 // Version is the host's version, set at build time with -ldflags.

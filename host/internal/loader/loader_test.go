@@ -18,7 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }

@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // Policy decides which calls may run. Rules are globs over

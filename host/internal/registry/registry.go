@@ -25,8 +25,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/switchboard-mcp/switchboard/internal/caller"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // NameRE is what a server name must match: lowercase letters, digits, '_'

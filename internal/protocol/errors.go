@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
 
 // Code says why a call did not produce a result. Codes cross the wire, so

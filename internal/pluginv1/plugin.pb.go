@@ -1896,7 +1896,7 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\tConfigure\x12'.switchboard.plugin.v1.ConfigureRequest\x1a(.switchboard.plugin.v1.ConfigureResponse\x12[\n" +
 	"\bDescribe\x12&.switchboard.plugin.v1.DescribeRequest\x1a'.switchboard.plugin.v1.DescribeResponse\x12\\\n" +
 	"\bCallTool\x12&.switchboard.plugin.v1.CallToolRequest\x1a$.switchboard.plugin.v1.CallToolEvent(\x010\x01\x12v\n" +
-	"\x11PermissionPattern\x12/.switchboard.plugin.v1.PermissionPatternRequest\x1a0.switchboard.plugin.v1.PermissionPatternResponseB>Z<github.com/switchboard-mcp/switchboard/sdk/pluginv1;pluginv1b\x06proto3"
+	"\x11PermissionPattern\x12/.switchboard.plugin.v1.PermissionPatternRequest\x1a0.switchboard.plugin.v1.PermissionPatternResponseBCZAgithub.com/switchboard-mcp/switchboard/internal/pluginv1;pluginv1b\x06proto3"
 
 var (
 	file_switchboard_plugin_v1_plugin_proto_rawDescOnce sync.Once

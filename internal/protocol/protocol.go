@@ -2,10 +2,10 @@
 // plugins: the go-plugin handshake, the protocol versions, the go-plugin
 // adapters on both sides, and the coded errors that survive the wire.
 //
-// Host and plugin both import this package (as go-plugin's examples share a
-// contract package). Plugin authors normally use the friendly layer in the
-// parent package sdk; this package is the low-level layer underneath it, for
-// plugins that want to implement [Handler] themselves.
+// Host, launcher, sdk and sdktest all import this package (as go-plugin's
+// examples share a contract package); it is internal to the module so that
+// plugin authors see only package sdk's API. Plugins in other languages
+// implement sdk/proto/switchboard/plugin/v1/plugin.proto directly.
 //
 // Lifecycle of a plugin as seen from here: the host starts the binary with
 // go-plugin, both sides agree on the highest protocol version they share,
@@ -23,7 +23,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
 
 // Handshake is the go-plugin handshake every Switchboard plugin uses. The

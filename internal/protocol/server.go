@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/internal/workpool"
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
 
 // server is the plugin side of the gRPC service: it runs each call on its

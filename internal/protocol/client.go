@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchboard-mcp/switchboard/sdk/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
 
 // DefaultCancelGrace is how long Call waits, after its context ends, for the
