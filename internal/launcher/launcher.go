@@ -31,9 +31,9 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/switchboard-mcp/switchboard/internal/caller"
-	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
 // Errors callers may check with errors.Is / errors.As.

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchboard-mcp/switchboard/internal/workpool"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/workpool"
 )
 
 // server is the plugin side of the gRPC service: it runs each call on its

@@ -17,8 +17,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/sdk"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/sdk"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
 

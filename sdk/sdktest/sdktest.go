@@ -22,9 +22,9 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
 // ReattachWaitFunction is the go-plugin goroutine that in-process test mode

@@ -39,12 +39,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/plugins/git"
 	"github.com/switchboard-mcp/switchboard/plugins/web"
 	"github.com/switchboard-mcp/switchboard/sdk"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
 
 // Version is the host's version, set at build time with -ldflags.

@@ -35,9 +35,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/sysproc"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/sysproc"
 )
 
 // Spec says how to reach a server: Command (stdio) or URL (HTTP).
