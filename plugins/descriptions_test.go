@@ -100,9 +100,9 @@ func TestPublishedDescriptionsAreWhole(t *testing.T) {
 	var got []string
 	for _, s := range []*sdk.Server{filesystem.New(), bash.New(), git.New(), web.New()} {
 		p := sdktest.StartInProcess(t, s)
-		for _, tool := range p.Info.GetTools() {
+		for _, tool := range p.Tools {
 			var sch any
-			if err := json.Unmarshal(tool.GetInputSchema(), &sch); err != nil {
+			if err := json.Unmarshal(tool.InputSchema, &sch); err != nil {
 				t.Fatal(err)
 			}
 			publishedDescriptions(sch, &got)

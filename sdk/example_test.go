@@ -23,8 +23,8 @@ func ExampleSchemaFor() {
 }
 
 // A failure the model should read is a result, not an error.
-func ExampleErrorf() {
-	r := sdk.Errorf("no file %s: pass a path inside the project", "notes.txt")
+func ExampleErrorResult() {
+	r := sdk.ErrorResult("no file %s: pass a path inside the project", "notes.txt")
 	fmt.Println(r.IsError(), r.Texts())
 	// Output:
 	// true [no file notes.txt: pass a path inside the project]

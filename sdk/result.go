@@ -8,7 +8,7 @@ import (
 )
 
 // Result is what a tool returns: content blocks, optional structured
-// content, and whether the tool failed. Build one with Text, JSON or Errorf
+// content, and whether the tool failed. Build one with Text, JSON or ErrorResult
 // and add to it with the With methods.
 type Result struct {
 	content    []*pluginv1.Content
@@ -37,9 +37,11 @@ func JSON(v any) (*Result, error) {
 	}, nil
 }
 
-// Errorf returns an error result: the tool ran and failed, and the message
-// tells the model why and what to do.
-func Errorf(format string, args ...any) *Result {
+// ErrorResult returns a result that reports a failure to the model (MCP's
+// isError): the tool ran and failed, and the formatted message tells the
+// model why and what to do. It is a result, not a Go error: return it with a
+// nil error. (A Go error returned by a handler becomes such a result too.)
+func ErrorResult(format string, args ...any) *Result {
 	r := Text(fmt.Sprintf(format, args...))
 	r.isError = true
 	return r

@@ -16,12 +16,16 @@
 // The input JSON Schema of a typed tool is derived from its input struct
 // (field tags: json, and jsonschema for descriptions, enums and bounds).
 // A handler sees cancellation as ctx.Done(), reports progress with
-// [Request.Progress], and returns a [Result]: [Text], [JSON], [Errorf].
+// [Request.Progress], and returns a [Result]: [Text], [JSON], [ErrorResult].
 // A plain error returned by a handler becomes an error result the model can
 // read; the call itself still succeeded at the protocol level.
+// A handler that returns a struct instead of *Result gets an output schema
+// and structured results (see [AddTool]). [Logger] and [Request.Logger]
+// are standard log/slog loggers whose lines the host re-logs.
 //
-// The layer underneath, for plugins that want full control, is package
-// protocol: implement protocol.Handler and call [ServeHandler].
+// Test a plugin with package sdktest. The protocol underneath (go-plugin,
+// gRPC, sdk/proto) is internal to this module; plugins in other languages
+// implement sdk/proto/switchboard/plugin/v1/plugin.proto.
 package sdk
 
 // Version is the SDK's version, reported to the host in Describe.

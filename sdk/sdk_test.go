@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
@@ -26,7 +25,7 @@ func newTestServer(started chan<- struct{}, observed chan<- error) *sdk.Server {
 	sdk.AddTool(s, sdk.Tool{Name: "greet", Description: "Greets someone.", ReadOnly: true},
 		func(_ context.Context, _ *sdk.Request, in greetIn) (*sdk.Result, error) {
 			if in.Name == "" {
-				return sdk.Errorf("name is empty: pass a name"), nil
+				return sdk.ErrorResult("name is empty: pass a name"), nil
 			}
 			msg := "Hello, " + in.Name + "!"
 			if in.Loud {
@@ -62,63 +61,63 @@ func TestInProcess(t *testing.T) {
 	observed := make(chan error, 1)
 	p := sdktest.StartInProcess(t, newTestServer(started, observed))
 
-	if p.Info.GetName() != "testplugin" || p.Info.GetPluginVersion() != "1.2.3" || p.Info.GetSdkVersion() != sdk.Version {
-		t.Errorf("Describe = %v", p.Info)
+	if p.Name != "testplugin" || p.Version != "1.2.3" || p.SDKVersion != sdk.Version {
+		t.Errorf("Describe = %s %s %s", p.Name, p.Version, p.SDKVersion)
 	}
 	greet := p.Tool("greet")
-	if greet.GetAccess() != pluginv1.Access_ACCESS_READ {
-		t.Errorf("greet access = %v, want READ", greet.GetAccess())
+	if greet.Access != sdk.AccessRead {
+		t.Errorf("greet access = %v, want READ", greet.Access)
 	}
-	if p.Tool("wait").GetAccess() != pluginv1.Access_ACCESS_WRITE {
-		t.Errorf("wait access = %v, want WRITE", p.Tool("wait").GetAccess())
+	if p.Tool("wait").Access != sdk.AccessWrite {
+		t.Errorf("wait access = %v, want WRITE", p.Tool("wait").Access)
 	}
 	var schema map[string]any
-	if err := json.Unmarshal(greet.GetInputSchema(), &schema); err != nil {
+	if err := json.Unmarshal(greet.InputSchema, &schema); err != nil {
 		t.Fatal(err)
 	}
 	if req, _ := schema["required"].([]any); len(req) != 1 || req[0] != "name" {
-		t.Errorf("greet schema required = %v, want [name]; schema %s", schema["required"], greet.GetInputSchema())
+		t.Errorf("greet schema required = %v, want [name]; schema %s", schema["required"], greet.InputSchema)
 	}
 
 	t.Run("text", func(t *testing.T) {
 		res := p.Call("greet", map[string]any{"name": "Ada", "loud": true})
-		if got := sdktest.Text(res); got != "HELLO, ADA!" || res.GetIsError() {
-			t.Errorf("greet = %q (isError %v), want HELLO, ADA!", got, res.GetIsError())
+		if got := res.Text(); got != "HELLO, ADA!" || res.IsError {
+			t.Errorf("greet = %q (isError %v), want HELLO, ADA!", got, res.IsError)
 		}
 	})
 	t.Run("error result", func(t *testing.T) {
 		res := p.Call("greet", map[string]any{"name": ""})
-		if !res.GetIsError() || !strings.Contains(sdktest.Text(res), "name is empty") {
+		if !res.IsError || !strings.Contains(res.Text(), "name is empty") {
 			t.Errorf("greet(empty) = %v, want an error result", res)
 		}
 		res = p.Call("fail", nil)
-		if !res.GetIsError() || !strings.Contains(sdktest.Text(res), "disk on fire") {
+		if !res.IsError || !strings.Contains(res.Text(), "disk on fire") {
 			t.Errorf("fail = %v, want an error result naming the error", res)
 		}
 	})
 	t.Run("bad arguments", func(t *testing.T) {
 		_, err := p.CallContext(t.Context(), "greet", `{"name": 7}`, nil)
-		if !errors.Is(err, protocol.ErrInvalidArguments) || !strings.Contains(err.Error(), `"name"`) {
+		if !errors.Is(err, sdk.ErrInvalidArguments) || !strings.Contains(err.Error(), `"name"`) {
 			t.Errorf("greet(name: 7) err = %v, want invalid arguments naming name", err)
 		}
 		_, err = p.CallContext(t.Context(), "greet", `{"nme": "x"}`, nil)
-		if !errors.Is(err, protocol.ErrInvalidArguments) || !strings.Contains(err.Error(), "nme") {
+		if !errors.Is(err, sdk.ErrInvalidArguments) || !strings.Contains(err.Error(), "nme") {
 			t.Errorf("greet(nme) err = %v, want invalid arguments naming nme", err)
 		}
 	})
 	t.Run("unknown tool", func(t *testing.T) {
 		_, err := p.CallContext(t.Context(), "nope", nil, nil)
-		if !errors.Is(err, protocol.ErrUnknownTool) {
+		if !errors.Is(err, sdk.ErrUnknownTool) {
 			t.Errorf("nope err = %v, want ErrUnknownTool", err)
 		}
 	})
 	t.Run("panic", func(t *testing.T) {
 		_, err := p.CallContext(t.Context(), "panic", nil, nil)
-		if !errors.Is(err, protocol.ErrInternal) || !strings.Contains(err.Error(), "boom") {
+		if !errors.Is(err, sdk.ErrInternal) || !strings.Contains(err.Error(), "boom") {
 			t.Errorf("panic err = %v, want internal error naming the panic", err)
 		}
 		// The plugin survives.
-		if got := sdktest.Text(p.Call("greet", map[string]any{"name": "Bo"})); got != "Hello, Bo!" {
+		if got := (p.Call("greet", map[string]any{"name": "Bo"})).Text(); got != "Hello, Bo!" {
 			t.Errorf("greet after panic = %q", got)
 		}
 	})
@@ -129,12 +128,10 @@ func TestInProcess(t *testing.T) {
 			<-started
 			cancel()
 		}()
-		_, err := p.CallContext(ctx, "wait", nil, func(ev *pluginv1.CallToolEvent) {
-			if pr := ev.GetProgress(); pr != nil {
-				progress <- pr.GetMessage()
-			}
+		_, err := p.CallContext(ctx, "wait", nil, func(pr sdktest.Progress) {
+			progress <- pr.Message
 		})
-		if !errors.Is(err, protocol.ErrCancelled) {
+		if !errors.Is(err, sdk.ErrCancelled) {
 			t.Fatalf("wait err = %v, want ErrCancelled", err)
 		}
 		select {
@@ -169,4 +166,109 @@ func TestAddToolRunsTheHostsCheck(t *testing.T) {
 		}()
 	}
 	sdk.AddTool(sdk.NewServer("x", "1"), sdk.Tool{Name: "ok.name-1_2", Description: "d"}, func(context.Context, *sdk.Request, struct{}) (*sdk.Result, error) { return nil, nil })
+}
+
+type sumIn struct {
+	Values []int `json:"values" jsonschema:"description=Numbers to add, at least one"`
+}
+
+type sumOut struct {
+	Sum   int `json:"sum" jsonschema:"description=The total"`
+	Count int `json:"count"`
+}
+
+// A handler that returns a struct publishes an output schema derived from
+// it and answers with structured content plus the same JSON as text.
+func TestTypedOutput(t *testing.T) {
+	s := sdk.NewServer("typed", "1.0.0")
+	sdk.AddTool(s, sdk.Tool{Name: "sum", Description: "Adds numbers.", ReadOnly: true},
+		func(_ context.Context, _ *sdk.Request, in sumIn) (sumOut, error) {
+			if len(in.Values) == 0 {
+				return sumOut{}, sdk.InvalidArguments("values is empty: pass at least one number")
+			}
+			out := sumOut{Count: len(in.Values)}
+			for _, v := range in.Values {
+				out.Sum += v
+			}
+			return out, nil
+		})
+	sdk.AddTool(s, sdk.Tool{Name: "none", Description: "Returns a nil pointer."},
+		func(context.Context, *sdk.Request, struct{}) (*sumOut, error) { return nil, nil })
+	p := sdktest.StartInProcess(t, s)
+
+	var schema struct {
+		Type       string                     `json:"type"`
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	tool := p.Tool("sum")
+	if err := json.Unmarshal(tool.OutputSchema, &schema); err != nil {
+		t.Fatalf("output schema %q: %v", tool.OutputSchema, err)
+	}
+	if schema.Type != "object" || len(schema.Required) != 2 || !strings.Contains(string(schema.Properties["sum"]), "The total") {
+		t.Errorf("output schema = %s", tool.OutputSchema)
+	}
+	if p.Tool("none").OutputSchema == nil {
+		t.Error("a pointer-to-struct output published no schema")
+	}
+
+	res := p.Call("sum", map[string]any{"values": []int{2, 3, 4}})
+	var got sumOut
+	if err := json.Unmarshal(res.Structured, &got); err != nil || got != (sumOut{Sum: 9, Count: 3}) || res.IsError {
+		t.Errorf("sum = %s (%v), isError %v", res.Structured, err, res.IsError)
+	}
+	if res.Text() != string(res.Structured) {
+		t.Errorf("text %q differs from structured %s", res.Text(), res.Structured)
+	}
+	if _, err := p.CallContext(t.Context(), "sum", map[string]any{"values": []int{}}, nil); !errors.Is(err, sdk.ErrInvalidArguments) || !strings.Contains(err.Error(), "values is empty") {
+		t.Errorf("empty sum err = %v, want ErrInvalidArguments naming values", err)
+	}
+	if res := p.Call("none", nil); !res.IsError || !strings.Contains(res.Text(), "no output") {
+		t.Errorf("nil output = %q (isError %v), want an error result", res.Text(), res.IsError)
+	}
+}
+
+// A typed output that is not a struct is a programming error, caught when
+// the tool is added.
+func TestTypedOutputMustBeAStruct(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "not a struct") {
+			t.Errorf("recover() = %v, want a panic saying the output is not a struct", r)
+		}
+	}()
+	sdk.AddTool(sdk.NewServer("x", "1"), sdk.Tool{Name: "n", Description: "d"},
+		func(context.Context, *sdk.Request, struct{}) (int, error) { return 1, nil })
+}
+
+// Owners and protected paths reach the handler as a host sends them.
+func TestOwnerAndProtectedPaths(t *testing.T) {
+	s := sdk.NewServer("who", "1.0.0")
+	sdk.AddTool(s, sdk.Tool{Name: "whoami", Description: "Says who calls.", ReadOnly: true},
+		func(_ context.Context, req *sdk.Request, _ struct{}) (*sdk.Result, error) {
+			return sdk.Textf("%s %v", req.Owner, s.Config().ProtectedPaths), nil
+		})
+	p := sdktest.StartInProcess(t, s, sdktest.WithProtectedPaths("/etc/secret"))
+	if got := p.As("alice").Call("whoami", nil).Text(); got != "alice [/etc/secret]" {
+		t.Errorf("as alice: %q", got)
+	}
+	if got := p.Call("whoami", nil).Text(); got != " [/etc/secret]" {
+		t.Errorf("no owner: %q", got)
+	}
+}
+
+// The SDK's documented API is the plugin author's: none of the protocol's
+// plumbing (go-plugin, gRPC, generated types, hclog, handler methods) shows
+// in go doc.
+func TestPublicAPIIsTheAuthors(t *testing.T) {
+	for _, pkg := range []string{".", "./sdktest"} {
+		out, err := exec.Command("go", "doc", "-all", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go doc %s: %v\n%s", pkg, err, out)
+		}
+		for _, leak := range []string{"pluginv1", "hclog", "go-plugin\"", "plugin.Serve", "grpc", "Handler", "EventSink", ") Configure(", ") Describe(", ") CallTool(", ") PermissionPattern(", "Shutdown()"} {
+			if strings.Contains(string(out), leak) {
+				t.Errorf("go doc %s shows %q", pkg, leak)
+			}
+		}
+	}
 }

@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/invopop/jsonschema"
 
+	"github.com/switchboard-mcp/switchboard/internal/pluginserve"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
@@ -172,9 +173,9 @@ func (s *Server) OnShutdown(fn func()) {
 	s.mu.Unlock()
 }
 
-// Shutdown runs the OnShutdown functions; Serve calls it. It may be called
+// shutdown runs the OnShutdown functions; Serve calls it. It may be called
 // more than once; each function runs once.
-func (s *Server) Shutdown() {
+func (s *Server) shutdown() {
 	s.mu.Lock()
 	fns := s.onShutdown
 	s.onShutdown = nil
@@ -191,20 +192,46 @@ func (s *Server) Config() Config {
 	return s.config
 }
 
-// AddTool adds a tool whose arguments decode into In. Its input schema is
-// derived from In, which must be a struct. AddTool panics on a bad
-// definition or a duplicate name: both are programming errors.
-func AddTool[In any](s *Server, t Tool, handler func(ctx context.Context, req *Request, in In) (*Result, error)) {
+// AddTool adds a tool whose arguments decode into In, a struct from which
+// the tool's input schema is derived.
+//
+// Out is what the handler returns. Either it is *Result, and the handler
+// builds its own result (text, images, an [ErrorResult]); or it is a struct
+// (or a pointer to one), and then the tool publishes an output schema
+// derived from Out, and the value the handler returns becomes the result's
+// structured content, with the same JSON as a text block for clients that
+// read only text. Tool.OutputSchema, if set, overrides the derived schema.
+//
+// AddTool panics on a bad definition or a duplicate name: both are
+// programming errors.
+func AddTool[In, Out any](s *Server, t Tool, handler func(ctx context.Context, req *Request, in In) (Out, error)) {
 	schema, err := SchemaFor[In]()
 	if err != nil {
-		panic(fmt.Sprintf("sdk: tool %q: %v", t.Name, err))
+		panic(fmt.Sprintf("sdk: tool %q: input: %v", t.Name, err))
+	}
+	typed := reflect.TypeFor[Out]() != reflect.TypeFor[*Result]()
+	if typed && len(t.OutputSchema) == 0 {
+		if t.OutputSchema, err = SchemaFor[Out](); err != nil {
+			panic(fmt.Sprintf("sdk: tool %q: output: %v (return *sdk.Result for anything but a struct)", t.Name, err))
+		}
 	}
 	s.add(t, schema, func(ctx context.Context, req *Request) (*Result, error) {
 		var in In
 		if err := decodeArgs(req.Arguments, &in); err != nil {
 			return nil, err
 		}
-		return handler(ctx, req, in)
+		out, err := handler(ctx, req, in)
+		if err != nil {
+			return nil, err
+		}
+		if !typed {
+			res, _ := any(out).(*Result)
+			return res, nil
+		}
+		if v := reflect.ValueOf(out); v.Kind() == reflect.Pointer && v.IsNil() {
+			return nil, fmt.Errorf("tool %s returned no output and no error", req.Tool)
+		}
+		return JSON(out)
 	})
 }
 
@@ -239,16 +266,16 @@ func (s *Server) add(t Tool, schema json.RawMessage, run func(context.Context, *
 	s.order = append(s.order, t.Name)
 }
 
-// SchemaFor derives a JSON Schema (draft 2020-12) for the arguments struct
-// T. Fields without `omitempty` are required; use `jsonschema:"description=…"`
-// tags to document them.
+// SchemaFor derives a JSON Schema (draft 2020-12) for the struct T (a
+// tool's arguments or its output). Fields without `omitempty` are required;
+// use `jsonschema:"description=…"` tags to document them.
 func SchemaFor[T any]() (json.RawMessage, error) {
 	typ := reflect.TypeFor[T]()
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
 	}
 	if typ.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("input type %s is not a struct", typ)
+		return nil, fmt.Errorf("type %s is not a struct", typ)
 	}
 	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
 	sch := r.ReflectFromType(typ)
@@ -298,7 +325,7 @@ type Request struct {
 
 	events       protocol.EventSink
 	loggerOnce   sync.Once // the logger is made on first use: most calls never log
-	logger       hclog.Logger
+	logger       *slog.Logger
 	wantProgress bool
 }
 
@@ -314,47 +341,10 @@ func (r *Request) Progress(progress, total float64, message string) {
 	}
 }
 
-// Log sends a log line to the host, which logs it under the plugin's name
-// with this call's tool. Fields are key/value pairs.
-func (r *Request) Log(level hclog.Level, msg string, fields ...any) {
-	if r.events == nil {
-		return
-	}
-	kv := map[string]any{}
-	for i := 0; i+1 < len(fields); i += 2 {
-		kv[fmt.Sprint(fields[i])] = fields[i+1]
-	}
-	var fj []byte
-	if len(kv) > 0 {
-		fj, _ = json.Marshal(kv)
-	}
-	r.events.Log(&pluginv1.Log{Level: wireLevel(level), Message: msg, FieldsJson: fj})
-}
-
-// Logger returns the plugin process's logger (JSON on stderr, re-logged by
-// the host) with the tool's name attached.
-func (r *Request) Logger() hclog.Logger {
-	r.loggerOnce.Do(func() { r.logger = Logger().With("tool", r.Tool) })
-	return r.logger
-}
-
-func wireLevel(l hclog.Level) pluginv1.LogLevel {
-	switch l {
-	case hclog.Trace:
-		return pluginv1.LogLevel_LOG_LEVEL_TRACE
-	case hclog.Debug:
-		return pluginv1.LogLevel_LOG_LEVEL_DEBUG
-	case hclog.Warn:
-		return pluginv1.LogLevel_LOG_LEVEL_WARN
-	case hclog.Error:
-		return pluginv1.LogLevel_LOG_LEVEL_ERROR
-	default:
-		return pluginv1.LogLevel_LOG_LEVEL_INFO
-	}
-}
-
-// Configure implements protocol.Handler.
-func (s *Server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) error {
+// Configure implements protocol.Handler: it hands the host's configuration
+// to the OnConfigure function.
+func (h handler) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) error {
+	s := h.Server
 	cfg := Config{
 		ServerName:  req.GetServerName(),
 		ProjectDir:  req.GetProjectDir(),
@@ -379,7 +369,8 @@ func (s *Server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 }
 
 // Describe implements protocol.Handler.
-func (s *Server) Describe(context.Context) (*pluginv1.DescribeResponse, error) {
+func (h handler) Describe(context.Context) (*pluginv1.DescribeResponse, error) {
+	s := h.Server
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	resp := &pluginv1.DescribeResponse{
@@ -433,7 +424,8 @@ func describeTool(e *toolEntry) *pluginv1.Tool {
 }
 
 // CallTool implements protocol.Handler.
-func (s *Server) CallTool(ctx context.Context, call *pluginv1.Call, events protocol.EventSink) (*pluginv1.Result, error) {
+func (h handler) CallTool(ctx context.Context, call *pluginv1.Call, events protocol.EventSink) (*pluginv1.Result, error) {
+	s := h.Server
 	s.mu.RLock()
 	e := s.tools[call.GetTool()]
 	s.mu.RUnlock()
@@ -458,7 +450,7 @@ func (s *Server) CallTool(ctx context.Context, call *pluginv1.Call, events proto
 		default:
 			// A tool failure is a result the model can read, not a
 			// protocol error.
-			return Errorf("%v", err).wire(), nil
+			return ErrorResult("%v", err).wire(), nil
 		}
 	}
 	if res == nil {
@@ -474,7 +466,8 @@ func (s *Server) toolNames() []string {
 }
 
 // PermissionPattern implements protocol.Handler.
-func (s *Server) PermissionPattern(ctx context.Context, req *pluginv1.PermissionPatternRequest) ([]string, error) {
+func (h handler) PermissionPattern(ctx context.Context, req *pluginv1.PermissionPatternRequest) ([]string, error) {
+	s := h.Server
 	s.mu.RLock()
 	e := s.tools[req.GetTool()]
 	s.mu.RUnlock()
@@ -487,7 +480,21 @@ func (s *Server) PermissionPattern(ctx context.Context, req *pluginv1.Permission
 	return e.def.PermissionPattern(ctx, json.RawMessage(req.GetArguments()))
 }
 
-var _ protocol.Handler = (*Server)(nil)
+// handler is a Server's side of the plugin protocol. It is a separate type so
+// that the protocol's methods are not part of Server's API.
+type handler struct{ *Server }
+
+var (
+	_ protocol.Handler       = handler{}
+	_ pluginserve.Shutdowner = handler{}
+)
+
+// Shutdown implements pluginserve.Shutdowner.
+func (h handler) Shutdown() { h.Server.shutdown() }
+
+func init() {
+	pluginserve.SDK = func(server any) protocol.Handler { return handler{server.(*Server)} }
+}
 
 // appendIfMissing returns paths with p added unless p is empty or present.
 func appendIfMissing(paths []string, p string) []string {

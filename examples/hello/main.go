@@ -31,7 +31,7 @@ func New() *sdk.Server {
 	}, func(_ context.Context, _ *sdk.Request, in greetArgs) (*sdk.Result, error) {
 		name := strings.TrimSpace(in.Name)
 		if name == "" {
-			return sdk.Errorf("name is empty: pass the name of the person to greet"), nil
+			return sdk.ErrorResult("name is empty: pass the name of the person to greet"), nil
 		}
 		greeting := os.Getenv("GREETING")
 		if greeting == "" {

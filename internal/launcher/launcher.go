@@ -31,9 +31,9 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/switchboard-mcp/switchboard/internal/caller"
+	"github.com/switchboard-mcp/switchboard/internal/pluginserve"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
 // Errors callers may check with errors.Is / errors.As.
@@ -402,7 +402,7 @@ func cleanEnv(extra map[string]string, log hclog.Logger) []string {
 	} else if log.IsDebug() {
 		level = "debug"
 	}
-	env = append(env, sdk.EnvLogLevel+"="+level)
+	env = append(env, pluginserve.EnvLogLevel+"="+level)
 	for k, v := range extra {
 		env = append(env, k+"="+v)
 	}

@@ -230,31 +230,31 @@ func (p *plugin) command(line, cwd string, out *capture) *exec.Cmd {
 
 func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Result, error) {
 	if strings.TrimSpace(in.Command) == "" {
-		return sdk.Errorf("command is empty"), nil
+		return sdk.ErrorResult("command is empty"), nil
 	}
 	cwd, err := p.roots.Resolve(in.Cwd)
 	if err != nil {
-		return sdk.Errorf("cwd refused: %v", err), nil
+		return sdk.ErrorResult("cwd refused: %v", err), nil
 	}
 	if err := p.checkRedirects(in.Command, cwd); err != nil {
-		return sdk.Errorf("refused: %v", err), nil
+		return sdk.ErrorResult("refused: %v", err), nil
 	}
 	timeout := p.timeout
 	if in.TimeoutMS > 0 {
 		timeout = time.Duration(in.TimeoutMS) * time.Millisecond
 	}
 	if timeout > p.maxTime {
-		return sdk.Errorf("timeout_ms %d exceeds the maximum of %d", in.TimeoutMS, p.maxTime.Milliseconds()), nil
+		return sdk.ErrorResult("timeout_ms %d exceeds the maximum of %d", in.TimeoutMS, p.maxTime.Milliseconds()), nil
 	}
 	out, err := p.newCapture("run")
 	if err != nil {
-		return sdk.Errorf("cannot store the command's output: %v", err), nil
+		return sdk.ErrorResult("cannot store the command's output: %v", err), nil
 	}
 	cmd := p.command(in.Command, cwd, out)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		_, _, _ = out.finish(false)
-		return sdk.Errorf("cannot start bash: %v", err), nil
+		return sdk.ErrorResult("cannot start bash: %v", err), nil
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -301,11 +301,11 @@ wait:
 		code = exitErr.ExitCode()
 	case err != nil:
 		_, _, _ = out.finish(false)
-		return sdk.Errorf("command failed: %v", err), nil
+		return sdk.ErrorResult("command failed: %v", err), nil
 	}
 	text, _, ferr := out.finish(false)
 	if ferr != nil {
-		return sdk.Errorf("reading the command's output: %v", ferr), nil
+		return sdk.ErrorResult("reading the command's output: %v", ferr), nil
 	}
 	if killed == "cancelled" && ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -318,7 +318,7 @@ wait:
 	}
 	b.WriteString(text)
 	if killed != "" || code != 0 {
-		return sdk.Errorf("%s", b.String()), nil
+		return sdk.ErrorResult("%s", b.String()), nil
 	}
 	return sdk.Text(b.String()), nil
 }

@@ -17,7 +17,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
@@ -58,20 +57,20 @@ func TestRun(t *testing.T) {
 
 	t.Run("exit code and output", func(t *testing.T) {
 		res := p.Call("run", map[string]any{"command": "echo out; echo err >&2; exit 3"})
-		got := sdktest.Text(res)
-		if !res.GetIsError() || !strings.Contains(got, "Exit code: 3") || !strings.Contains(got, "out\nerr") {
-			t.Errorf("run = %q (isError %v)", got, res.GetIsError())
+		got := res.Text()
+		if !res.IsError || !strings.Contains(got, "Exit code: 3") || !strings.Contains(got, "out\nerr") {
+			t.Errorf("run = %q (isError %v)", got, res.IsError)
 		}
 	})
 	t.Run("runs in the project", func(t *testing.T) {
-		got := sdktest.Text(p.Call("run", map[string]any{"command": "pwd"}))
+		got := (p.Call("run", map[string]any{"command": "pwd"})).Text()
 		if !strings.Contains(got, project) {
 			t.Errorf("pwd = %q, want %s", got, project)
 		}
 	})
 	t.Run("clean environment", func(t *testing.T) {
 		// Only the lines that matter: the output cap is small here.
-		got := sdktest.Text(p.Call("run", map[string]any{"command": "env | grep -E 'EXTRA|TERM|hunter2'"}))
+		got := (p.Call("run", map[string]any{"command": "env | grep -E 'EXTRA|TERM|hunter2'"})).Text()
 		if strings.Contains(got, "hunter2") {
 			t.Errorf("host secret leaked: %q", got)
 		}
@@ -80,7 +79,7 @@ func TestRun(t *testing.T) {
 		}
 	})
 	t.Run("stdin is empty", func(t *testing.T) {
-		got := sdktest.Text(p.Call("run", map[string]any{"command": "cat; echo done", "timeout_ms": 5000}))
+		got := (p.Call("run", map[string]any{"command": "cat; echo done", "timeout_ms": 5000})).Text()
 		if !strings.Contains(got, "Exit code: 0") || !strings.Contains(got, "done") {
 			t.Errorf("cat with no stdin = %q", got)
 		}
@@ -88,13 +87,13 @@ func TestRun(t *testing.T) {
 	t.Run("cwd outside refused", func(t *testing.T) {
 		for _, cwd := range []string{"/", "..", project + "-evil"} {
 			res := p.Call("run", map[string]any{"command": "pwd", "cwd": cwd})
-			if !res.GetIsError() || !strings.Contains(sdktest.Text(res), "outside") {
-				t.Errorf("run cwd=%s = %q", cwd, sdktest.Text(res))
+			if !res.IsError || !strings.Contains(res.Text(), "outside") {
+				t.Errorf("run cwd=%s = %q", cwd, res.Text())
 			}
 		}
 	})
 	t.Run("output capped in the middle and saved whole", func(t *testing.T) {
-		got := sdktest.Text(p.Call("run", map[string]any{"command": "seq 1 100000"}))
+		got := (p.Call("run", map[string]any{"command": "seq 1 100000"})).Text()
 		if !strings.Contains(got, "characters cut from the middle") || !strings.Contains(got, "\n1\n2\n") || !strings.HasSuffix(got, "99999\n100000\n") {
 			t.Fatalf("capped output = %q", got)
 		}
@@ -121,22 +120,22 @@ func TestRun(t *testing.T) {
 	})
 	t.Run("multibyte output under the cap is whole", func(t *testing.T) {
 		// 150 three-byte characters: under the 200-character cap.
-		got := sdktest.Text(p.Call("run", map[string]any{"command": "printf 'é%.0s' $(seq 1 150)"}))
+		got := p.Call("run", map[string]any{"command": "printf 'é%.0s' $(seq 1 150)"}).Text()
 		if strings.Count(got, "é") != 150 || strings.Contains(got, "cut") {
 			t.Errorf("150 × é = %q", got)
 		}
 	})
 	t.Run("binary output", func(t *testing.T) {
 		res := p.Call("run", map[string]any{"command": "printf 'ok\\xff\\xfe\\x00bin'"})
-		got := sdktest.Text(res)
-		if res.GetIsError() || !utf8.ValidString(got) || !strings.Contains(got, "not valid UTF-8") || !strings.Contains(got, "ok") {
+		got := res.Text()
+		if res.IsError || !utf8.ValidString(got) || !strings.Contains(got, "not valid UTF-8") || !strings.Contains(got, "ok") {
 			t.Errorf("binary output = %q", got)
 		}
 	})
 	t.Run("timeout kills grandchildren", func(t *testing.T) {
 		res := p.Call("run", map[string]any{"command": "sleep 100 & echo $!; wait", "timeout_ms": 300})
-		got := sdktest.Text(res)
-		if !res.GetIsError() || !strings.Contains(got, "timed out") || !strings.Contains(got, "Killed") {
+		got := res.Text()
+		if !res.IsError || !strings.Contains(got, "timed out") || !strings.Contains(got, "Killed") {
 			t.Fatalf("run with timeout = %q", got)
 		}
 		lines := strings.Split(strings.TrimSpace(got), "\n")
@@ -148,16 +147,14 @@ func TestRun(t *testing.T) {
 	})
 	t.Run("timeout above the maximum", func(t *testing.T) {
 		res := p.Call("run", map[string]any{"command": "true", "timeout_ms": 700000})
-		if !res.GetIsError() || !strings.Contains(sdktest.Text(res), "maximum") {
-			t.Errorf("timeout 700000 = %q", sdktest.Text(res))
+		if !res.IsError || !strings.Contains(res.Text(), "maximum") {
+			t.Errorf("timeout 700000 = %q", res.Text())
 		}
 	})
 	t.Run("progress lines", func(t *testing.T) {
 		var msgs []string
-		_, err := p.CallContext(t.Context(), "run", map[string]any{"command": "echo a; echo b"}, func(ev *pluginv1.CallToolEvent) {
-			if pr := ev.GetProgress(); pr != nil {
-				msgs = append(msgs, pr.GetMessage())
-			}
+		_, err := p.CallContext(t.Context(), "run", map[string]any{"command": "echo a; echo b"}, func(pr sdktest.Progress) {
+			msgs = append(msgs, pr.Message)
 		})
 		if err != nil || strings.Join(msgs, "\n") != "a\nb" {
 			t.Errorf("progress = %q, %v; want the lines a and b", msgs, err)
@@ -167,8 +164,8 @@ func TestRun(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		pids := make(chan int, 1)
 		go func() {
-			_, _ = p.CallContext(ctx, "run", map[string]any{"command": "sleep 100 & echo $!; wait"}, func(ev *pluginv1.CallToolEvent) {
-				if pid, err := strconv.Atoi(ev.GetProgress().GetMessage()); err == nil {
+			_, _ = p.CallContext(ctx, "run", map[string]any{"command": "sleep 100 & echo $!; wait"}, func(pr sdktest.Progress) {
+				if pid, err := strconv.Atoi(pr.Message); err == nil {
 					pids <- pid
 				}
 			})
@@ -192,14 +189,14 @@ func TestRun(t *testing.T) {
 
 func TestJobs(t *testing.T) {
 	p := sdktest.StartInProcess(t, bash.New())
-	started := sdktest.Text(p.Call("start", map[string]any{"command": "for i in 1 2 3; do echo line$i; sleep 0.1; done"}))
+	started := (p.Call("start", map[string]any{"command": "for i in 1 2 3; do echo line$i; sleep 0.1; done"})).Text()
 	if !strings.Contains(started, "j1") {
 		t.Fatalf("start = %q", started)
 	}
 	var out strings.Builder
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		got := sdktest.Text(p.Call("output", map[string]any{"job": "j1"}))
+		got := (p.Call("output", map[string]any{"job": "j1"})).Text()
 		body, footer, _ := strings.Cut(got, "\n[job j1 ")
 		out.WriteString(body)
 		if strings.Contains(footer, "exited with code 0") {
@@ -210,26 +207,26 @@ func TestJobs(t *testing.T) {
 	if out.String() != "line1\nline2\nline3\n" {
 		t.Errorf("job output read piecewise = %q, want each line once", out.String())
 	}
-	if got := sdktest.Text(p.Call("output", map[string]any{"job": "j1", "offset": 6, "limit": 5})); !strings.HasPrefix(got, "line2") {
+	if got := (p.Call("output", map[string]any{"job": "j1", "offset": 6, "limit": 5})).Text(); !strings.HasPrefix(got, "line2") {
 		t.Errorf("output offset 6 limit 5 = %q", got)
 	}
 
 	p.Call("start", map[string]any{"command": "sleep 100 & echo $!; wait"})
 	var pid int
 	for time.Now().Before(deadline) && pid == 0 {
-		got := sdktest.Text(p.Call("output", map[string]any{"job": "j2", "offset": 0}))
+		got := (p.Call("output", map[string]any{"job": "j2", "offset": 0})).Text()
 		pid, _ = strconv.Atoi(strings.SplitN(got, "\n", 2)[0])
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := sdktest.Text(p.Call("jobs", nil)); !strings.Contains(got, "j1\texited with code 0") || !strings.Contains(got, "j2\trunning") {
+	if got := (p.Call("jobs", nil)).Text(); !strings.Contains(got, "j1\texited with code 0") || !strings.Contains(got, "j2\trunning") {
 		t.Errorf("jobs = %q", got)
 	}
-	if got := sdktest.Text(p.Call("kill", map[string]any{"job": "j2"})); !strings.Contains(got, "killed") {
+	if got := (p.Call("kill", map[string]any{"job": "j2"})).Text(); !strings.Contains(got, "killed") {
 		t.Errorf("kill = %q", got)
 	}
 	waitGone(t, pid)
-	if res := p.Call("output", map[string]any{"job": "j9"}); !res.GetIsError() {
-		t.Errorf("output of an unknown job = %q", sdktest.Text(res))
+	if res := p.Call("output", map[string]any{"job": "j9"}); !res.IsError {
+		t.Errorf("output of an unknown job = %q", res.Text())
 	}
 }
 
@@ -266,11 +263,11 @@ func TestFloodDoesNotGrowMemory(t *testing.T) {
 	p := sdktest.Start(t, buildPlugin(t), nil)
 	// 200 MB of output, as lines and as one endless line.
 	for _, cmd := range []string{"yes | head -c 200000000", "head -c 200000000 /dev/zero | tr '\\0' x"} {
-		res, err := p.CallContext(t.Context(), "run", map[string]any{"command": cmd}, func(*pluginv1.CallToolEvent) {})
+		res, err := p.CallContext(t.Context(), "run", map[string]any{"command": cmd}, func(sdktest.Progress) {})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := sdktest.Text(res)
+		got := res.Text()
 		if !strings.Contains(got, "characters cut from the middle") {
 			t.Fatalf("%s: %q", cmd, got[:min(300, len(got))])
 		}
@@ -293,7 +290,7 @@ func TestJobsDieWithThePlugin(t *testing.T) {
 	p.Call("start", map[string]any{"command": "sleep 100 & echo $!; wait"})
 	var pid int
 	for i := 0; i < 500 && pid == 0; i++ {
-		got := sdktest.Text(p.Call("output", map[string]any{"job": "j1", "offset": 0}))
+		got := (p.Call("output", map[string]any{"job": "j1", "offset": 0})).Text()
 		pid, _ = strconv.Atoi(strings.SplitN(got, "\n", 2)[0])
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -323,7 +320,7 @@ func TestSavedOutputCap(t *testing.T) {
 		}
 	}
 	t.Run("run", func(t *testing.T) {
-		got := sdktest.Text(p.Call("run", map[string]any{"command": "seq 1 200000"}))
+		got := (p.Call("run", map[string]any{"command": "seq 1 200000"})).Text()
 		m := savedRE.FindStringSubmatch(got)
 		if m == nil || !strings.Contains(got, "capped at 100000 bytes") {
 			t.Fatalf("result does not name the capped saved output: %q", got)
@@ -339,7 +336,7 @@ func TestSavedOutputCap(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		var got string
 		for time.Now().Before(deadline) {
-			got = sdktest.Text(p.Call("output", map[string]any{"job": "j1", "offset": 0, "limit": 1 << 20}))
+			got = (p.Call("output", map[string]any{"job": "j1", "offset": 0, "limit": 1 << 20})).Text()
 			if strings.Contains(got, "exited") {
 				break
 			}

@@ -8,7 +8,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
 // maxDepth bounds how deep Commands follows `bash -c '…'` and friends.
@@ -21,7 +21,7 @@ const maxDepth = 8
 //
 // A line is auto-allowed by the host only when every pattern is allowed,
 // so whatever this check cannot know statically gets an opaque pattern
-// (protocol.Opaque), which no allow rule matches. The rules:
+// (sdk.OpaquePattern), which no allow rule matches. The rules:
 //
 //   - a command name is reported as written when it has no '/'; an absolute
 //     clean path (/usr/bin/ls) is reported as that path and as its base name
@@ -84,7 +84,7 @@ func (a *analysis) patterns() []string {
 func (a *analysis) add(s string) { a.out = append(a.out, s) }
 
 func (a *analysis) opaque(format string, args ...any) {
-	a.add(protocol.Opaque(fmt.Sprintf(format, args...)))
+	a.add(sdk.OpaquePatternf(format, args...))
 }
 
 func (a *analysis) parse(line string, depth int) {

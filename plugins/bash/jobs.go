@@ -102,14 +102,14 @@ type startArgs struct {
 func (js *jobs) start(_ context.Context, req *sdk.Request, in startArgs) (*sdk.Result, error) {
 	who := owner(req.Owner)
 	if strings.TrimSpace(in.Command) == "" {
-		return sdk.Errorf("command is empty"), nil
+		return sdk.ErrorResult("command is empty"), nil
 	}
 	cwd, err := js.p.roots.Resolve(in.Cwd)
 	if err != nil {
-		return sdk.Errorf("cwd refused: %v", err), nil
+		return sdk.ErrorResult("cwd refused: %v", err), nil
 	}
 	if err := js.p.checkRedirects(in.Command, cwd); err != nil {
-		return sdk.Errorf("refused: %v", err), nil
+		return sdk.ErrorResult("refused: %v", err), nil
 	}
 	js.mu.Lock()
 	running := 0
@@ -120,7 +120,7 @@ func (js *jobs) start(_ context.Context, req *sdk.Request, in startArgs) (*sdk.R
 	}
 	if running >= maxJobs {
 		js.mu.Unlock()
-		return sdk.Errorf("%d jobs are running already; kill one first", running), nil
+		return sdk.ErrorResult("%d jobs are running already; kill one first", running), nil
 	}
 	js.next[who]++
 	id := fmt.Sprintf("j%d", js.next[who])
@@ -128,13 +128,13 @@ func (js *jobs) start(_ context.Context, req *sdk.Request, in startArgs) (*sdk.R
 
 	out, err := js.p.newCapture("job-" + id)
 	if err != nil {
-		return sdk.Errorf("cannot store the job's output: %v", err), nil
+		return sdk.ErrorResult("cannot store the job's output: %v", err), nil
 	}
 	j := &job{owner: who, id: id, command: in.Command, cwd: cwd, started: time.Now(), out: out, done: make(chan struct{}), state: "running"}
 	j.cmd = js.p.command(in.Command, cwd, out)
 	if err := j.cmd.Start(); err != nil {
 		_, _, _ = out.finish(false)
-		return sdk.Errorf("cannot start bash: %v", err), nil
+		return sdk.ErrorResult("cannot start bash: %v", err), nil
 	}
 	go j.wait()
 	js.mu.Lock()
@@ -189,7 +189,7 @@ func (js *jobs) get(req *sdk.Request, id string) (*job, *sdk.Result) {
 	if j, ok := js.byID[jobKey{owner(req.Owner), id}]; ok {
 		return j, nil
 	}
-	return nil, sdk.Errorf("no job %q; list them with jobs", id)
+	return nil, sdk.ErrorResult("no job %q; list them with jobs", id)
 }
 
 type outputArgs struct {
@@ -215,13 +215,13 @@ func (js *jobs) output(_ context.Context, req *sdk.Request, in outputArgs) (*sdk
 	}
 	f, err := os.Open(j.out.path)
 	if err != nil {
-		return sdk.Errorf("job %s: output unavailable: %v", j.id, err), nil
+		return sdk.ErrorResult("job %s: output unavailable: %v", j.id, err), nil
 	}
 	defer f.Close()
 	buf := make([]byte, limit)
 	n, err := f.ReadAt(buf, offset)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return sdk.Errorf("job %s: reading output: %v", j.id, err), nil
+		return sdk.ErrorResult("job %s: reading output: %v", j.id, err), nil
 	}
 	var size int64
 	if st, err := f.Stat(); err == nil {

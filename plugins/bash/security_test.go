@@ -1,52 +1,36 @@
 package bash_test
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
-	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
 
-// direct is the bash plugin configured and called through its protocol
-// handler, in-process: sdktest sends neither protected paths nor an owner.
+// direct is the bash plugin served in-process, configured as a host that
+// protects paths, and called on behalf of named owners.
 type direct struct {
-	t       *testing.T
-	s       *sdk.Server
+	p       *sdktest.Plugin
 	project string
 }
 
 func startDirect(t *testing.T, protected []string, settings map[string]any) *direct {
 	t.Helper()
-	d := &direct{t: t, s: bash.New(), project: t.TempDir()}
-	var raw []byte
+	d := &direct{project: t.TempDir()}
+	opts := []sdktest.Option{sdktest.WithProjectDir(d.project), sdktest.WithServerName("bash"), sdktest.WithProtectedPaths(protected...)}
 	if settings != nil {
-		raw, _ = json.Marshal(settings)
+		opts = append(opts, sdktest.WithSettings(settings))
 	}
-	if err := d.s.Configure(t.Context(), &pluginv1.ConfigureRequest{
-		ServerName: "bash", ProjectDir: d.project, DataDir: t.TempDir(), SettingsJson: raw, ProtectedPaths: protected,
-	}); err != nil {
-		t.Fatalf("Configure: %v", err)
-	}
-	t.Cleanup(d.s.Shutdown)
+	d.p = sdktest.StartInProcess(t, bash.New(), opts...)
 	return d
 }
 
-func (d *direct) call(owner, tool string, args map[string]any) *pluginv1.Result {
-	d.t.Helper()
-	raw, _ := json.Marshal(args)
-	res, err := d.s.CallTool(context.Background(), &pluginv1.Call{Tool: tool, Arguments: raw, Owner: owner}, nil)
-	if err != nil {
-		d.t.Fatalf("CallTool %s: %v", tool, err)
-	}
-	return res
+func (d *direct) call(owner, tool string, args map[string]any) *sdktest.Result {
+	return d.p.As(owner).Call(tool, args)
 }
 
 func isOpaque(pats []string) bool {
@@ -131,7 +115,7 @@ func TestProtectedRedirect(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, tool := range []string{"run", "start"} {
 				res := d.call("a", tool, map[string]any{"command": line})
-				if got := sdktest.Text(res); !res.GetIsError() || !strings.Contains(got, "protected") || !strings.Contains(got, hostDir) {
+				if got := res.Text(); !res.IsError || !strings.Contains(got, "protected") || !strings.Contains(got, hostDir) {
 					t.Errorf("%s %q = %q, want refused naming %s", tool, line, got, hostDir)
 				}
 			}
@@ -146,8 +130,8 @@ func TestProtectedRedirect(t *testing.T) {
 	t.Run("control: not protected", func(t *testing.T) {
 		open := startDirect(t, nil, nil)
 		res := open.call("a", "run", map[string]any{"command": "echo x > " + prot})
-		if res.GetIsError() {
-			t.Fatalf("run = %q", sdktest.Text(res))
+		if res.IsError {
+			t.Fatalf("run = %q", res.Text())
 		}
 		if b, _ := os.ReadFile(prot); string(b) != "x\n" {
 			t.Errorf("unprotected file = %q, want the write to land", b)
@@ -159,39 +143,39 @@ func TestProtectedRedirect(t *testing.T) {
 // another's job.
 func TestJobOwners(t *testing.T) {
 	d := startDirect(t, nil, nil)
-	if got := sdktest.Text(d.call("alice", "start", map[string]any{"command": "echo secret; sleep 100"})); !strings.Contains(got, "j1") {
+	if got := (d.call("alice", "start", map[string]any{"command": "echo secret; sleep 100"})).Text(); !strings.Contains(got, "j1") {
 		t.Fatalf("start = %q", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(sdktest.Text(d.call("alice", "output", map[string]any{"job": "j1", "offset": 0})), "secret") {
+	for !strings.Contains((d.call("alice", "output", map[string]any{"job": "j1", "offset": 0})).Text(), "secret") {
 		if time.Now().After(deadline) {
 			t.Fatal("alice's job printed nothing")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, other := range []string{"bob", ""} {
-		if got := sdktest.Text(d.call(other, "jobs", nil)); got != "No jobs." {
+		if got := (d.call(other, "jobs", nil)).Text(); got != "No jobs." {
 			t.Errorf("jobs as %q = %q, want none", other, got)
 		}
 		for _, tool := range []string{"output", "kill"} {
 			res := d.call(other, tool, map[string]any{"job": "j1"})
-			if got := sdktest.Text(res); !res.GetIsError() || !strings.Contains(got, `no job "j1"`) || strings.Contains(got, "secret") {
+			if got := res.Text(); !res.IsError || !strings.Contains(got, `no job "j1"`) || strings.Contains(got, "secret") {
 				t.Errorf("%s j1 as %q = %q, want no such job", tool, other, got)
 			}
 		}
 	}
-	if got := sdktest.Text(d.call("alice", "jobs", nil)); !strings.Contains(got, "j1\trunning") {
+	if got := (d.call("alice", "jobs", nil)).Text(); !strings.Contains(got, "j1\trunning") {
 		t.Errorf("alice's jobs = %q, want j1 still running", got)
 	}
 	// Bob's own first job is his j1, and kills only his.
 	d.call("bob", "start", map[string]any{"command": "sleep 100"})
-	if got := sdktest.Text(d.call("bob", "kill", map[string]any{"job": "j1"})); !strings.Contains(got, "killed") {
+	if got := (d.call("bob", "kill", map[string]any{"job": "j1"})).Text(); !strings.Contains(got, "killed") {
 		t.Errorf("bob kill j1 = %q", got)
 	}
-	if got := sdktest.Text(d.call("alice", "jobs", nil)); !strings.Contains(got, "j1\trunning") {
+	if got := (d.call("alice", "jobs", nil)).Text(); !strings.Contains(got, "j1\trunning") {
 		t.Errorf("after bob killed his j1, alice's jobs = %q, want hers running", got)
 	}
-	if got := sdktest.Text(d.call("alice", "kill", map[string]any{"job": "j1"})); !strings.Contains(got, "killed") {
+	if got := (d.call("alice", "kill", map[string]any{"job": "j1"})).Text(); !strings.Contains(got, "killed") {
 		t.Errorf("alice kill j1 = %q", got)
 	}
 }
@@ -204,18 +188,13 @@ func TestPlantedOutputsLinkIsNotFollowed(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(data, "outputs")); err != nil {
 		t.Fatal(err)
 	}
-	s := bash.New()
-	if err := s.Configure(t.Context(), &pluginv1.ConfigureRequest{ServerName: "bash", ProjectDir: t.TempDir(), DataDir: data}); err != nil {
-		t.Fatalf("Configure with a planted link: %v", err)
-	}
-	t.Cleanup(s.Shutdown)
+	p := sdktest.StartInProcess(t, bash.New(), sdktest.WithServerName("bash"), sdktest.WithDataDir(data))
 	fi, err := os.Lstat(filepath.Join(data, "outputs"))
 	if err != nil || !fi.IsDir() {
 		t.Fatalf("outputs is %v (%v), want a real folder", fi, err)
 	}
-	raw, _ := json.Marshal(map[string]any{"command": "seq 1 100000"})
-	if _, err := s.CallTool(t.Context(), &pluginv1.Call{Tool: "run", Arguments: raw}, nil); err != nil {
-		t.Fatal(err)
+	if res := p.Call("run", map[string]any{"command": "seq 1 100000"}); res.IsError {
+		t.Fatal(res.Text())
 	}
 	if ents, _ := os.ReadDir(elsewhere); len(ents) > 0 {
 		t.Errorf("saved outputs went through the planted link: %v", ents)

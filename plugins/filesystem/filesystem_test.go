@@ -58,7 +58,7 @@ func setup(t *testing.T, settings ...map[string]any) env {
 func (e env) call(t *testing.T, tool string, args map[string]any) (string, bool) {
 	t.Helper()
 	res := e.p.Call(tool, args)
-	return sdktest.Text(res), res.GetIsError()
+	return res.Text(), res.IsError
 }
 
 func sha(s string) string {
@@ -133,7 +133,7 @@ func TestTools(t *testing.T) {
 	}
 
 	res := e.p.Call("read_media_file", map[string]any{"path": "dot.png"})
-	if img := res.GetContent()[0].GetImage(); img == nil || img.GetMimeType() != "image/png" || len(img.GetData()) != len(png) {
+	if img := res.Content[0]; img.Type != "image" || img.MimeType != "image/png" || len(img.Data) != len(png) {
 		t.Errorf("read_media_file(dot.png) = %v", res)
 	}
 	var tree []map[string]any

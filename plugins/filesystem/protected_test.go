@@ -12,24 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
-	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
-
-// protecting is the plugin configured as a host would that lists paths as
-// protected (sdktest has no option for it): the request goes through the
-// SDK's own Configure, so cfg.ProtectedPaths is what the plugin reads.
-type protecting struct {
-	*sdk.Server
-	paths []string
-}
-
-func (h protecting) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) error {
-	req.ProtectedPaths = append(req.ProtectedPaths, h.paths...)
-	return h.Server.Configure(ctx, req)
-}
 
 // protectedEnv is a project holding the host's control plane: config.hcl in
 // the project (the default layout), a data dir nested two folders down
@@ -62,7 +47,7 @@ func setupProtected(t *testing.T, extra []string, settings ...map[string]any) pr
 		opts = append(opts, sdktest.WithSettings(settings[0]))
 	}
 	paths := append([]string{e.config, e.data, e.lock}, extra...)
-	e.p = sdktest.StartInProcess(t, protecting{Server: filesystem.New(), paths: paths}, opts...)
+	e.p = sdktest.StartInProcess(t, filesystem.New(), append(opts, sdktest.WithProtectedPaths(paths...))...)
 	return e
 }
 
@@ -370,7 +355,7 @@ func TestProtectedReachedThroughSymlink(t *testing.T) {
 	if err := os.Symlink(project, filepath.Join(base, "via")); err != nil {
 		t.Fatal(err)
 	}
-	p := sdktest.StartInProcess(t, protecting{Server: filesystem.New(), paths: []string{data, filepath.Join(base, "via", "real-config.hcl")}},
+	p := sdktest.StartInProcess(t, filesystem.New(), sdktest.WithProtectedPaths(data, filepath.Join(base, "via", "real-config.hcl")),
 		sdktest.WithProjectDir(project), sdktest.WithSettings(map[string]any{"roots": []string{home}}))
 	e := env{project: project, p: p}
 	for _, path := range []string{"state-link/permissions.json", "home-link/.local/state/switchboard/permissions.json", filepath.Join(data, "permissions.json"), "real-config.hcl"} {
@@ -419,7 +404,7 @@ func TestFIFO(t *testing.T) {
 			t.Errorf("%s(pipe) = %v after %v, want a prompt answer", tt.tool, err, time.Since(start))
 			continue
 		}
-		if got := sdktest.Text(res); !strings.Contains(got, tt.want) {
+		if got := res.Text(); !strings.Contains(got, tt.want) {
 			t.Errorf("%s(pipe) = %q, want %q", tt.tool, got, tt.want)
 		}
 	}

@@ -94,29 +94,29 @@ func (p *plugin) openFile(path string) (*os.File, loc, error) {
 
 func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) (*sdk.Result, error) {
 	if in.Head > 0 && in.Tail > 0 {
-		return sdk.Errorf("pass head or tail, not both"), nil
+		return sdk.ErrorResult("pass head or tail, not both"), nil
 	}
 	if (in.Head > 0 || in.Tail > 0) && (in.Offset > 0 || in.Limit > 0) {
-		return sdk.Errorf("head/tail cannot be combined with offset/limit"), nil
+		return sdk.ErrorResult("head/tail cannot be combined with offset/limit"), nil
 	}
 	if in.Head < 0 || in.Tail < 0 || in.Offset < 0 || in.Limit < 0 {
-		return sdk.Errorf("head, tail, offset and limit must be positive"), nil
+		return sdk.ErrorResult("head, tail, offset and limit must be positive"), nil
 	}
 	f, _, err := p.openFile(in.Path)
 	if err != nil {
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
 	defer f.Close()
 	whole := in.Head == 0 && in.Tail == 0 && in.Offset == 0 && in.Limit == 0
 	st, err := f.Stat()
 	if err != nil {
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
 	if in.Tail > 0 && st.Size() > p.maxRead {
 		return p.readTail(f, st.Size(), in)
 	}
 	if whole && st.Size() > p.maxRead {
-		return sdk.Errorf("%s is %d bytes, over the %d-byte read limit; read part of it with head, tail or offset/limit", in.Path, st.Size(), p.maxRead), nil
+		return sdk.ErrorResult("%s is %d bytes, over the %d-byte read limit; read part of it with head, tail or offset/limit", in.Path, st.Size(), p.maxRead), nil
 	}
 	// Hash while reading, so the sha256 is of exactly what was read.
 	h := sha256.New()
@@ -125,19 +125,19 @@ func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) 
 	if whole {
 		b, err := io.ReadAll(r)
 		if err != nil {
-			return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 		}
 		if !utf8.Valid(b) {
-			return sdk.Errorf("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
+			return sdk.ErrorResult("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
 		}
 		text = string(b)
 	} else {
 		var err error
 		if text, err = readLines(ctx, r, in, p.maxRead); err != nil {
-			return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 		}
 		if _, err := io.Copy(io.Discard, r); err != nil { // finish the hash
-			return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 		}
 	}
 	return sdk.Text(text).WithText("sha256: " + hex.EncodeToString(h.Sum(nil))), nil
@@ -150,14 +150,14 @@ func (p *plugin) readTail(f *os.File, size int64, in readArgs) (*sdk.Result, err
 	buf := make([]byte, p.maxRead)
 	n, err := f.ReadAt(buf, size-p.maxRead)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
 	text := strings.TrimSuffix(string(buf[:n]), "\n")
 	// The window starts inside a line (as far as it can tell): drop it.
 	_, text, complete := strings.Cut(text, "\n")
 	lines := strings.Split(text, "\n")
 	if !complete || len(lines) < in.Tail {
-		return sdk.Errorf("the last %d lines of %s exceed the %d-byte read limit; ask for fewer", in.Tail, in.Path, p.maxRead), nil
+		return sdk.ErrorResult("the last %d lines of %s exceed the %d-byte read limit; ask for fewer", in.Tail, in.Path, p.maxRead), nil
 	}
 	lines = lines[len(lines)-in.Tail:]
 	for i, l := range lines {
@@ -165,7 +165,7 @@ func (p *plugin) readTail(f *os.File, size int64, in readArgs) (*sdk.Result, err
 	}
 	out := strings.Join(lines, "\n")
 	if !utf8.ValidString(out) {
-		return sdk.Errorf("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
+		return sdk.ErrorResult("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
 	}
 	return sdk.Text(out).WithText(fmt.Sprintf("sha256: not computed (the file is %d bytes, over the %d-byte read limit)", size, p.maxRead)), nil
 }
@@ -230,15 +230,15 @@ type pathArgs struct {
 func (p *plugin) readMediaFile(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
 	f, _, err := p.openFile(in.Path)
 	if err != nil {
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, p.maxRead+1))
 	if err != nil {
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
 	if int64(len(b)) > p.maxRead {
-		return sdk.Errorf("%s is over the %d-byte read limit", in.Path, p.maxRead), nil
+		return sdk.ErrorResult("%s is over the %d-byte read limit", in.Path, p.maxRead), nil
 	}
 	mt := mimetype.Detect(b).String()
 	mt, _, _ = strings.Cut(mt, ";")
@@ -248,7 +248,7 @@ func (p *plugin) readMediaFile(_ context.Context, _ *sdk.Request, in pathArgs) (
 	case strings.HasPrefix(mt, "audio/"):
 		return (&sdk.Result{}).WithAudio(b, mt), nil
 	default:
-		return sdk.Errorf("%s is %s, not an image or audio file; read text with read_text_file", in.Path, mt), nil
+		return sdk.ErrorResult("%s is %s, not an image or audio file; read text with read_text_file", in.Path, mt), nil
 	}
 }
 
@@ -258,7 +258,7 @@ type pathsArgs struct {
 
 func (p *plugin) readMultipleFiles(ctx context.Context, req *sdk.Request, in pathsArgs) (*sdk.Result, error) {
 	if len(in.Paths) == 0 {
-		return sdk.Errorf("paths is empty"), nil
+		return sdk.ErrorResult("paths is empty"), nil
 	}
 	var b strings.Builder
 	var total int64
@@ -285,11 +285,11 @@ func (p *plugin) readMultipleFiles(ctx context.Context, req *sdk.Request, in pat
 func (p *plugin) getFileInfo(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
 	l, err := p.locate(in.Path)
 	if err != nil {
-		return sdk.Errorf("cannot stat %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot stat %s: %v", in.Path, err), nil
 	}
 	st, err := p.stat(l)
 	if err != nil {
-		return sdk.Errorf("cannot stat %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot stat %s: %v", in.Path, err), nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "path: %s\n", p.display(l))
@@ -303,7 +303,7 @@ func (p *plugin) getFileInfo(_ context.Context, _ *sdk.Request, in pathArgs) (*s
 	if st.Mode().IsRegular() {
 		sum, err := p.hash(l)
 		if err != nil {
-			return sdk.Errorf("cannot hash %s: %v", in.Path, err), nil
+			return sdk.ErrorResult("cannot hash %s: %v", in.Path, err), nil
 		}
 		fmt.Fprintf(&b, "sha256: %s\n", sum)
 	}
@@ -400,7 +400,7 @@ func (p *plugin) readDir(path string, withInfo bool) (loc, []dirEntry, error) {
 func (p *plugin) listDirectory(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
 	_, ents, err := p.readDir(in.Path, false)
 	if err != nil {
-		return sdk.Errorf("cannot list %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot list %s: %v", in.Path, err), nil
 	}
 	var b strings.Builder
 	for _, e := range ents {
@@ -423,11 +423,11 @@ type sizesArgs struct {
 
 func (p *plugin) listDirectoryWithSizes(_ context.Context, _ *sdk.Request, in sizesArgs) (*sdk.Result, error) {
 	if in.SortBy != "" && in.SortBy != "name" && in.SortBy != "size" {
-		return sdk.Errorf("sortBy must be name or size"), nil
+		return sdk.ErrorResult("sortBy must be name or size"), nil
 	}
 	_, ents, err := p.readDir(in.Path, true)
 	if err != nil {
-		return sdk.Errorf("cannot list %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot list %s: %v", in.Path, err), nil
 	}
 	type row struct {
 		name string

@@ -179,11 +179,11 @@ type treeNode struct {
 func (p *plugin) directoryTree(ctx context.Context, _ *sdk.Request, in treeArgs) (*sdk.Result, error) {
 	l, err := p.locate(orDot(in.Path))
 	if err != nil {
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
 	w, err := p.newWalker(l, in.ExcludePatterns, in.IncludeIgnored)
 	if err != nil {
-		return sdk.Errorf("%v", err), nil
+		return sdk.ErrorResult("%v", err), nil
 	}
 	root := &treeNode{Name: path.Base(l.Real), Type: "directory", Children: []*treeNode{}}
 	nodes := map[string]*treeNode{l.Rel: root}
@@ -220,7 +220,7 @@ func (p *plugin) directoryTree(ctx context.Context, _ *sdk.Request, in treeArgs)
 	case errors.Is(err, errLimit):
 		note = fmt.Sprintf("\n[tree cut at %d entries; narrow path or add excludePatterns]", maxTreeEntries)
 	case err != nil:
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
 	b, _ := json.MarshalIndent(root.Children, "", "  ")
 	return sdk.Text(string(b) + note), nil
@@ -242,15 +242,15 @@ type searchArgs struct {
 
 func (p *plugin) searchFiles(ctx context.Context, _ *sdk.Request, in searchArgs) (*sdk.Result, error) {
 	if !doublestar.ValidatePattern(in.Pattern) || in.Pattern == "" {
-		return sdk.Errorf("pattern %q is not a valid glob", in.Pattern), nil
+		return sdk.ErrorResult("pattern %q is not a valid glob", in.Pattern), nil
 	}
 	l, err := p.locate(orDot(in.Path))
 	if err != nil {
-		return sdk.Errorf("cannot search %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot search %s: %v", in.Path, err), nil
 	}
 	w, err := p.newWalker(l, in.ExcludePatterns, in.IncludeIgnored)
 	if err != nil {
-		return sdk.Errorf("%v", err), nil
+		return sdk.ErrorResult("%v", err), nil
 	}
 	byName := !strings.Contains(in.Pattern, "/")
 	var out []string
@@ -271,7 +271,7 @@ func (p *plugin) searchFiles(ctx context.Context, _ *sdk.Request, in searchArgs)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errLimit) {
-		return sdk.Errorf("cannot search %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot search %s: %v", in.Path, err), nil
 	}
 	if len(out) == 0 {
 		return sdk.Text("No matches found"), nil
@@ -299,10 +299,10 @@ func (p *plugin) grep(ctx context.Context, _ *sdk.Request, in grepArgs) (*sdk.Re
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return sdk.Errorf("pattern is not a valid regular expression: %v", err), nil
+		return sdk.ErrorResult("pattern is not a valid regular expression: %v", err), nil
 	}
 	if in.Glob != "" && !doublestar.ValidatePattern(in.Glob) {
-		return sdk.Errorf("glob %q is not valid", in.Glob), nil
+		return sdk.ErrorResult("glob %q is not valid", in.Glob), nil
 	}
 	maxResults := in.MaxResults
 	if maxResults <= 0 {
@@ -311,11 +311,11 @@ func (p *plugin) grep(ctx context.Context, _ *sdk.Request, in grepArgs) (*sdk.Re
 	maxResults = min(maxResults, 10000)
 	l, err := p.locate(orDot(in.Path))
 	if err != nil {
-		return sdk.Errorf("cannot search %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot search %s: %v", in.Path, err), nil
 	}
 	w, err := p.newWalker(l, nil, in.IncludeIgnored)
 	if err != nil {
-		return sdk.Errorf("%v", err), nil
+		return sdk.ErrorResult("%v", err), nil
 	}
 	g := &grepper{re: re, buf: make([]byte, 0, 256<<10), maxFile: p.maxRead}
 	// A whole-file pass finds files with no match at once. In multi-line
@@ -352,7 +352,7 @@ func (p *plugin) grep(ctx context.Context, _ *sdk.Request, in grepArgs) (*sdk.Re
 		})
 	})
 	if err != nil && !errors.Is(err, errLimit) {
-		return sdk.Errorf("cannot search %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot search %s: %v", in.Path, err), nil
 	}
 	if n == 0 {
 		return sdk.Text("No matches found"), nil

@@ -142,13 +142,13 @@ func (p *plugin) atomicWrite(l loc, data []byte) error {
 func (p *plugin) writeFile(_ context.Context, _ *sdk.Request, in writeArgs) (*sdk.Result, error) {
 	l, err := p.locate(in.Path)
 	if err != nil {
-		return sdk.Errorf("cannot write %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot write %s: %v", in.Path, err), nil
 	}
 	if err := p.checkIfMatch(l, in.IfMatch); err != nil {
-		return sdk.Errorf("nothing written: %v", err), nil
+		return sdk.ErrorResult("nothing written: %v", err), nil
 	}
 	if err := p.atomicWrite(l, []byte(in.Content)); err != nil {
-		return sdk.Errorf("cannot write %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot write %s: %v", in.Path, err), nil
 	}
 	sum := sha256.Sum256([]byte(in.Content))
 	return sdk.Textf("Wrote %d bytes to %s (sha256 %s)", len(in.Content), p.display(l), hex.EncodeToString(sum[:])), nil
@@ -170,28 +170,28 @@ type editArgs struct {
 
 func (p *plugin) editFile(_ context.Context, _ *sdk.Request, in editArgs) (*sdk.Result, error) {
 	if len(in.Edits) == 0 {
-		return sdk.Errorf("edits is empty"), nil
+		return sdk.ErrorResult("edits is empty"), nil
 	}
 	f, l, err := p.openFile(in.Path)
 	if err != nil {
-		return sdk.Errorf("cannot edit %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot edit %s: %v", in.Path, err), nil
 	}
 	b, err := io.ReadAll(io.LimitReader(f, p.maxRead+1))
 	f.Close()
 	if err != nil {
-		return sdk.Errorf("cannot read %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
 	if int64(len(b)) > p.maxRead {
-		return sdk.Errorf("%s is over the %d-byte limit for editing", in.Path, p.maxRead), nil
+		return sdk.ErrorResult("%s is over the %d-byte limit for editing", in.Path, p.maxRead), nil
 	}
 	sum := sha256.Sum256(b)
 	if in.IfMatch != "" && strings.ToLower(strings.TrimPrefix(strings.TrimSpace(in.IfMatch), "sha256:")) != hex.EncodeToString(sum[:]) {
-		return sdk.Errorf("nothing written: %v: %s now has sha256 %s; read it again and redo your change", ErrChanged, p.display(l), hex.EncodeToString(sum[:])), nil
+		return sdk.ErrorResult("nothing written: %v: %s now has sha256 %s; read it again and redo your change", ErrChanged, p.display(l), hex.EncodeToString(sum[:])), nil
 	}
 	original := string(b)
 	edited, err := ApplyEdits(original, in.Edits, in.ReplaceAll)
 	if err != nil {
-		return sdk.Errorf("nothing written: %v", err), nil
+		return sdk.ErrorResult("nothing written: %v", err), nil
 	}
 	diff := UnifiedDiff(p.display(l), original, edited)
 	if in.DryRun {
@@ -199,10 +199,10 @@ func (p *plugin) editFile(_ context.Context, _ *sdk.Request, in editArgs) (*sdk.
 	}
 	// Refuse if the file changed while the edit was being computed.
 	if err := p.checkIfMatch(l, hex.EncodeToString(sum[:])); err != nil {
-		return sdk.Errorf("nothing written: %v", err), nil
+		return sdk.ErrorResult("nothing written: %v", err), nil
 	}
 	if err := p.atomicWrite(l, []byte(edited)); err != nil {
-		return sdk.Errorf("cannot write %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot write %s: %v", in.Path, err), nil
 	}
 	newSum := sha256.Sum256([]byte(edited))
 	return sdk.Text(diff).WithText("sha256: " + hex.EncodeToString(newSum[:])), nil
@@ -305,10 +305,10 @@ func UnifiedDiff(name, a, b string) string {
 func (p *plugin) createDirectory(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
 	l, err := p.locate(in.Path)
 	if err != nil {
-		return sdk.Errorf("cannot create %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot create %s: %v", in.Path, err), nil
 	}
 	if err := p.mkdirAll(l); err != nil {
-		return sdk.Errorf("cannot create %s: %v", in.Path, err), nil
+		return sdk.ErrorResult("cannot create %s: %v", in.Path, err), nil
 	}
 	return sdk.Textf("Directory %s exists", p.display(l)), nil
 }
@@ -361,28 +361,28 @@ type moveArgs struct {
 func (p *plugin) moveFile(_ context.Context, _ *sdk.Request, in moveArgs) (*sdk.Result, error) {
 	src, err := p.locate(in.Source)
 	if err != nil {
-		return sdk.Errorf("cannot move %s: %v", in.Source, err), nil
+		return sdk.ErrorResult("cannot move %s: %v", in.Source, err), nil
 	}
 	dst, err := p.locate(in.Destination)
 	if err != nil {
-		return sdk.Errorf("cannot move to %s: %v", in.Destination, err), nil
+		return sdk.ErrorResult("cannot move to %s: %v", in.Destination, err), nil
 	}
 	if src.Root != dst.Root {
-		return sdk.Errorf("%s and %s are in different allowed directories; copy the content with read and write instead", in.Source, in.Destination), nil
+		return sdk.ErrorResult("%s and %s are in different allowed directories; copy the content with read and write instead", in.Source, in.Destination), nil
 	}
 	if src.Rel == "." {
-		return sdk.Errorf("cannot move an allowed directory itself"), nil
+		return sdk.ErrorResult("cannot move an allowed directory itself"), nil
 	}
 	// Neither end may be, hold or lie in a protected path (a protected
 	// path that does not exist yet must not end up inside a moved folder).
 	if err := p.roots.Covers(src.Real); err != nil {
-		return sdk.Errorf("cannot move %s: %v", in.Source, err), nil
+		return sdk.ErrorResult("cannot move %s: %v", in.Source, err), nil
 	}
 	if err := p.roots.Covers(dst.Real); err != nil {
-		return sdk.Errorf("cannot move to %s: %v", in.Destination, err), nil
+		return sdk.ErrorResult("cannot move to %s: %v", in.Destination, err), nil
 	}
 	if err := p.rename(src, dst); err != nil {
-		return sdk.Errorf("cannot move %s to %s: %v", in.Source, in.Destination, err), nil
+		return sdk.ErrorResult("cannot move %s to %s: %v", in.Source, in.Destination, err), nil
 	}
 	return sdk.Textf("Moved %s to %s", p.display(src), p.display(dst)), nil
 }

@@ -388,14 +388,14 @@ func (p *plugin) checkout(ctx context.Context, _ *sdk.Request, in checkoutArgs) 
 func (p *plugin) run(ctx context.Context, repoPath string, fn func(*repo) (string, error)) (*sdk.Result, error) {
 	r, err := p.open(ctx, repoPath)
 	if err != nil {
-		return sdk.Errorf("%v", err), nil
+		return sdk.ErrorResult("%v", err), nil
 	}
 	out, err := fn(r)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return sdk.Errorf("%v", err), nil
+		return sdk.ErrorResult("%v", err), nil
 	}
 	return sdk.Text(out), nil
 }

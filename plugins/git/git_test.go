@@ -71,7 +71,7 @@ func setup(t *testing.T) fixture {
 func (f fixture) call(t *testing.T, tool string, args map[string]any) (string, bool) {
 	t.Helper()
 	res := f.p.Call(tool, args)
-	return sdktest.Text(res), res.GetIsError()
+	return res.Text(), res.IsError
 }
 
 func TestWorkflow(t *testing.T) {
@@ -310,8 +310,8 @@ func TestOptInHooks(t *testing.T) {
 	p := sdktest.StartInProcess(t, git.New(), sdktest.WithProjectDir(project), sdktest.WithSettings(map[string]any{"allow_hooks": true}))
 	writeFile(t, filepath.Join(project, "a.txt"), "a", 0o644)
 	p.Call("git_add", map[string]any{"files": []string{"a.txt"}})
-	if res := p.Call("git_commit", map[string]any{"message": "m"}); res.GetIsError() {
-		t.Fatalf("commit: %s", sdktest.Text(res))
+	if res := p.Call("git_commit", map[string]any{"message": "m"}); res.IsError {
+		t.Fatalf("commit: %s", res.Text())
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Error("allow_hooks = true, but the pre-commit hook did not run")
@@ -324,8 +324,8 @@ func TestOutputCap(t *testing.T) {
 	newRepo(t, project)
 	writeFile(t, filepath.Join(project, "README.md"), strings.Repeat("line\n", 1000), 0o644)
 	p := sdktest.StartInProcess(t, git.New(), sdktest.WithProjectDir(project), sdktest.WithSettings(map[string]any{"output_cap": 300}))
-	got := sdktest.Text(p.Call("git_diff_unstaged", nil))
-	if got != sdktest.Text(p.Call("git_diff_unstaged", nil)) || !strings.Contains(got, "output cut at 300") {
+	got := (p.Call("git_diff_unstaged", nil)).Text()
+	if got != (p.Call("git_diff_unstaged", nil)).Text() || !strings.Contains(got, "output cut at 300") {
 		t.Errorf("diff of a big file = %q", got)
 	}
 }

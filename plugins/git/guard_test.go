@@ -132,8 +132,8 @@ func setupGuard(t *testing.T, template string, settings map[string]any) guardFix
 	}
 	f.p = sdktest.StartInProcess(t, git.New(), opts...)
 	for _, tg := range f.targets() {
-		if res := f.p.Call("git_status", map[string]any{"repo_path": tg.repoPath}); res.GetIsError() {
-			t.Fatalf("git_status(%s) on a clean fixture: %s", tg.name, sdktest.Text(res))
+		if res := f.p.Call("git_status", map[string]any{"repo_path": tg.repoPath}); res.IsError {
+			t.Fatalf("git_status(%s) on a clean fixture: %s", tg.name, res.Text())
 		}
 	}
 	return f
@@ -613,7 +613,7 @@ func TestGuardKeyFamilies(t *testing.T) {
 
 func (f guardFixture) call(tool string, args map[string]any) (string, bool) {
 	res := f.p.Call(tool, args)
-	return sdktest.Text(res), res.GetIsError()
+	return res.Text(), res.IsError
 }
 
 // TestGuardCredentialHelper: a lazy fetch from an HTTP promisor remote

@@ -31,37 +31,37 @@ type fetchArgs struct {
 func (p *plugin) fetch(ctx context.Context, _ *sdk.Request, in fetchArgs) (*sdk.Result, error) {
 	u, err := url.Parse(strings.TrimSpace(in.URL))
 	if err != nil {
-		return sdk.Errorf("invalid URL %q: %v", in.URL, err), nil
+		return sdk.ErrorResult("invalid URL %q: %v", in.URL, err), nil
 	}
 	if err := checkURL(u); err != nil {
-		return sdk.Errorf("%v", err), nil
+		return sdk.ErrorResult("%v", err), nil
 	}
 	if in.MaxLength < 0 || in.StartIndex < 0 || in.MaxLength > 1000000 {
-		return sdk.Errorf("max_length must be 1..1000000 and start_index at least 0"), nil
+		return sdk.ErrorResult("max_length must be 1..1000000 and start_index at least 0"), nil
 	}
 	// Refuse early with a clear reason; the dial checks again.
 	if _, err := p.guard.resolve(ctx, u.Hostname()); err != nil {
-		return sdk.Errorf("fetch %s refused: %v", u, err), nil
+		return sdk.ErrorResult("fetch %s refused: %v", u, err), nil
 	}
 	if p.robots {
 		if err := p.robotsAllow(ctx, u); err != nil {
-			return sdk.Errorf("%v", err), nil
+			return sdk.ErrorResult("%v", err), nil
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return sdk.Errorf("invalid URL %q: %v", in.URL, err), nil
+		return sdk.ErrorResult("invalid URL %q: %v", in.URL, err), nil
 	}
 	req.Header.Set("User-Agent", p.userAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/markdown,text/plain,application/json,*/*;q=0.8")
 	resp, err := p.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil && ctx.Err() != context.Canceled {
-			return sdk.Errorf("fetch %s: no complete answer within %s", u, p.timeout), nil
+			return sdk.ErrorResult("fetch %s: no complete answer within %s", u, p.timeout), nil
 		}
-		return sdk.Errorf("fetch %s failed: %v", u, err), nil
+		return sdk.ErrorResult("fetch %s failed: %v", u, err), nil
 	}
 	defer resp.Body.Close()
 	// The transport decompresses gzip itself; the limit applies to what
@@ -69,12 +69,12 @@ func (p *plugin) fetch(ctx context.Context, _ *sdk.Request, in fetchArgs) (*sdk.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, p.maxBody+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return sdk.Errorf("fetch %s: the body did not arrive within %s", u, p.timeout), nil
+			return sdk.ErrorResult("fetch %s: the body did not arrive within %s", u, p.timeout), nil
 		}
-		return sdk.Errorf("reading %s failed: %v", u, err), nil
+		return sdk.ErrorResult("reading %s failed: %v", u, err), nil
 	}
 	if int64(len(body)) > p.maxBody {
-		return sdk.Errorf("%s is larger than the %d-byte limit (after decompression)", resp.Request.URL, p.maxBody), nil
+		return sdk.ErrorResult("%s is larger than the %d-byte limit (after decompression)", resp.Request.URL, p.maxBody), nil
 	}
 	final := resp.Request.URL
 	ctype := resp.Header.Get("Content-Type")
@@ -88,7 +88,7 @@ func (p *plugin) fetch(ctx context.Context, _ *sdk.Request, in fetchArgs) (*sdk.
 	if strings.HasPrefix(mediaType, "image/") && !in.Raw {
 		r := sdk.Text(header).WithImage(body, mediaType)
 		if resp.StatusCode >= 400 {
-			return sdk.Errorf("%s", header), nil
+			return sdk.ErrorResult("%s", header), nil
 		}
 		return r, nil
 	}
@@ -99,12 +99,12 @@ func (p *plugin) fetch(ctx context.Context, _ *sdk.Request, in fetchArgs) (*sdk.
 	case mediaType == "text/html" || mediaType == "application/xhtml+xml":
 		text, err = HTMLToMarkdown(body, final)
 		if err != nil {
-			return sdk.Errorf("%sconverting the page failed: %v; try raw", header, err), nil
+			return sdk.ErrorResult("%sconverting the page failed: %v; try raw", header, err), nil
 		}
 	case isText(mediaType):
 		text = string(body)
 	default:
-		return sdk.Errorf("%s%s is %s, which is neither text nor an image (%d bytes)", header, final, mediaType, len(body)), nil
+		return sdk.ErrorResult("%s%s is %s, which is neither text nor an image (%d bytes)", header, final, mediaType, len(body)), nil
 	}
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
@@ -112,7 +112,7 @@ func (p *plugin) fetch(ctx context.Context, _ *sdk.Request, in fetchArgs) (*sdk.
 	page, note := window(text, in.StartIndex, in.MaxLength)
 	out := header + "\n" + page + note
 	if resp.StatusCode >= 400 {
-		return sdk.Errorf("%s", out), nil
+		return sdk.ErrorResult("%s", out), nil
 	}
 	return sdk.Text(out), nil
 }

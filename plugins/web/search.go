@@ -21,7 +21,7 @@ type searchArgs struct {
 func (p *plugin) runSearch(ctx context.Context, _ *sdk.Request, in searchArgs) (*sdk.Result, error) {
 	q := strings.TrimSpace(in.Query)
 	if q == "" {
-		return sdk.Errorf("query is empty"), nil
+		return sdk.ErrorResult("query is empty"), nil
 	}
 	n := in.MaxResults
 	if n <= 0 {
@@ -38,15 +38,15 @@ func (p *plugin) runSearch(ctx context.Context, _ *sdk.Request, in searchArgs) (
 	req.Header.Set("Accept", "application/json")
 	resp, err := p.searchHTTP.Do(req)
 	if err != nil {
-		return sdk.Errorf("search provider %s failed: %v", p.search.URL, err), nil
+		return sdk.ErrorResult("search provider %s failed: %v", p.search.URL, err), nil
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, p.maxBody))
 	if err != nil {
-		return sdk.Errorf("search provider %s failed: %v", p.search.URL, err), nil
+		return sdk.ErrorResult("search provider %s failed: %v", p.search.URL, err), nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return sdk.Errorf("search provider %s answered %d (is format=json enabled in its settings?)", p.search.URL, resp.StatusCode), nil
+		return sdk.ErrorResult("search provider %s answered %d (is format=json enabled in its settings?)", p.search.URL, resp.StatusCode), nil
 	}
 	var r struct {
 		Results []struct {
@@ -56,7 +56,7 @@ func (p *plugin) runSearch(ctx context.Context, _ *sdk.Request, in searchArgs) (
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return sdk.Errorf("search provider %s did not answer JSON: %v", p.search.URL, err), nil
+		return sdk.ErrorResult("search provider %s did not answer JSON: %v", p.search.URL, err), nil
 	}
 	if len(r.Results) == 0 {
 		return sdk.Textf("No results for %q.", q), nil

@@ -2,6 +2,7 @@
 // author can test a plugin in one line:
 //
 //	res := sdktest.StartInProcess(t, myplugin.New()).Call("greet", map[string]any{"name": "Ada"})
+//	if !strings.Contains(res.Text(), "Ada") { … }
 //
 // StartInProcess serves the plugin in go-plugin's in-process test mode (real
 // gRPC, no subprocess); Start launches a built plugin binary as the host
@@ -22,6 +23,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/pluginserve"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk"
@@ -31,25 +33,97 @@ import (
 // leaves behind, for goleak.IgnoreTopFunction.
 const ReattachWaitFunction = "github.com/hashicorp/go-plugin/internal/cmdrunner.pidWait"
 
-// Plugin is a started plugin.
+// Plugin is a started plugin, with what it said about itself in Describe.
 type Plugin struct {
-	t testing.TB
-	// Info is the plugin's answer to Describe.
-	Info *pluginv1.DescribeResponse
+	// Name, Version and SDKVersion are what the plugin reported.
+	Name, Version, SDKVersion string
+	// Instructions are the plugin's instructions for the model.
+	Instructions string
+	// Tools are the plugin's tools as the host sees them.
+	Tools []Tool
+	// Sandbox is what the plugin declared it needs from its sandbox (nil
+	// if it declared nothing).
+	Sandbox *sdk.SandboxNeeds
 	// PID is the plugin's process id (0 in process).
 	PID int
 
+	t        testing.TB
+	owner    string
 	call     func(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error)
 	patterns func(ctx context.Context, tool string, args []byte) ([]string, error)
-	stopOnce sync.Once
-	stop     func()
+	stop     *stopper
+}
+
+type stopper struct {
+	once sync.Once
+	fn   func()
+}
+
+// Tool is one described tool, as the host publishes it.
+type Tool struct {
+	Name, Title, Description  string
+	InputSchema, OutputSchema json.RawMessage
+	// Access is the level a caller needs: sdk.AccessRead or sdk.AccessWrite.
+	Access sdk.Access
+	// ReadOnly, Destructive, Idempotent and OpenWorld are the MCP hints
+	// (nil: not set).
+	ReadOnly                           bool
+	Destructive, Idempotent, OpenWorld *bool
+	SkipDuplicateCheck                 bool
+	// CustomPermissionPattern says the tool has a PermissionPattern function.
+	CustomPermissionPattern bool
+}
+
+// Result is a tool's result as the host receives it.
+type Result struct {
+	IsError bool
+	Content []Content
+	// Structured is the structured content (raw JSON; nil if none).
+	Structured json.RawMessage
+}
+
+// Text returns the result's text blocks joined by newlines.
+func (r *Result) Text() string {
+	var parts []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Content is one content block of a result. Type is "text", "image",
+// "audio", "resource_link" or "resource"; the other fields are set as the
+// type has them.
+type Content struct {
+	Type                   string
+	Text                   string
+	Data                   []byte
+	MimeType               string
+	URI, Name, Description string
+}
+
+// Progress is one progress notification of a call.
+type Progress struct {
+	Progress, Total float64
+	Message         string
 }
 
 // Stop stops the plugin as the host would (closing the connection, which
 // asks it to shut down gracefully). The test's cleanup calls it too; it may
 // be called more than once.
 func (p *Plugin) Stop() {
-	p.stopOnce.Do(p.stop)
+	p.stop.once.Do(p.stop.fn)
+}
+
+// As returns the plugin seen by one caller: calls made through it carry
+// owner as their owner (sdk.Request.Owner), as a host sends the caller it
+// serves. Tools that keep state per caller are tested with two owners.
+func (p *Plugin) As(owner string) *Plugin {
+	c := *p
+	c.owner = owner
+	return &c
 }
 
 // Option adjusts how a plugin is started.
@@ -60,6 +134,7 @@ type options struct {
 	projectDir string
 	dataDir    string
 	name       string
+	protected  []string
 }
 
 // WithSettings sends v (marshalled to JSON) as the plugin's settings.
@@ -71,18 +146,28 @@ func WithProjectDir(dir string) Option { return func(o *options) { o.projectDir 
 // WithServerName sets the name the plugin is configured under.
 func WithServerName(name string) Option { return func(o *options) { o.name = name } }
 
-// StartInProcess serves h in-process over real gRPC and returns it
-// configured and described.
+// WithDataDir sets the plugin's data directory (default: a new temp dir).
+func WithDataDir(dir string) Option { return func(o *options) { o.dataDir = dir } }
+
+// WithProtectedPaths configures the plugin as a host that protects paths
+// (its config, data_dir, plugin binaries): sdk.Config.ProtectedPaths.
+func WithProtectedPaths(paths ...string) Option {
+	return func(o *options) { o.protected = append(o.protected, paths...) }
+}
+
+// StartInProcess serves s in-process over real gRPC (go-plugin's test mode:
+// the same gRPC service as a plugin process, without the process) and
+// returns it configured and described.
 //
 // go-plugin's test mode leaves one goroutine polling the test's own pid
 // (cmdrunner.pidWait); tests using goleak should ignore it with
 // goleak.IgnoreTopFunction(sdktest.ReattachWaitFunction).
-func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
+func StartInProcess(t testing.TB, s *sdk.Server, opts ...Option) *Plugin {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	reattach := make(chan *plugin.ReattachConfig, 1)
 	closed := make(chan struct{})
-	go sdk.ServeHandler(h, sdk.WithTestConfig(&plugin.ServeTestConfig{
+	go pluginserve.Serve(pluginserve.SDK(s), pluginserve.WithTestConfig(&plugin.ServeTestConfig{
 		Context: ctx, ReattachConfigCh: reattach, CloseCh: closed,
 	}))
 	var rc *plugin.ReattachConfig
@@ -102,7 +187,7 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 		Logger:           hclog.NewNullLogger(),
 	})
 	p, pc := connect(t, client, opts)
-	p.stop = func() {
+	p.stop = &stopper{fn: func() {
 		_ = pc.Close()
 		// Closing the connection asks the plugin to shut down; only if it
 		// does not is the serve context cancelled (doing both at once races
@@ -118,7 +203,7 @@ func StartInProcess(t testing.TB, h protocol.Handler, opts ...Option) *Plugin {
 		}
 		cancel()
 		client.Kill()
-	}
+	}}
 	t.Cleanup(p.Stop)
 	return p
 }
@@ -133,16 +218,17 @@ func Start(t testing.TB, path string, args []string, opts ...Option) *Plugin {
 	o := resolve(t, opts)
 	lp, err := launcher.Launch(context.Background(), launcher.Spec{
 		Name: o.name, Path: path, Args: args, Settings: o.settingsJSON(t),
-		ProjectDir: o.projectDir, DataDir: o.dataDir,
+		ProjectDir: o.projectDir, DataDir: o.dataDir, ProtectedPaths: o.protected,
 	}, hclog.New(&hclog.LoggerOptions{Name: "sdktest", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
 		t.Fatalf("sdktest: %v", err)
 	}
-	p := &Plugin{t: t, Info: lp.Describe(), PID: lp.PID(), patterns: lp.PermissionPatterns}
+	p := described(t, lp.Describe())
+	p.PID, p.patterns = lp.PID(), lp.PermissionPatterns
 	p.call = func(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error) {
 		return lp.CallEvents(ctx, call, onEvent)
 	}
-	p.stop = func() { _ = lp.Close(context.Background()) }
+	p.stop = &stopper{fn: func() { _ = lp.Close(context.Background()) }}
 	t.Cleanup(p.Stop)
 	return p
 }
@@ -192,6 +278,7 @@ func connect(t testing.TB, client *plugin.Client, opts []Option) (*Plugin, *prot
 	defer cancel()
 	if err := pc.Configure(ctx, &pluginv1.ConfigureRequest{
 		ServerName: o.name, ProjectDir: o.projectDir, DataDir: o.dataDir, SettingsJson: o.settingsJSON(t), HostVersion: "sdktest",
+		ProtectedPaths: o.protected,
 	}); err != nil {
 		client.Kill()
 		t.Fatalf("sdktest: Configure: %v", err)
@@ -204,7 +291,9 @@ func connect(t testing.TB, client *plugin.Client, opts []Option) (*Plugin, *prot
 		client.Kill()
 		t.Fatalf("sdktest: Describe: %v", err)
 	}
-	return &Plugin{t: t, Info: info, call: pc.Call, patterns: pc.PermissionPattern}, pc
+	p := described(t, info)
+	p.call, p.patterns = pc.Call, pc.PermissionPattern
+	return p, pc
 }
 
 // PermissionPatterns returns the patterns the plugin gives for a call, as
@@ -221,7 +310,7 @@ func (p *Plugin) PermissionPatterns(tool string, args any) []string {
 // Call calls tool with args (any JSON-marshallable value, or a string or
 // []byte of raw JSON) and fails the test if the call did not run. An error
 // result (IsError) is returned, not a failure.
-func (p *Plugin) Call(tool string, args any) *pluginv1.Result {
+func (p *Plugin) Call(tool string, args any) *Result {
 	p.t.Helper()
 	res, err := p.CallContext(context.Background(), tool, args, nil)
 	if err != nil {
@@ -230,10 +319,20 @@ func (p *Plugin) Call(tool string, args any) *pluginv1.Result {
 	return res
 }
 
-// CallContext calls tool and returns the protocol error, if any; onEvent
-// receives progress (requested when onEvent is set) and log events.
-func (p *Plugin) CallContext(ctx context.Context, tool string, args any, onEvent protocol.ProgressFunc) (*pluginv1.Result, error) {
-	return p.call(ctx, &pluginv1.Call{Tool: tool, Arguments: p.raw(args), WantProgress: onEvent != nil}, onEvent)
+// CallContext calls tool and returns the protocol error, if any (compare
+// with errors.Is against sdk.ErrInvalidArguments, sdk.ErrCancelled, …).
+// onProgress, if set, asks for progress and receives it.
+func (p *Plugin) CallContext(ctx context.Context, tool string, args any, onProgress func(Progress)) (*Result, error) {
+	call := &pluginv1.Call{Tool: tool, Arguments: p.raw(args), WantProgress: onProgress != nil, Owner: p.owner}
+	res, err := p.call(ctx, call, func(ev *pluginv1.CallToolEvent) {
+		if pr := ev.GetProgress(); pr != nil && onProgress != nil {
+			onProgress(Progress{Progress: pr.GetProgress(), Total: pr.GetTotal(), Message: pr.GetMessage()})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return result(res), nil
 }
 
 func (p *Plugin) raw(args any) []byte {
@@ -255,22 +354,62 @@ func (p *Plugin) raw(args any) []byte {
 }
 
 // Tool returns the described tool called name, or nil.
-func (p *Plugin) Tool(name string) *pluginv1.Tool {
-	for _, t := range p.Info.GetTools() {
-		if t.GetName() == name {
-			return t
+func (p *Plugin) Tool(name string) *Tool {
+	for i := range p.Tools {
+		if p.Tools[i].Name == name {
+			return &p.Tools[i]
 		}
 	}
 	return nil
 }
 
-// Text returns the text blocks of a result joined by newlines.
-func Text(r *pluginv1.Result) string {
-	var parts []string
+// described is a Plugin holding what info says, converted from the wire.
+func described(t testing.TB, info *pluginv1.DescribeResponse) *Plugin {
+	p := &Plugin{
+		t: t, Name: info.GetName(), Version: info.GetPluginVersion(), SDKVersion: info.GetSdkVersion(),
+		Instructions: info.GetInstructions(),
+	}
+	if n := info.GetSandbox(); n != nil {
+		p.Sandbox = &sdk.SandboxNeeds{Read: n.GetRead(), Write: n.GetWrite(), Network: n.GetNetwork()}
+	}
+	for _, wt := range info.GetTools() {
+		a := wt.GetAnnotations()
+		tool := Tool{
+			Name: wt.GetName(), Title: wt.GetTitle(), Description: wt.GetDescription(),
+			InputSchema: wt.GetInputSchema(), OutputSchema: wt.GetOutputSchema(),
+			Access:   sdk.AccessWrite,
+			ReadOnly: a.GetReadOnlyHint(), SkipDuplicateCheck: wt.GetSkipDuplicateCheck(),
+			CustomPermissionPattern: wt.GetCustomPermissionPattern(),
+		}
+		if wt.GetAccess() == pluginv1.Access_ACCESS_READ {
+			tool.Access = sdk.AccessRead
+		}
+		if a != nil {
+			tool.Destructive, tool.Idempotent, tool.OpenWorld = a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint
+		}
+		p.Tools = append(p.Tools, tool)
+	}
+	return p
+}
+
+// result converts a wire result.
+func result(r *pluginv1.Result) *Result {
+	out := &Result{IsError: r.GetIsError(), Structured: r.GetStructuredContent()}
 	for _, c := range r.GetContent() {
-		if t := c.GetText(); t != nil {
-			parts = append(parts, t.GetText())
+		switch k := c.GetKind().(type) {
+		case *pluginv1.Content_Text:
+			out.Content = append(out.Content, Content{Type: "text", Text: k.Text.GetText()})
+		case *pluginv1.Content_Image:
+			out.Content = append(out.Content, Content{Type: "image", Data: k.Image.GetData(), MimeType: k.Image.GetMimeType()})
+		case *pluginv1.Content_Audio:
+			out.Content = append(out.Content, Content{Type: "audio", Data: k.Audio.GetData(), MimeType: k.Audio.GetMimeType()})
+		case *pluginv1.Content_ResourceLink:
+			l := k.ResourceLink
+			out.Content = append(out.Content, Content{Type: "resource_link", URI: l.GetUri(), Name: l.GetName(), Description: l.GetDescription(), MimeType: l.GetMimeType()})
+		case *pluginv1.Content_Resource:
+			e := k.Resource
+			out.Content = append(out.Content, Content{Type: "resource", URI: e.GetUri(), MimeType: e.GetMimeType(), Text: e.GetText(), Data: e.GetBlob()})
 		}
 	}
-	return strings.Join(parts, "\n")
+	return out
 }
