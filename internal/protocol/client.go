@@ -48,6 +48,11 @@ type callStream struct {
 type pendingCall struct {
 	events chan *pluginv1.CallToolEvent // progress and log; lossy when full
 	done   chan *pluginv1.CallToolEvent // the final event; capacity 1
+
+	// ctx and requester answer the call's requests to its client
+	// (version 2); set before the call is sent.
+	ctx       context.Context
+	requester ClientRequester
 }
 
 // NewClient returns a Client over a generated gRPC client.
@@ -95,6 +100,7 @@ func (c *Client) Call(ctx context.Context, call *pluginv1.Call, onEvent Progress
 		return nil, err
 	}
 	defer cs.forget(id)
+	pc.ctx, pc.requester = ctx, requesterFrom(ctx)
 
 	req := &pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_Call{Call: call}}
 	if err := cs.send(req); err != nil {
@@ -216,7 +222,10 @@ func (cs *callStream) receive() {
 		if pc == nil {
 			continue // a late event for a call that already ended
 		}
-		switch ev.GetKind().(type) {
+		switch k := ev.GetKind().(type) {
+		case *pluginv1.CallToolEvent_ClientRequest:
+			// Never dropped: the plugin waits for the answer.
+			go cs.answerClient(ev.GetCallId(), pc, k.ClientRequest)
 		case *pluginv1.CallToolEvent_Result, *pluginv1.CallToolEvent_Error:
 			select {
 			case pc.done <- ev:

@@ -45,7 +45,7 @@ const Version1 = 1
 
 // SupportedVersions lists the protocol versions this build speaks, lowest
 // first.
-var SupportedVersions = []int{Version1}
+var SupportedVersions = []int{Version1, Version2}
 
 // MaxMessageSize bounds one gRPC message in either direction. gRPC's default
 // of 4 MB is far too small for files and command output.
@@ -96,10 +96,28 @@ type Handler interface {
 	PermissionPattern(ctx context.Context, req *pluginv1.PermissionPatternRequest) ([]string, error)
 }
 
-// EventSink receives the progress and log events of one call.
+// EventSink receives the progress and log events of one call, and carries
+// its requests to the client.
 type EventSink interface {
 	Progress(p *pluginv1.Progress)
 	Log(l *pluginv1.Log)
+	// Request sends an MCP request (sampling/createMessage,
+	// elicitation/create, roots/list) to the client that made the call and
+	// returns the client's result object as JSON. It needs protocol
+	// version 2.
+	Request(ctx context.Context, method string, params []byte) ([]byte, error)
+}
+
+// FeatureHandler is what a plugin implements for protocol version 2's
+// features beyond tools. Errors should be *Error so their codes survive.
+type FeatureHandler interface {
+	ReadResource(ctx context.Context, req *pluginv1.ReadResourceRequest) (*pluginv1.ReadResourceResponse, error)
+	GetPrompt(ctx context.Context, req *pluginv1.GetPromptRequest) (*pluginv1.GetPromptResponse, error)
+	Complete(ctx context.Context, req *pluginv1.CompleteRequest) (*pluginv1.CompleteResponse, error)
+	Subscribe(ctx context.Context, req *pluginv1.SubscribeRequest) error
+	// Notifications sends the plugin's notifications with send until ctx
+	// ends (the host closed the stream) or send fails.
+	Notifications(ctx context.Context, send func(*pluginv1.Notification) error) error
 }
 
 // GRPCPlugin adapts a Handler (plugin side) and a Client (host side) to
@@ -107,6 +125,8 @@ type EventSink interface {
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	Impl Handler
+	// Version is the protocol version this plugin set serves.
+	Version int
 }
 
 // GRPCServer registers the tool server on the plugin's gRPC server.
@@ -114,7 +134,7 @@ func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Impl == nil {
 		return fmt.Errorf("protocol: GRPCPlugin has no Impl")
 	}
-	pluginv1.RegisterToolServerServer(s, newServer(p.Impl))
+	pluginv1.RegisterToolServerServer(s, newServer(p.Impl, p.Version))
 	return nil
 }
 
@@ -128,7 +148,7 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, cc *grp
 func PluginSets(impl Handler, versions []int) map[int]plugin.PluginSet {
 	sets := make(map[int]plugin.PluginSet, len(versions))
 	for _, v := range versions {
-		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl}}
+		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl, Version: v}}
 	}
 	return sets
 }

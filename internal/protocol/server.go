@@ -19,14 +19,15 @@ import (
 // own goroutine and serialises the events they send back.
 type server struct {
 	pluginv1.UnimplementedToolServerServer
-	impl Handler
+	impl    Handler
+	version int // the protocol version negotiated with the host
 
 	mu         sync.Mutex
 	configured bool
 }
 
-func newServer(impl Handler) *server {
-	return &server{impl: impl}
+func newServer(impl Handler, version int) *server {
+	return &server{impl: impl, version: version}
 }
 
 func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
@@ -75,7 +76,7 @@ func (s *server) serveCalls(parent context.Context, stream pluginv1.ToolServer_C
 	var (
 		sendMu  sync.Mutex
 		callsMu sync.Mutex
-		calls   = map[uint64]context.CancelFunc{}
+		calls   = map[uint64]*running{}
 		wg      sync.WaitGroup
 	)
 	// Calls run on reused goroutines: a fresh one would grow its stack
@@ -114,10 +115,17 @@ func (s *server) serveCalls(parent context.Context, stream pluginv1.ToolServer_C
 		switch k := req.GetKind().(type) {
 		case *pluginv1.CallToolRequest_Cancel:
 			callsMu.Lock()
-			if cancel, ok := calls[id]; ok {
-				cancel()
+			if r, ok := calls[id]; ok {
+				r.cancel()
 			}
 			callsMu.Unlock()
+		case *pluginv1.CallToolRequest_ClientResponse:
+			callsMu.Lock()
+			r := calls[id]
+			callsMu.Unlock()
+			if r != nil {
+				r.sink.answer(k.ClientResponse)
+			}
 		case *pluginv1.CallToolRequest_Call:
 			callCtx, cancel := context.WithCancel(ctx)
 			callsMu.Lock()
@@ -129,7 +137,8 @@ func (s *server) serveCalls(parent context.Context, stream pluginv1.ToolServer_C
 				}})
 				continue
 			}
-			calls[id] = cancel
+			sink := &eventSink{id: id, send: send, wantProgress: k.Call.GetWantProgress(), version: s.version}
+			calls[id] = &running{cancel: cancel, sink: sink}
 			callsMu.Unlock()
 			wg.Add(1)
 			pool.Go(func() {
@@ -140,7 +149,6 @@ func (s *server) serveCalls(parent context.Context, stream pluginv1.ToolServer_C
 					callsMu.Unlock()
 					cancel()
 				}()
-				sink := &eventSink{id: id, send: send, wantProgress: k.Call.GetWantProgress()}
 				res, err := s.runCall(callCtx, k.Call, sink)
 				sink.close()
 				ev := &pluginv1.CallToolEvent{CallId: id}
@@ -182,14 +190,74 @@ func (s *server) runCall(ctx context.Context, call *pluginv1.Call, sink *eventSi
 	return res, err
 }
 
+// running is one call in flight.
+type running struct {
+	cancel context.CancelFunc
+	sink   *eventSink
+}
+
 // eventSink sends one call's events; it drops events after the call ended.
 type eventSink struct {
 	id           uint64
 	send         func(*pluginv1.CallToolEvent)
 	wantProgress bool
+	version      int
 
-	mu   sync.Mutex
-	done bool
+	mu      sync.Mutex
+	done    bool
+	nextReq uint64
+	waiting map[uint64]chan *pluginv1.ClientResponse
+}
+
+// Request implements EventSink: it sends a ClientRequest and waits for the
+// host's ClientResponse, the call's end, or ctx.
+func (e *eventSink) Request(ctx context.Context, method string, params []byte) ([]byte, error) {
+	if e.version < Version2 {
+		return nil, Errorf(CodeUnavailable, "the host speaks plugin protocol %d, which cannot pass %s to the client (it needs version %d: upgrade the host)", e.version, method, Version2)
+	}
+	ch := make(chan *pluginv1.ClientResponse, 1)
+	e.mu.Lock()
+	if e.done {
+		e.mu.Unlock()
+		return nil, Errorf(CodeCancelled, "%s: the call has ended", method)
+	}
+	e.nextReq++
+	rid := e.nextReq
+	if e.waiting == nil {
+		e.waiting = map[uint64]chan *pluginv1.ClientResponse{}
+	}
+	e.waiting[rid] = ch
+	e.send(&pluginv1.CallToolEvent{CallId: e.id, Kind: &pluginv1.CallToolEvent_ClientRequest{ClientRequest: &pluginv1.ClientRequest{
+		RequestId: rid, Method: method, ParamsJson: params,
+	}}})
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.waiting, rid)
+		e.mu.Unlock()
+	}()
+	select {
+	case resp := <-ch:
+		if w := resp.GetError(); w != nil {
+			return nil, fromWire(w)
+		}
+		return resp.GetResultJson(), nil
+	case <-ctx.Done():
+		return nil, Errorf(CodeCancelled, "%s: %v", method, ctx.Err())
+	}
+}
+
+// answer hands the host's response to the request waiting for it.
+func (e *eventSink) answer(resp *pluginv1.ClientResponse) {
+	e.mu.Lock()
+	ch := e.waiting[resp.GetRequestId()]
+	e.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- resp:
+		default:
+		}
+	}
 }
 
 func (e *eventSink) Progress(p *pluginv1.Progress) {
@@ -216,6 +284,20 @@ func (e *eventSink) close() {
 	e.mu.Lock()
 	e.done = true
 	e.mu.Unlock()
+}
+
+// The version 2 features. Each is refused at version 1 (the host does not
+// call them then) and when the plugin does not implement FeatureHandler.
+
+func (s *server) features(what string) (FeatureHandler, error) {
+	if s.version < Version2 {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s needs plugin protocol %d; this connection speaks %d", what, Version2, s.version)
+	}
+	f, ok := s.impl.(FeatureHandler)
+	if !ok {
+		return nil, status.Errorf(codes.Unimplemented, "the plugin offers no %s", what)
+	}
+	return f, nil
 }
 
 var _ pluginv1.ToolServerServer = (*server)(nil)

@@ -1,0 +1,217 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+)
+
+// Version2 is protocol version 2: version 1 plus resources, prompts,
+// completion, notifications from the plugin, and requests from a call to
+// its client (sampling, elicitation, roots).
+const Version2 = 2
+
+// Methods a call may send to its client with EventSink.Request.
+const (
+	MethodSampling    = "sampling/createMessage"
+	MethodElicitation = "elicitation/create"
+	MethodRoots       = "roots/list"
+)
+
+// toStatus carries err over gRPC with its code: the *Error travels as the
+// status's detail, so the other side gets the same code back (fromStatus).
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok && !isCoded(err) {
+		return err
+	}
+	w := toWire(err)
+	st, derr := status.New(grpcCode(w.GetCode()), w.GetMessage()).WithDetails(w)
+	if derr != nil {
+		return status.Error(grpcCode(w.GetCode()), w.GetMessage())
+	}
+	return st.Err()
+}
+
+func isCoded(err error) bool {
+	var e *Error
+	return errors.As(err, &e) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// fromStatus is the host side of toStatus: an *Error with the plugin's code
+// when the status carries one, else the code gRPC's status implies.
+func fromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return &Error{Code: CodeUnavailable, Message: err.Error()}
+	}
+	for _, d := range st.Details() {
+		if w, ok := d.(*pluginv1.Error); ok {
+			return fromWire(w)
+		}
+	}
+	switch st.Code() {
+	case codes.Canceled:
+		return &Error{Code: CodeCancelled, Message: st.Message()}
+	case codes.DeadlineExceeded:
+		return &Error{Code: CodeDeadline, Message: st.Message()}
+	case codes.Unavailable, codes.FailedPrecondition, codes.Unimplemented:
+		return &Error{Code: CodeUnavailable, Message: st.Message()}
+	case codes.InvalidArgument:
+		return &Error{Code: CodeInvalidArguments, Message: st.Message()}
+	case codes.NotFound:
+		return &Error{Code: CodeUnknownTool, Message: st.Message()}
+	case codes.PermissionDenied:
+		return &Error{Code: CodePermissionDenied, Message: st.Message()}
+	default:
+		return &Error{Code: CodeInternal, Message: st.Message()}
+	}
+}
+
+func grpcCode(c Code) codes.Code {
+	switch c {
+	case CodeUnknownTool:
+		return codes.NotFound
+	case CodeInvalidArguments:
+		return codes.InvalidArgument
+	case CodeCancelled:
+		return codes.Canceled
+	case CodeDeadline:
+		return codes.DeadlineExceeded
+	case CodeUnavailable:
+		return codes.Unavailable
+	case CodePermissionDenied:
+		return codes.PermissionDenied
+	default:
+		return codes.Internal
+	}
+}
+
+// ReadResource reads a resource of a version 2 plugin.
+func (c *Client) ReadResource(ctx context.Context, req *pluginv1.ReadResourceRequest) (*pluginv1.ReadResourceResponse, error) {
+	resp, err := c.rpc.ReadResource(ctx, req)
+	return resp, fromStatus(err)
+}
+
+// GetPrompt renders a prompt of a version 2 plugin.
+func (c *Client) GetPrompt(ctx context.Context, req *pluginv1.GetPromptRequest) (*pluginv1.GetPromptResponse, error) {
+	resp, err := c.rpc.GetPrompt(ctx, req)
+	return resp, fromStatus(err)
+}
+
+// Complete asks a version 2 plugin for completions.
+func (c *Client) Complete(ctx context.Context, req *pluginv1.CompleteRequest) (*pluginv1.CompleteResponse, error) {
+	resp, err := c.rpc.Complete(ctx, req)
+	return resp, fromStatus(err)
+}
+
+// Subscribe starts or stops updates of one resource of a version 2 plugin.
+func (c *Client) Subscribe(ctx context.Context, req *pluginv1.SubscribeRequest) error {
+	_, err := c.rpc.Subscribe(ctx, req)
+	return fromStatus(err)
+}
+
+// Notifications receives a version 2 plugin's notifications and hands each
+// to fn until ctx ends or the plugin goes; it returns why it stopped.
+func (c *Client) Notifications(ctx context.Context, fn func(*pluginv1.Notification)) error {
+	stream, err := c.rpc.Notifications(ctx, &pluginv1.NotificationsRequest{})
+	if err != nil {
+		return fromStatus(err)
+	}
+	for {
+		n, err := stream.Recv()
+		if err != nil {
+			return fromStatus(err)
+		}
+		fn(n)
+	}
+}
+
+// The plugin's side of the version 2 RPCs.
+
+func (s *server) ReadResource(ctx context.Context, req *pluginv1.ReadResourceRequest) (*pluginv1.ReadResourceResponse, error) {
+	f, err := s.features("resources")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.ReadResource(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (s *server) GetPrompt(ctx context.Context, req *pluginv1.GetPromptRequest) (*pluginv1.GetPromptResponse, error) {
+	f, err := s.features("prompts")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.GetPrompt(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (s *server) Complete(ctx context.Context, req *pluginv1.CompleteRequest) (*pluginv1.CompleteResponse, error) {
+	f, err := s.features("completion")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.Complete(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (s *server) Subscribe(ctx context.Context, req *pluginv1.SubscribeRequest) (*pluginv1.SubscribeResponse, error) {
+	f, err := s.features("resource subscriptions")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Subscribe(ctx, req); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pluginv1.SubscribeResponse{}, nil
+}
+
+func (s *server) Notifications(_ *pluginv1.NotificationsRequest, stream pluginv1.ToolServer_NotificationsServer) error {
+	f, err := s.features("notifications")
+	if err != nil {
+		return err
+	}
+	return toStatus(f.Notifications(stream.Context(), stream.Send))
+}
+
+// ClientRequester passes a call's request (sampling, elicitation, roots) to
+// the client that made the call and returns the client's result as JSON.
+type ClientRequester func(ctx context.Context, method string, params []byte) ([]byte, error)
+
+type requesterKey struct{}
+
+// WithClientRequester returns ctx carrying r, for the calls made with it:
+// their plugins' requests to the client go to r. Without one a request is
+// refused with an error the tool can report.
+func WithClientRequester(ctx context.Context, r ClientRequester) context.Context {
+	return context.WithValue(ctx, requesterKey{}, r)
+}
+
+func requesterFrom(ctx context.Context) ClientRequester {
+	r, _ := ctx.Value(requesterKey{}).(ClientRequester)
+	return r
+}
+
+// answerClient runs one request of a call against its requester and sends
+// the answer back on the stream.
+func (cs *callStream) answerClient(id uint64, pc *pendingCall, req *pluginv1.ClientRequest) {
+	resp := &pluginv1.ClientResponse{RequestId: req.GetRequestId()}
+	if pc.requester == nil {
+		resp.Error = toWire(Errorf(CodeUnavailable, "%s: the caller of this tool cannot be asked (no MCP client session made the call)", req.GetMethod()))
+	} else if res, err := pc.requester(pc.ctx, req.GetMethod(), req.GetParamsJson()); err != nil {
+		resp.Error = toWire(err)
+	} else {
+		resp.ResultJson = res
+	}
+	_ = cs.send(&pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_ClientResponse{ClientResponse: resp}})
+}
