@@ -159,6 +159,8 @@ func TestElicitationAnswer(t *testing.T) {
 	}
 	other := a
 	other.Args = []byte(`{"text":"y"}`)
+	shownOther := a
+	shownOther.Pending = []registry.Pending{{Tool: "fx.echo", Pattern: "other", Rule: "fx.echo:other"}}
 	tests := []struct {
 		name    string
 		req     mcp.CallToolRequest
@@ -170,6 +172,7 @@ func TestElicitationAnswer(t *testing.T) {
 		{"declined", retry(a, mcp.ElicitationResponseActionDecline, "always_allow"), DenyOnce, nil},
 		{"unknown decision", retry(a, mcp.ElicitationResponseActionAccept, "sure"), DenyOnce, nil},
 		{"answer for other arguments", retry(other, mcp.ElicitationResponseActionAccept, "allow_once"), 0, ErrCannotAsk},
+		{"answer about other patterns", retry(shownOther, mcp.ElicitationResponseActionAccept, "allow_once"), 0, ErrCannotAsk},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

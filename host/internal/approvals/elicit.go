@@ -93,10 +93,18 @@ func (e Elicitation) answer(a registry.Approval) (Answer, bool) {
 	return DenyOnce, true
 }
 
-// state ties an answer to the call it was asked for.
+// state ties an answer to the question it answers: this tool, these
+// arguments, and these pending patterns (so a yes approves exactly what
+// the person was shown; if the patterns came out differently on the
+// retry, the person is asked again).
 func state(a registry.Approval) string {
-	sum := sha256.Sum256(a.Args)
-	return "approve:" + a.Tool + ":" + hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write(a.Args)
+	for _, p := range a.Pending {
+		h.Write([]byte{0})
+		h.Write([]byte(p.String()))
+	}
+	return "approve:" + a.Tool + ":" + hex.EncodeToString(h.Sum(nil))
 }
 
 // InputRequiredError is how Elicitation asks: the call is refused for now,

@@ -70,17 +70,11 @@ func (p *Policy) Update(allow, deny []string, def Verdict, access Access) {
 	p.Allow, p.Deny, p.Default, p.Access = allow, deny, def, access
 }
 
-// Visible reports whether a tool is listed at all: with access "read" the
+// Visible reports whether a tool is listed at all: with AccessRead the
 // WRITE tools are neither listed nor callable.
-func (p *Policy) Visible(t Tool) bool { return p.AccessAllows(t) }
+func (p *Policy) Visible(t Tool) bool { return p.rules().visible(t) }
 
-// AccessAllows reports whether the access level permits the tool.
-func (p *Policy) AccessAllows(t Tool) bool {
-	p.mu.RLock()
-	access := p.Access
-	p.mu.RUnlock()
-	return access.Permits(t.Access())
-}
+func (r rules) visible(t Tool) bool { return r.access.Permits(t.Access()) }
 
 // MayAsk reports whether a call can need a person's approval (the default
 // is Ask).

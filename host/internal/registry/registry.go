@@ -375,6 +375,7 @@ func (r *Registry) Tools() []Tool { return r.tools(true) }
 func (r *Registry) AllTools() []Tool { return r.tools(false) }
 
 func (r *Registry) tools(readyOnly bool) []Tool {
+	pol := r.policy.rules()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Tool
@@ -384,7 +385,7 @@ func (r *Registry) tools(readyOnly bool) []Tool {
 		}
 		for _, t := range e.Server.Describe().GetTools() {
 			tl := Tool{Name: e.Server.Name() + "." + t.GetName(), Server: e.Server.Name(), Entry: e, Tool: t}
-			if r.policy.Visible(tl) {
+			if pol.visible(tl) {
 				out = append(out, tl)
 			}
 		}
@@ -532,7 +533,7 @@ func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, d
 }
 
 func (r *Registry) validate(pol rules, t Tool, args []byte) error {
-	if !pol.access.Permits(t.Access()) {
+	if !pol.visible(t) {
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and this host is configured with access = \"read\"", t.Name)
 	}
 	if t.schema != nil {
