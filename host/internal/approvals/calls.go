@@ -65,8 +65,6 @@ type Rememberer interface {
 	Remember(rules []string, allow bool) error
 }
 
-var _ Rememberer = (*registry.Policy)(nil)
-
 // Approver is the one place where a call that needs approval is decided:
 // it asks a person through an Asker, keeps "always" answers in a
 // Rememberer, and refuses the call when nobody can be asked. It is the
@@ -134,4 +132,7 @@ type unansweredError struct {
 func (e *unansweredError) Error() string   { return e.required.Error() }
 func (e *unansweredError) Unwrap() []error { return []error{e.required, e.err} }
 
-var _ registry.Approver = (*Approver)(nil)
+var (
+	_ registry.Approver = (*Approver)(nil)
+	_ Rememberer        = (*registry.Policy)(nil)
+)
