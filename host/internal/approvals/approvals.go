@@ -1,12 +1,24 @@
-// Package approvals remembers what a person said yes to, so that a thing
-// an agent could have written (a server entry in .mcp.json) runs only after
-// a person approved it, and again only after a person approved its changes.
+// Package approvals is where the host asks a person, and remembers what
+// they said. It holds the two kinds of approval the host needs:
 //
-// Approvals live in data_dir/approvals.json (0600, written atomically,
-// refused when another user owns it or could write it), keyed by kind and
-// name, each holding the SHA-256 of what was approved. A Store reads the
-// file on every question, so an approval given by `switchboard approve`
-// counts in every host on the data directory at its next reload.
+// Calls. A call whose verdict is Ask (registry.Policy) runs only after a
+// person approved it. The registry evaluates the policy once per call and
+// hands such a call to the registry.Approver in the call's context; the
+// front ends put an *Approver there (NewApprover), which asks through an
+// Asker (Elicitation for MCP clients, Terminal or Fixed for the CLI),
+// stores "always" answers through the policy (Remember, which saves them
+// to data_dir/permissions.json beside the rules they extend), and refuses
+// the call when nobody can be asked.
+//
+// Servers. A thing an agent could have written (a server entry in
+// .mcp.json) runs only after a person approved it, and again only after a
+// person approved its changes. These approvals live in
+// data_dir/approvals.json (0600, written atomically, refused when another
+// user owns it or could write it), keyed by kind and name, each holding the
+// SHA-256 of what was approved. A Store reads the file on every question,
+// so an approval given by `switchboard approve` counts in every host on the
+// data directory at its next reload. A client that can elicit is asked
+// about them too (ServerQuestion, ServerApproved).
 package approvals
 
 import (

@@ -337,7 +337,7 @@ func (a *app) toolsCmd() *cobra.Command {
 			for _, t := range reg.Tools() {
 				rows = append(rows, row{
 					Name: t.Name, MCPName: frontend.MCPName(t.Server, t.Tool.GetName(), frontend.DefaultNameBudget),
-					Server: t.Server, Access: accessName(t.Access()), Description: t.Tool.GetDescription(),
+					Server: t.Server, Access: t.Access().String(), Description: t.Tool.GetDescription(),
 					InputSchema: t.Tool.GetInputSchema(),
 				})
 			}
@@ -355,13 +355,6 @@ func (a *app) toolsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print JSON")
 	return cmd
-}
-
-func accessName(acc pluginv1.Access) string {
-	if acc == pluginv1.Access_ACCESS_READ {
-		return "read"
-	}
-	return "write"
 }
 
 func firstLine(s string) string {
@@ -424,24 +417,19 @@ func (a *app) callCmd() *cobra.Command {
 				}
 			}
 			ctx = registry.WithClient(ctx, "cli")
+			// A call the policy asks about: --yes approves it, a person at
+			// the terminal is asked, anyone else is told how to approve it.
+			var asker approvals.Asker = approvals.Nobody{}
+			switch {
+			case yes:
+				asker = approvals.Fixed(approvals.AllowOnce)
+			case a.isTerminal():
+				asker = approvals.Terminal{In: a.stdin, Out: a.stderr}
+			}
+			ctx = registry.WithApprover(ctx, approvals.NewApprover(reg.Policy(), asker))
 			res, err := reg.Call(ctx, args[0], raw, nil)
-			var ask *registry.ApprovalRequiredError
-			if errors.As(err, &ask) {
-				decision := ""
-				switch {
-				case yes:
-					decision = frontend.AllowOnce
-				case a.isTerminal():
-					decision = a.prompt(ask)
-				default:
-					return fail(2, "%v (or pass --yes to approve this one call)", err)
-				}
-				approved, aerr := frontend.Apply(ctx, reg.Policy(), args[0], ask.Rules, decision)
-				if aerr != nil {
-					reg.AuditRefusal(ctx, args[0], raw, "deny", aerr)
-					return fail(2, "%v", aerr)
-				}
-				res, err = reg.Call(approved, args[0], raw, nil)
+			if _, ok := errors.AsType[*registry.ApprovalRequiredError](err); ok {
+				return fail(2, "%v (or pass --yes to approve this one call)", err)
 			}
 			if err != nil {
 				return fail(2, "%v", err)
@@ -471,23 +459,6 @@ func (a *app) callCmd() *cobra.Command {
 func (a *app) isTerminal() bool {
 	f, ok := a.stdin.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// prompt asks on the terminal, as MCP elicitation would.
-func (a *app) prompt(ask *registry.ApprovalRequiredError) string {
-	fmt.Fprintf(a.stderr, "%s needs approval for: %s\nAllow? [y] once, [a] always, [n] no, [d] never: ", ask.Tool, strings.Join(ask.Pending, ", "))
-	var line string
-	_, _ = fmt.Fscanln(a.stdin, &line)
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return frontend.AllowOnce
-	case "a", "always":
-		return frontend.AlwaysAllow
-	case "d", "never":
-		return frontend.AlwaysDeny
-	default:
-		return frontend.DenyOnce
-	}
 }
 
 func resultText(r *pluginv1.Result) string {

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
@@ -231,24 +232,14 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 		}
 	}
 	ctx = registry.WithClient(ctx, clientID(ctx))
-	if decision := answer(req, canonical, args); decision != "" {
-		_, d, err := f.reg.Decide(ctx, canonical, args)
-		if err != nil {
-			f.reg.AuditRefusal(ctx, canonical, args, "invalid", err)
-			return mcp.NewToolResultError(err.Error()), nil
-		}
-		approved, err := Apply(ctx, f.reg.Policy(), canonical, d.Rules, decision)
-		if err != nil {
-			f.log.Info("call refused by the user", "tool", canonical, "decision", decision)
-			f.reg.AuditRefusal(ctx, canonical, args, "deny", err)
-			return mcp.NewToolResultError(err.Error()), nil
-		}
-		ctx = approved
-	}
+	// A call the policy asks about is put to the person through the
+	// client (an input request), or refused when the client cannot be
+	// asked: package approvals decides, inside the registry's one
+	// evaluation of the call.
+	ctx = registry.WithApprover(ctx, approvals.NewApprover(f.reg.Policy(), approvals.Elicitation{Request: req}))
 	res, err := f.reg.Call(ctx, canonical, args, onProgress)
-	var ask *registry.ApprovalRequiredError
-	if errors.As(err, &ask) && clientCanElicit(ctx) {
-		return askResult(canonical, args, ask), nil
+	if ask, ok := errors.AsType[*approvals.InputRequiredError](err); ok {
+		return ask.Result, nil
 	}
 	if err != nil {
 		// The call did not run (or was cut short): an error result the

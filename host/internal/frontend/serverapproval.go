@@ -2,12 +2,13 @@ package frontend
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 )
 
 // PendingServer is a server that waits for a person's yes before it may
@@ -39,24 +40,6 @@ func (f *Frontend) SetServerApprover(a ServerApprover) {
 	f.approverMu.Unlock()
 }
 
-// Decisions a person can give about a pending server.
-const (
-	StartServer = "start"
-	KeepStopped = "keep_stopped"
-)
-
-var serverApprovalSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"decision": map[string]any{
-			"type": "string", "title": "Decision",
-			"enum":      []string{StartServer, KeepStopped},
-			"enumNames": []string{"Start it", "Keep it stopped"},
-		},
-	},
-	"required": []string{"decision"},
-}
-
 // hooks are the front end's mcp-go hooks: audit of refusals, and pending
 // servers put to the person.
 func (f *Frontend) hooks() *server.Hooks {
@@ -74,7 +57,7 @@ func (f *Frontend) askAboutServers(ctx context.Context, _ any, _ *mcp.ListToolsR
 	// Only a session of the 2025-11-25 era may be sent a request outside
 	// a call; 2026-07-28 clients ask through a call's input request, and
 	// there is no call to hang this on, so they use `switchboard approve`.
-	if info := server.RequestProtocolInfoFromContext(ctx); a == nil || (info != nil && info.Modern) || !clientCanElicit(ctx) {
+	if info := server.RequestProtocolInfoFromContext(ctx); a == nil || (info != nil && info.Modern) || !approvals.ClientCanElicit(ctx) {
 		return
 	}
 	session := server.ClientSessionFromContext(ctx)
@@ -96,18 +79,12 @@ func (f *Frontend) askAboutServers(ctx context.Context, _ any, _ *mcp.ListToolsR
 		defer f.asking.Done()
 		defer cancel()
 		for _, p := range pending {
-			res, err := f.srv.RequestElicitation(sctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
-				Message:         fmt.Sprintf("Switchboard: start the MCP server %q from .mcp.json? It was added or changed in the project; it would run:\n%s", p.Name, p.What),
-				RequestedSchema: serverApprovalSchema,
-			}})
+			res, err := f.srv.RequestElicitation(sctx, approvals.ServerQuestion(p.Name, p.What))
 			if err != nil {
 				f.log.Debug("could not ask about a pending server", "server", p.Name, "error", err)
 				return
 			}
-			if res.Action != mcp.ElicitationResponseActionAccept {
-				continue
-			}
-			if m, ok := res.Content.(map[string]any); ok && m["decision"] == StartServer {
+			if approvals.ServerApproved(res) {
 				if err := a.ApproveServer(sctx, p.Name, p.Hash); err != nil {
 					f.log.Warn("approving a pending server failed", "server", p.Name, "error", err)
 				}

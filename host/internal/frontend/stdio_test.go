@@ -276,7 +276,7 @@ func TestShortPathConcurrentAndLarge(t *testing.T) {
 // With "ask" as the default, calls take mcp-go's path (which asks the
 // client, or refuses when it cannot be asked); the short path stays out.
 func TestAskPolicyTakesTheFullPath(t *testing.T) {
-	s := newStdioSession(t, &registry.Policy{Default: "ask", Access: "write"})
+	s := newStdioSession(t, &registry.Policy{Default: registry.Ask, Access: registry.AccessWrite})
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}`)
 	resp, _ := s.response(1)
 	res, _ := resp["result"].(map[string]any)

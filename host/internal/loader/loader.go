@@ -110,10 +110,12 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("loader: cannot create data_dir %s: %w", cfg.DataDir, err)
 	}
-	policy := &registry.Policy{Default: "allow", Access: "write", Source: filepath.Base(cfg.File)}
-	if p := cfg.Permissions; p != nil {
-		policy.Allow, policy.Deny, policy.Default, policy.Access = p.Allow, p.Deny, p.Default, p.Access
+	perms := permsOf(cfg.Permissions)
+	def, access, err := levelsOf(perms)
+	if err != nil {
+		return nil, err
 	}
+	policy := &registry.Policy{Allow: perms.Allow, Deny: perms.Deny, Default: def, Access: access, Source: filepath.Base(cfg.File)}
 	if err := policy.Load(filepath.Join(cfg.DataDir, PermissionsFile)); err != nil {
 		return nil, err
 	}
@@ -374,7 +376,11 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	oldP, newP := h.cfg.Permissions, next.Permissions
 	if !reflect.DeepEqual(permsOf(oldP), permsOf(newP)) {
 		p := permsOf(newP)
-		h.reg.Policy().Update(p.Allow, p.Deny, p.Default, p.Access)
+		def, access, err := levelsOf(p)
+		if err != nil {
+			return nil, err
+		}
+		h.reg.Policy().Update(p.Allow, p.Deny, def, access)
 		out.PermissionsChanged = true
 		h.reg.Refresh("")
 	}
@@ -520,6 +526,20 @@ func permsOf(p *config.Permissions) config.Permissions {
 	c := *p
 	c.Range = config.Permissions{}.Range
 	return c
+}
+
+// levelsOf reads a permissions block's default and access in the
+// registry's types (config.Load has checked them).
+func levelsOf(p config.Permissions) (registry.Verdict, registry.Access, error) {
+	def, err := registry.ParseVerdict(p.Default)
+	if err != nil {
+		return 0, 0, fmt.Errorf("loader: permissions default: %w", err)
+	}
+	access, err := registry.ParseAccess(p.Access)
+	if err != nil {
+		return 0, 0, fmt.Errorf("loader: permissions access: %w", err)
+	}
+	return def, access, nil
 }
 
 // InvalidConfigError is a reload refused because the file is invalid; the

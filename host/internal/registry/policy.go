@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
@@ -19,18 +18,20 @@ import (
 // "<server>.<tool>" (any arguments) or "<server>.<tool>:<pattern>", where
 // the pattern comes from the owning server's PermissionPattern. A call is
 // denied if ANY of its patterns matches a deny rule, and allowed if ALL of
-// them match an allow rule; otherwise the default decides (allow, ask or
-// deny). An opaque pattern (protocol.OpaquePrefix: something the server
-// could not read) is never matched by an allow rule.
+// them match an allow rule; otherwise the default decides (Allow, Ask or
+// Deny). An opaque pattern (protocol.OpaquePrefix: something the server
+// could not read) is never matched by an allow rule. Access decides which
+// tools are listed and callable at all.
 //
 // Besides the config's rules, a Policy keeps the "always allow" and
 // "always deny" decisions users make when asked, in a file in the data
-// directory, so they survive restarts. A Policy is safe for concurrent use.
+// directory, so they survive restarts. A Policy is safe for concurrent use
+// once it is shared; set its fields before, and change them with Update.
 type Policy struct {
 	Allow   []string
 	Deny    []string
-	Default string // "allow", "ask" or "deny"
-	Access  string // "read" or "write"
+	Default Verdict // the zero Verdict means Allow
+	Access  Access  // the zero Access means AccessWrite
 	// Source names where the rules live, for messages ("config.hcl").
 	Source string
 
@@ -40,165 +41,119 @@ type Policy struct {
 	storePath    string
 }
 
-// Decision is the verdict on one call.
-type Decision struct {
-	// Verdict is "allow", "deny" or "ask".
-	Verdict string
-	// Rule is the rule that decided, or "default".
-	Rule string
-	// Pending are the call's patterns ("tool:pattern") that no allow rule
-	// matched, for an "ask" verdict, as shown to a person.
-	Pending []string
-	// Rules are the rules that would allow (or deny) exactly the pending
-	// patterns and nothing else, for an "always" answer: each pattern is
-	// quoted with Literal, so a file named "*" stays that one file.
-	// Patterns no rule can approve (opaque ones) have none.
-	Rules []string
+// rules is one consistent reading of a Policy: a call is judged against
+// one of these, so that a reload in the middle of a call cannot mix old
+// and new rules.
+type rules struct {
+	allow, deny           []string
+	savedAllow, savedDeny []string
+	def                   Verdict
+	access                Access
+	source                string
 }
 
-// ApprovalRequiredError is returned for a call the policy wants a person
-// to approve.
-type ApprovalRequiredError struct {
-	Tool    string
-	Pending []string
-	// Rules are what an "always" answer stores (see Decision.Rules).
-	Rules  []string
-	Source string
-}
-
-func (e *ApprovalRequiredError) Error() string {
-	return fmt.Sprintf("%s needs approval: no allow rule matches %s and the default is ask; approve it when asked, or add %s to permissions.allow in %s",
-		e.Tool, strings.Join(e.Pending, ", "), quoteList(e.Pending), e.Source)
-}
-
-// Is makes errors.Is(err, protocol.ErrPermissionDenied) true: the call did
-// not run.
-func (e *ApprovalRequiredError) Is(target error) bool { return target == protocol.ErrPermissionDenied }
-
-func quoteList(ps []string) string {
-	q := make([]string, len(ps))
-	for i, p := range ps {
-		q[i] = fmt.Sprintf("%q", p)
+// rules reads the policy once.
+func (p *Policy) rules() rules {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return rules{
+		allow: p.Allow, deny: p.Deny, savedAllow: p.runtimeAllow, savedDeny: p.runtimeDeny,
+		def: p.Default, access: p.Access, source: sourceName(p.Source),
 	}
-	return strings.Join(q, ", ")
 }
 
 // Update replaces the config's rules (a reload); saved "always" decisions
 // stay.
-func (p *Policy) Update(allow, deny []string, def, access string) {
+func (p *Policy) Update(allow, deny []string, def Verdict, access Access) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.Allow, p.Deny, p.Default, p.Access = allow, deny, def, access
 }
 
-// Visible reports whether a tool is listed at all: with access "read" the
+// Visible reports whether a tool is listed at all: with AccessRead the
 // WRITE tools are neither listed nor callable.
-func (p *Policy) Visible(t Tool) bool { return p.AccessAllows(t) }
+func (p *Policy) Visible(t Tool) bool { return p.rules().visible(t) }
 
-// AccessAllows reports whether the access level permits the tool.
-func (p *Policy) AccessAllows(t Tool) bool {
-	p.mu.RLock()
-	access := p.Access
-	p.mu.RUnlock()
-	return access != "read" || t.Access() == pluginv1.Access_ACCESS_READ
-}
+func (r rules) visible(t Tool) bool { return r.access.Permits(t.Access()) }
 
 // MayAsk reports whether a call can need a person's approval (the default
-// is "ask").
+// is Ask).
 func (p *Policy) MayAsk() bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.Default == "ask"
+	return p.Default == Ask
 }
 
-// Decide judges a call of tool (canonical name) with its patterns.
+// Decide judges a call of tool (canonical name) with its patterns (as the
+// server sent them: an opaque one starts with protocol.OpaquePrefix).
 func (p *Policy) Decide(tool string, patterns []string) Decision {
-	p.mu.RLock()
-	deny, runtimeDeny := p.Deny, p.runtimeDeny
-	allow, runtimeAllow := p.Allow, p.runtimeAllow
-	def := p.Default
-	p.mu.RUnlock()
+	return p.rules().decide(tool, patterns)
+}
+
+func (r rules) decide(tool string, patterns []string) Decision {
 	for _, pat := range patterns {
-		if rule, ok := matchAny(deny, tool, pat, false); ok {
-			return Decision{Verdict: "deny", Rule: rule}
+		if rule, ok := matchAny(r.deny, tool, pat, false); ok {
+			return Decision{Verdict: Deny, Reason: ByRule, Rule: rule}
 		}
-		if rule, ok := matchAny(runtimeDeny, tool, pat, false); ok {
-			return Decision{Verdict: "deny", Rule: rule}
+		if rule, ok := matchAny(r.savedDeny, tool, pat, false); ok {
+			return Decision{Verdict: Deny, Reason: BySaved, Rule: rule}
 		}
 	}
-	var pending, rules []string
-	rule := ""
+	var pending []Pending
+	d := Decision{Verdict: Allow}
 	for _, pat := range patterns {
-		r, ok := matchAny(allow, tool, pat, true)
-		if !ok {
-			r, ok = matchAny(runtimeAllow, tool, pat, true)
-		}
-		if !ok {
-			pending = append(pending, describe(tool, pat))
-			if !strings.HasPrefix(pat, protocol.OpaquePrefix) {
-				rules = append(rules, Literal(tool)+":"+Literal(pat))
-			}
+		if rule, ok := matchAny(r.allow, tool, pat, true); ok {
+			d.Reason, d.Rule = ByRule, rule
 			continue
 		}
-		rule = r
+		if rule, ok := matchAny(r.savedAllow, tool, pat, true); ok {
+			d.Reason, d.Rule = BySaved, rule
+			continue
+		}
+		pending = append(pending, newPending(tool, pat))
 	}
 	if len(pending) == 0 {
-		return Decision{Verdict: "allow", Rule: rule}
+		return d
 	}
-	switch def {
-	case "allow", "":
-		return Decision{Verdict: "allow", Rule: "default"}
-	case "ask":
-		return Decision{Verdict: "ask", Rule: "default", Pending: pending, Rules: rules}
+	switch r.def {
+	case 0, Allow:
+		return Decision{Verdict: Allow, Reason: ByDefault}
+	case Ask:
+		return Decision{Verdict: Ask, Reason: ByDefault, Pending: pending}
 	default:
-		return Decision{Verdict: "deny", Rule: "default", Pending: pending, Rules: rules}
+		return Decision{Verdict: Deny, Reason: ByDefault, Pending: pending}
 	}
 }
 
-// Check judges a call and returns nil when it may run, or the refusal.
+// Check judges a call and returns nil when it may run, or the refusal (an
+// Ask verdict is refused with an *ApprovalRequiredError: nobody is asked).
 func (p *Policy) Check(tool string, patterns []string) error {
-	return p.errorFor(tool, p.Decide(tool, patterns), false)
+	r := p.rules()
+	d := r.decide(tool, patterns)
+	switch d.Verdict {
+	case Allow:
+		return nil
+	case Ask:
+		return Approval{Tool: tool, Pending: d.Pending, Source: r.source}.Required()
+	}
+	return r.refusal(tool, d)
 }
 
-// errorFor turns a decision into the refusal (nil to run). approved means
-// a person approved this very call.
-func (p *Policy) errorFor(tool string, d Decision, approved bool) error {
-	switch d.Verdict {
-	case "allow":
-		return nil
-	case "ask":
-		if approved {
-			return nil
-		}
-		return &ApprovalRequiredError{Tool: tool, Pending: d.Pending, Rules: d.Rules, Source: p.source()}
-	}
-	if d.Rule != "default" {
+// refusal is the error for a Deny verdict.
+func (r rules) refusal(tool string, d Decision) error {
+	switch d.Reason {
+	case ByRule:
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s denied by rule %q in the permissions block", tool, d.Rule)
+	case BySaved:
+		return protocol.Errorf(protocol.CodePermissionDenied, "%s denied by rule %q, saved from an earlier \"always deny\" answer", tool, d.Rule)
 	}
-	for _, pat := range d.Pending {
-		if strings.Contains(pat, " (") {
-			return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: the default is deny and no allow rule can approve what the server could not read", pat)
+	for _, p := range d.Pending {
+		if p.Unreadable != "" {
+			return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: the default is deny and no allow rule can approve what the server could not read", p)
 		}
 	}
 	return protocol.Errorf(protocol.CodePermissionDenied, "%s is not allowed: no allow rule matches and the default is deny; add %s to permissions.allow in %s to permit it",
-		strings.Join(d.Pending, ", "), quoteList(d.Pending), p.source())
-}
-
-func (p *Policy) source() string {
-	if p.Source == "" {
-		return "the config"
-	}
-	return p.Source
-}
-
-func describe(tool, pat string) string {
-	if reason, ok := strings.CutPrefix(pat, protocol.OpaquePrefix); ok {
-		return tool + " (" + reason + ")"
-	}
-	if pat == "" || pat == tool[strings.IndexByte(tool, '.')+1:] {
-		return tool
-	}
-	return tool + ":" + pat
+		describeAll(d.Pending), quoteAll(d.Pending), r.source)
 }
 
 // matchAny returns the first rule matching the call. An opaque pattern is
@@ -292,7 +247,15 @@ func Literal(s string) string {
 
 // String summarises the policy for logs.
 func (p *Policy) String() string {
-	return fmt.Sprintf("default=%s access=%s allow=%d deny=%d", p.Default, p.Access, len(p.Allow), len(p.Deny))
+	r := p.rules()
+	def, access := r.def, r.access
+	if def == 0 {
+		def = Allow
+	}
+	if access == 0 {
+		access = AccessWrite
+	}
+	return fmt.Sprintf("default=%s access=%s allow=%d deny=%d", def, access, len(r.allow), len(r.deny))
 }
 
 // storedRules is the permissions file's format.

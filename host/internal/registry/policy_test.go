@@ -35,8 +35,8 @@ func TestPolicyCheck(t *testing.T) {
 	p := &Policy{
 		Allow:   []string{"bash.run:ls", "bash.run:git", "filesystem.*", "bash.run:*"},
 		Deny:    []string{"bash.run:rm", "web.fetch:*.internal"},
-		Default: "deny",
-		Access:  "write",
+		Default: Deny,
+		Access:  AccessWrite,
 	}
 	tests := []struct {
 		name     string
@@ -100,19 +100,19 @@ func TestGlobEscapes(t *testing.T) {
 func TestAlwaysAllowOfStarIsLiteral(t *testing.T) {
 	for _, name := range []string{"*", "/work/*", "?", `a\*`} {
 		t.Run(name, func(t *testing.T) {
-			p := &Policy{Default: "ask"}
+			p := &Policy{Default: Ask}
 			d := p.Decide("filesystem.read_file", []string{name})
-			if d.Verdict != "ask" {
+			if d.Verdict != Ask {
 				t.Fatalf("Decide(%q) = %+v, want ask", name, d)
 			}
-			if err := p.Remember(d.Rules, true); err != nil {
+			if err := p.Remember(d.Rules(), true); err != nil {
 				t.Fatal(err)
 			}
-			if got := p.Decide("filesystem.read_file", []string{name}); got.Verdict != "allow" {
+			if got := p.Decide("filesystem.read_file", []string{name}); got.Verdict != Allow {
 				t.Errorf("after always-allow, Decide(%q) = %+v, want allow", name, got)
 			}
-			if got := p.Decide("filesystem.read_file", []string{"/etc/shadow"}); got.Verdict != "ask" {
-				t.Errorf("after always-allow of %q, Decide(/etc/shadow) = %+v (rules %q), want ask", name, got, d.Rules)
+			if got := p.Decide("filesystem.read_file", []string{"/etc/shadow"}); got.Verdict != Ask {
+				t.Errorf("after always-allow of %q, Decide(/etc/shadow) = %+v (rules %q), want ask", name, got, d.Rules())
 			}
 
 			if name != "*" {
@@ -120,11 +120,12 @@ func TestAlwaysAllowOfStarIsLiteral(t *testing.T) {
 			}
 			// Control: storing the pattern as shown, unquoted, would have
 			// allowed every path.
-			control := &Policy{Default: "ask"}
-			if err := control.Remember(control.Decide("filesystem.read_file", []string{name}).Pending, true); err != nil {
+			control := &Policy{Default: Ask}
+			shown := control.Decide("filesystem.read_file", []string{name}).Pending[0].String()
+			if err := control.Remember([]string{shown}, true); err != nil {
 				t.Fatal(err)
 			}
-			if got := control.Decide("filesystem.read_file", []string{"/etc/shadow"}); got.Verdict != "allow" {
+			if got := control.Decide("filesystem.read_file", []string{"/etc/shadow"}); got.Verdict != Allow {
 				t.Errorf("control: the unquoted rule did not widen (%+v); the test proves nothing", got)
 			}
 		})
@@ -132,10 +133,10 @@ func TestAlwaysAllowOfStarIsLiteral(t *testing.T) {
 }
 
 func TestOpaquePatternHasNoRule(t *testing.T) {
-	p := &Policy{Default: "ask"}
+	p := &Policy{Default: Ask}
 	d := p.Decide("bash.run", []string{"ls", protocol.OpaquePrefix + "a subshell"})
-	if len(d.Rules) != 1 || d.Rules[0] != "bash.run:ls" {
-		t.Errorf("Rules = %q, want only bash.run:ls", d.Rules)
+	if rules := d.Rules(); len(rules) != 1 || rules[0] != "bash.run:ls" {
+		t.Errorf("Rules() = %q, want only bash.run:ls", rules)
 	}
 }
 

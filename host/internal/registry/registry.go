@@ -168,7 +168,7 @@ const DefaultDuplicateLimit = 3
 func New(policy *Policy, opts ...Option) *Registry {
 	ctx, cancel := context.WithCancel(context.Background())
 	if policy == nil {
-		policy = &Policy{Default: "allow", Access: "write"}
+		policy = &Policy{Default: Allow, Access: AccessWrite}
 	}
 	r := &Registry{
 		policy: policy, entries: map[string]*Entry{}, baseCtx: ctx, cancel: cancel,
@@ -183,22 +183,10 @@ func New(policy *Policy, opts ...Option) *Registry {
 	return r
 }
 
-type ctxKey int
-
-const (
-	approvedKey ctxKey = iota
-)
-
 // WithClient tags ctx with the calling client's identity (an MCP session
 // id, "cli"); the duplicate guard and the audit log use it.
 func WithClient(ctx context.Context, client string) context.Context {
 	return caller.With(ctx, client)
-}
-
-// WithApproval marks a call as approved by a person, which satisfies an
-// "ask" verdict (never a deny rule).
-func WithApproval(ctx context.Context) context.Context {
-	return context.WithValue(ctx, approvedKey, true)
 }
 
 func clientOf(ctx context.Context) string {
@@ -369,12 +357,13 @@ type Tool struct {
 	schema *jsonschema.Schema // compiled input schema, when it compiled
 }
 
-// Access returns the tool's access level; unspecified counts as WRITE.
-func (t Tool) Access() pluginv1.Access {
+// Access returns the tool's access level; unspecified counts as
+// AccessWrite.
+func (t Tool) Access() Access {
 	if t.Tool.GetAccess() == pluginv1.Access_ACCESS_READ {
-		return pluginv1.Access_ACCESS_READ
+		return AccessRead
 	}
-	return pluginv1.Access_ACCESS_WRITE
+	return AccessWrite
 }
 
 // Tools lists every tool the policy lets callers see whose server is
@@ -386,6 +375,7 @@ func (r *Registry) Tools() []Tool { return r.tools(true) }
 func (r *Registry) AllTools() []Tool { return r.tools(false) }
 
 func (r *Registry) tools(readyOnly bool) []Tool {
+	pol := r.policy.rules()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Tool
@@ -395,7 +385,7 @@ func (r *Registry) tools(readyOnly bool) []Tool {
 		}
 		for _, t := range e.Server.Describe().GetTools() {
 			tl := Tool{Name: e.Server.Name() + "." + t.GetName(), Server: e.Server.Name(), Entry: e, Tool: t}
-			if r.policy.Visible(tl) {
+			if pol.visible(tl) {
 				out = append(out, tl)
 			}
 		}
@@ -446,12 +436,14 @@ func (r *Registry) names() []string {
 // Call routes one call to "<server>.<tool>". Before anything reaches the
 // plugin it checks, in order: that the tool exists, the access level, the
 // arguments against the tool's input schema, the permission rules (deny
-// first; an "ask" verdict needs WithApproval), and the duplicate guard.
-// Every call, allowed or not, gets one audit record.
+// first; an Ask verdict goes to the Approver in ctx, see WithApprover),
+// and the duplicate guard. The policy is read and evaluated once per call
+// (the server's PermissionPattern is asked once), and that one verdict
+// decides. Every call, allowed or not, gets one audit record.
 //
 // An error means the tool did not run, or was cut short; it is a
-// *protocol.Error (or an *ApprovalRequiredError). A result with IsError
-// means the tool ran and failed.
+// *protocol.Error, an *ApprovalRequiredError, or the refusal an Approver
+// returned. A result with IsError means the tool ran and failed.
 func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgress func(*pluginv1.Progress)) (res *pluginv1.Result, err error) {
 	start := time.Now()
 	args = normalizeArgs(args)
@@ -490,22 +482,19 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		rec.Decision, rec.Outcome = "unknown", "refused"
 		return nil, err
 	}
-	if err := r.validate(t, args); err != nil {
+	pol := r.policy.rules()
+	if err := r.validate(pol, t, args); err != nil {
 		rec.Decision, rec.Outcome = "invalid", "refused"
 		return nil, err
 	}
-	d, err := r.decide(ctx, t, args)
-	rec.Decision, rec.Rule = d.Verdict, d.Rule
+	d, err := r.decide(ctx, pol, t, args)
+	rec.Decision, rec.Rule = d.Verdict.String(), d.auditRule()
+	if err == nil {
+		err = r.settle(ctx, pol, t, args, d, &rec)
+	}
 	if err != nil {
 		rec.Outcome = "refused"
 		return nil, err
-	}
-	if err := r.policy.errorFor(t.Name, d, ctx.Value(approvedKey) == true); err != nil {
-		rec.Outcome = "refused"
-		return nil, err
-	}
-	if d.Verdict == "ask" {
-		rec.Decision = "approved"
 	}
 	if err := r.checkDuplicate(ctx, t, argsSum); err != nil {
 		rec.Decision, rec.Outcome = "duplicate", "refused"
@@ -543,23 +532,8 @@ func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, d
 	r.Audit(rec)
 }
 
-// Decide returns the policy's verdict on a call without running it (the
-// front ends use it to ask before calling).
-func (r *Registry) Decide(ctx context.Context, name string, args []byte) (Tool, Decision, error) {
-	t, err := r.Lookup(name)
-	if err != nil {
-		return t, Decision{}, err
-	}
-	args = normalizeArgs(args)
-	if err := r.validate(t, args); err != nil {
-		return t, Decision{}, err
-	}
-	d, err := r.decide(ctx, t, args)
-	return t, d, err
-}
-
-func (r *Registry) validate(t Tool, args []byte) error {
-	if !r.policy.AccessAllows(t) {
+func (r *Registry) validate(pol rules, t Tool, args []byte) error {
+	if !pol.visible(t) {
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and this host is configured with access = \"read\"", t.Name)
 	}
 	if t.schema != nil {
@@ -568,26 +542,54 @@ func (r *Registry) validate(t Tool, args []byte) error {
 	return nil
 }
 
-func (r *Registry) decide(ctx context.Context, t Tool, args []byte) (Decision, error) {
+// decide is the policy's one evaluation of a call: it asks the server for
+// the call's permission patterns (if the tool has its own) and judges them.
+func (r *Registry) decide(ctx context.Context, pol rules, t Tool, args []byte) (Decision, error) {
 	patterns := []string{t.Tool.GetName()}
 	if t.Tool.GetCustomPermissionPattern() {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		pats, err := t.Entry.Server.PermissionPatterns(pctx, t.Tool.GetName(), args)
 		if err != nil {
-			return Decision{Verdict: "deny", Rule: "pattern-error"}, protocol.Errorf(protocol.CodeInvalidArguments, "%s: cannot judge the call's permissions: %v", t.Name, err)
+			return Decision{Verdict: Deny, Reason: ByPatternError}, protocol.Errorf(protocol.CodeInvalidArguments, "%s: cannot judge the call's permissions: %v", t.Name, err)
 		}
 		if len(pats) == 0 {
 			pats = []string{t.Tool.GetName()}
 		}
 		patterns = pats
 	}
-	d := r.policy.Decide(t.Name, patterns)
-	if !t.Tool.GetCustomPermissionPattern() && len(d.Rules) > 0 {
+	d := pol.decide(t.Name, patterns)
+	if !t.Tool.GetCustomPermissionPattern() {
 		// The tool has no patterns: "always" is about the tool itself.
-		d.Rules = []string{Literal(t.Name)}
+		for i := range d.Pending {
+			d.Pending[i].Rule = Literal(t.Name)
+		}
 	}
 	return d, nil
+}
+
+// settle carries out a verdict: nil to run the call, or the refusal. An
+// Ask verdict goes to the Approver in ctx, if any; rec learns what it said.
+func (r *Registry) settle(ctx context.Context, pol rules, t Tool, args []byte, d Decision, rec *AuditRecord) error {
+	switch d.Verdict {
+	case Allow:
+		return nil
+	case Ask:
+		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source}
+		approver := approverFrom(ctx)
+		if approver == nil {
+			return a.Required()
+		}
+		if err := approver.Approve(ctx, a); err != nil {
+			if _, unanswered := errors.AsType[*ApprovalRequiredError](err); !unanswered {
+				rec.Decision = "deny"
+			}
+			return err
+		}
+		rec.Decision = "approved"
+		return nil
+	}
+	return pol.refusal(t.Name, d)
 }
 
 // checkDuplicate refuses the dupLimit-th identical call in a row.

@@ -13,11 +13,11 @@ import (
 
 func TestRememberSurvivesReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "permissions.json")
-	p := &Policy{Default: "ask"}
+	p := &Policy{Default: Ask}
 	if err := p.Load(path); err != nil {
 		t.Fatal(err)
 	}
-	if d := p.Decide("bash.run", []string{"curl"}); d.Verdict != "ask" || strings.Join(d.Pending, ",") != "bash.run:curl" {
+	if d := p.Decide("bash.run", []string{"curl"}); d.Verdict != Ask || describeAll(d.Pending) != "bash.run:curl" {
 		t.Fatalf("before: %+v", d)
 	}
 	if err := p.Remember([]string{"bash.run:curl"}, true); err != nil {
@@ -26,11 +26,11 @@ func TestRememberSurvivesReload(t *testing.T) {
 	if err := p.Remember([]string{"bash.run:rm"}, false); err != nil {
 		t.Fatal(err)
 	}
-	q := &Policy{Default: "ask"}
+	q := &Policy{Default: Ask}
 	if err := q.Load(path); err != nil {
 		t.Fatal(err)
 	}
-	if d := q.Decide("bash.run", []string{"curl"}); d.Verdict != "allow" {
+	if d := q.Decide("bash.run", []string{"curl"}); d.Verdict != Allow {
 		t.Errorf("after reload, curl = %+v, want allow", d)
 	}
 	if err := q.Check("bash.run", []string{"curl", "rm"}); !errors.Is(err, protocol.ErrPermissionDenied) || !strings.Contains(err.Error(), `"bash.run:rm"`) {
@@ -125,12 +125,12 @@ func TestLoadRefusesWritablePermissions(t *testing.T) {
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	p := &Policy{Default: "ask"}
+	p := &Policy{Default: Ask}
 	err := p.Load(path)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "chmod go-w") {
 		t.Fatalf("Load(0666 file) = %v, want a refusal naming %s and the chmod", err, path)
 	}
-	if d := p.Decide("bash.run", []string{"rm -rf /"}); d.Verdict != "ask" {
+	if d := p.Decide("bash.run", []string{"rm -rf /"}); d.Verdict != Ask {
 		t.Errorf("rules of a refused file apply: %+v", d)
 	}
 	// Control: the same file, private, is read.
@@ -140,7 +140,7 @@ func TestLoadRefusesWritablePermissions(t *testing.T) {
 	if err := p.Load(path); err != nil {
 		t.Fatal(err)
 	}
-	if d := p.Decide("bash.run", []string{"rm -rf /"}); d.Verdict != "allow" {
+	if d := p.Decide("bash.run", []string{"rm -rf /"}); d.Verdict != Allow {
 		t.Errorf("control: the private file's rule did not apply: %+v", d)
 	}
 }
