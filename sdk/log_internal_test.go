@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -41,6 +42,9 @@ type sink struct{ logs []*pluginv1.Log }
 
 func (s *sink) Progress(*pluginv1.Progress) {}
 func (s *sink) Log(l *pluginv1.Log)         { s.logs = append(s.logs, l) }
+func (s *sink) Request(context.Context, string, []byte) ([]byte, error) {
+	return nil, nil
+}
 
 // Request.Log sends the line with the call, fields as JSON.
 func TestRequestLog(t *testing.T) {

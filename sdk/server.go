@@ -113,6 +113,12 @@ type Server struct {
 	onConfigure func(ctx context.Context, cfg Config) error
 	onShutdown  []func()
 	config      Config
+
+	resources  []*resourceEntry
+	templates  []*templateEntry
+	prompts    []*promptEntry
+	subscribed map[string]bool
+	notes      chan *pluginv1.Notification // to the host, while it listens
 }
 
 type toolEntry struct {
@@ -384,6 +390,7 @@ func (h handler) Describe(context.Context) (*pluginv1.DescribeResponse, error) {
 		e := s.tools[name]
 		resp.Tools = append(resp.Tools, describeTool(e))
 	}
+	s.describeFeatures(resp)
 	return resp, nil
 }
 

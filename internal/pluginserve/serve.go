@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -90,9 +91,17 @@ func Serve(h protocol.Handler, opts ...Option) {
 		o(&cfg)
 	}
 	log := Logger()
+	sets := protocol.PluginSets(h, cfg.versions)
+	if cfg.test != nil {
+		// go-plugin's test mode has no host to negotiate with and would
+		// pick the lowest version; serve the highest, as a host of this
+		// build would negotiate.
+		top := slices.Max(cfg.versions)
+		sets = map[int]plugin.PluginSet{top: sets[top]}
+	}
 	sc := &plugin.ServeConfig{
 		HandshakeConfig:  protocol.Handshake,
-		VersionedPlugins: protocol.PluginSets(h, cfg.versions),
+		VersionedPlugins: sets,
 		GRPCServer: func(o []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(o, protocol.GRPCServerOptions()...)...)
 		},

@@ -1386,6 +1386,9 @@ func (*NotificationsRequest) Descriptor() ([]byte, []int) {
 	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
+// The plugin sends a Notification with no kind first, once it listens, so
+// that the host knows nothing sent after that is lost; the host ignores
+// kinds it does not know.
 type Notification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:

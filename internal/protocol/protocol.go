@@ -125,8 +125,10 @@ type FeatureHandler interface {
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	Impl Handler
-	// Version is the protocol version this plugin set serves.
-	Version int
+	// Version is the protocol version this plugin set serves, and Versions
+	// every version the plugin offers (reported in Describe).
+	Version  int
+	Versions []int
 }
 
 // GRPCServer registers the tool server on the plugin's gRPC server.
@@ -134,7 +136,7 @@ func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Impl == nil {
 		return fmt.Errorf("protocol: GRPCPlugin has no Impl")
 	}
-	pluginv1.RegisterToolServerServer(s, newServer(p.Impl, p.Version))
+	pluginv1.RegisterToolServerServer(s, newServer(p.Impl, p.Version, p.Versions))
 	return nil
 }
 
@@ -148,7 +150,7 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, cc *grp
 func PluginSets(impl Handler, versions []int) map[int]plugin.PluginSet {
 	sets := make(map[int]plugin.PluginSet, len(versions))
 	for _, v := range versions {
-		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl, Version: v}}
+		sets[v] = plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl, Version: v, Versions: versions}}
 	}
 	return sets
 }

@@ -19,15 +19,16 @@ import (
 // own goroutine and serialises the events they send back.
 type server struct {
 	pluginv1.UnimplementedToolServerServer
-	impl    Handler
-	version int // the protocol version negotiated with the host
+	impl     Handler
+	version  int   // the protocol version negotiated with the host
+	versions []int // every version the plugin offers
 
 	mu         sync.Mutex
 	configured bool
 }
 
-func newServer(impl Handler, version int) *server {
-	return &server{impl: impl, version: version}
+func newServer(impl Handler, version int, versions []int) *server {
+	return &server{impl: impl, version: version, versions: versions}
 }
 
 func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
@@ -47,6 +48,11 @@ func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pl
 	resp, err := s.impl.Describe(ctx)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if len(resp.ProtocolVersions) == 0 {
+		for _, v := range s.versions {
+			resp.ProtocolVersions = append(resp.ProtocolVersions, int32(v))
+		}
 	}
 	return resp, nil
 }

@@ -44,11 +44,21 @@ type Plugin struct {
 	// Sandbox is what the plugin declared it needs from its sandbox (nil
 	// if it declared nothing).
 	Sandbox *sdk.SandboxNeeds
+	// Resources, ResourceTemplates and Prompts are what the plugin offers
+	// beyond tools (protocol version 2); their Complete functions are nil
+	// here: use Complete.
+	Resources         []sdk.Resource
+	ResourceTemplates []sdk.ResourceTemplate
+	Prompts           []sdk.Prompt
+	// ProtocolVersions are the plugin protocol versions the plugin offers.
+	ProtocolVersions []int
 	// PID is the plugin's process id (0 in process).
 	PID int
 
 	t        testing.TB
 	owner    string
+	client   ClientFunc
+	proto    *protocol.Client
 	call     func(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error)
 	patterns func(ctx context.Context, tool string, args []byte) ([]string, error)
 	stop     *stopper
@@ -135,7 +145,18 @@ type options struct {
 	dataDir    string
 	name       string
 	protected  []string
+	client     ClientFunc
 }
+
+// ClientFunc answers a tool's request to its client (method is
+// "sampling/createMessage", "elicitation/create" or "roots/list"; params
+// and the result are MCP's JSON objects), as the MCP client a host passes
+// it to would.
+type ClientFunc func(method string, params json.RawMessage) (json.RawMessage, error)
+
+// WithClient answers the plugin's requests to its client with fn. Without
+// it such requests fail, as with a client that cannot be asked.
+func WithClient(fn ClientFunc) Option { return func(o *options) { o.client = fn } }
 
 // WithSettings sends v (marshalled to JSON) as the plugin's settings.
 func WithSettings(v any) Option { return func(o *options) { o.settings = v } }
@@ -224,7 +245,7 @@ func Start(t testing.TB, path string, args []string, opts ...Option) *Plugin {
 		t.Fatalf("sdktest: %v", err)
 	}
 	p := described(t, lp.Describe())
-	p.PID, p.patterns = lp.PID(), lp.PermissionPatterns
+	p.PID, p.patterns, p.proto, p.client = lp.PID(), lp.PermissionPatterns, lp.Protocol(), o.client
 	p.call = func(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error) {
 		return lp.CallEvents(ctx, call, onEvent)
 	}
@@ -292,7 +313,7 @@ func connect(t testing.TB, client *plugin.Client, opts []Option) (*Plugin, *prot
 		t.Fatalf("sdktest: Describe: %v", err)
 	}
 	p := described(t, info)
-	p.call, p.patterns = pc.Call, pc.PermissionPattern
+	p.call, p.patterns, p.proto, p.client = pc.Call, pc.PermissionPattern, pc, o.client
 	return p, pc
 }
 
@@ -324,6 +345,11 @@ func (p *Plugin) Call(tool string, args any) *Result {
 // onProgress, if set, asks for progress and receives it.
 func (p *Plugin) CallContext(ctx context.Context, tool string, args any, onProgress func(Progress)) (*Result, error) {
 	call := &pluginv1.Call{Tool: tool, Arguments: p.raw(args), WantProgress: onProgress != nil, Owner: p.owner}
+	if p.client != nil {
+		ctx = protocol.WithClientRequester(ctx, func(_ context.Context, method string, params []byte) ([]byte, error) {
+			return p.client(method, params)
+		})
+	}
 	res, err := p.call(ctx, call, func(ev *pluginv1.CallToolEvent) {
 		if pr := ev.GetProgress(); pr != nil && onProgress != nil {
 			onProgress(Progress{Progress: pr.GetProgress(), Total: pr.GetTotal(), Message: pr.GetMessage()})
@@ -369,6 +395,22 @@ func described(t testing.TB, info *pluginv1.DescribeResponse) *Plugin {
 		t: t, Name: info.GetName(), Version: info.GetPluginVersion(), SDKVersion: info.GetSdkVersion(),
 		Instructions: info.GetInstructions(),
 	}
+	for _, v := range info.GetProtocolVersions() {
+		p.ProtocolVersions = append(p.ProtocolVersions, int(v))
+	}
+	for _, r := range info.GetResources() {
+		p.Resources = append(p.Resources, sdk.Resource{URI: r.GetUri(), Name: r.GetName(), Title: r.GetTitle(), Description: r.GetDescription(), MIMEType: r.GetMimeType(), Size: r.GetSize()})
+	}
+	for _, r := range info.GetResourceTemplates() {
+		p.ResourceTemplates = append(p.ResourceTemplates, sdk.ResourceTemplate{URITemplate: r.GetUriTemplate(), Name: r.GetName(), Title: r.GetTitle(), Description: r.GetDescription(), MIMEType: r.GetMimeType()})
+	}
+	for _, wp := range info.GetPrompts() {
+		pr := sdk.Prompt{Name: wp.GetName(), Title: wp.GetTitle(), Description: wp.GetDescription()}
+		for _, a := range wp.GetArguments() {
+			pr.Arguments = append(pr.Arguments, sdk.PromptArgument{Name: a.GetName(), Title: a.GetTitle(), Description: a.GetDescription(), Required: a.GetRequired()})
+		}
+		p.Prompts = append(p.Prompts, pr)
+	}
 	if n := info.GetSandbox(); n != nil {
 		p.Sandbox = &sdk.SandboxNeeds{Read: n.GetRead(), Write: n.GetWrite(), Network: n.GetNetwork()}
 	}
@@ -410,6 +452,117 @@ func result(r *pluginv1.Result) *Result {
 			e := k.Resource
 			out.Content = append(out.Content, Content{Type: "resource", URI: e.GetUri(), MimeType: e.GetMimeType(), Text: e.GetText(), Data: e.GetBlob()})
 		}
+	}
+	return out
+}
+
+// ReadResource reads a resource as the host would, failing the test on an
+// error.
+func (p *Plugin) ReadResource(uri string) []sdk.ResourceContents {
+	p.t.Helper()
+	c, err := p.ReadResourceContext(context.Background(), uri)
+	if err != nil {
+		p.t.Fatalf("sdktest: read %s: %v", uri, err)
+	}
+	return c
+}
+
+// ReadResourceContext reads a resource and returns the protocol error, if
+// any (sdk.ErrUnknownTool for a URI the plugin does not have).
+func (p *Plugin) ReadResourceContext(ctx context.Context, uri string) ([]sdk.ResourceContents, error) {
+	resp, err := p.proto.ReadResource(ctx, &pluginv1.ReadResourceRequest{Uri: uri, Owner: p.owner})
+	if err != nil {
+		return nil, err
+	}
+	var out []sdk.ResourceContents
+	for _, c := range resp.GetContents() {
+		out = append(out, sdk.ResourceContents{URI: c.GetUri(), MIMEType: c.GetMimeType(), Text: c.GetText(), Blob: c.GetBlob()})
+	}
+	return out, nil
+}
+
+// GetPrompt renders a prompt, failing the test on an error.
+func (p *Plugin) GetPrompt(name string, args map[string]string) *sdk.PromptResult {
+	p.t.Helper()
+	r, err := p.GetPromptContext(context.Background(), name, args)
+	if err != nil {
+		p.t.Fatalf("sdktest: prompt %s: %v", name, err)
+	}
+	return r
+}
+
+// GetPromptContext renders a prompt and returns the protocol error, if any
+// (sdk.ErrInvalidArguments when a required argument is missing).
+func (p *Plugin) GetPromptContext(ctx context.Context, name string, args map[string]string) (*sdk.PromptResult, error) {
+	resp, err := p.proto.GetPrompt(ctx, &pluginv1.GetPromptRequest{Name: name, Arguments: args, Owner: p.owner})
+	if err != nil {
+		return nil, err
+	}
+	out := &sdk.PromptResult{Description: resp.GetDescription()}
+	for _, m := range resp.GetMessages() {
+		pm := sdk.PromptMessage{Role: m.GetRole()}
+		switch k := m.GetContent().GetKind().(type) {
+		case *pluginv1.Content_Text:
+			pm.Text = k.Text.GetText()
+		case *pluginv1.Content_Image:
+			pm.Image, pm.MIMEType = k.Image.GetData(), k.Image.GetMimeType()
+		case *pluginv1.Content_Audio:
+			pm.Audio, pm.MIMEType = k.Audio.GetData(), k.Audio.GetMimeType()
+		case *pluginv1.Content_Resource:
+			e := k.Resource
+			pm.Resource = &sdk.ResourceContents{URI: e.GetUri(), MIMEType: e.GetMimeType(), Text: e.GetText(), Blob: e.GetBlob()}
+		}
+		out.Messages = append(out.Messages, pm)
+	}
+	return out, nil
+}
+
+// Complete asks for completions of a prompt's argument (refType "prompt",
+// ref the prompt's name) or a resource template's variable (refType
+// "resource", ref the URI template), failing the test on an error.
+func (p *Plugin) Complete(refType, ref, argument, value string, resolved map[string]string) []string {
+	p.t.Helper()
+	resp, err := p.proto.Complete(context.Background(), &pluginv1.CompleteRequest{RefType: refType, Ref: ref, Argument: argument, Value: value, Context: resolved})
+	if err != nil {
+		p.t.Fatalf("sdktest: complete %s %s: %v", ref, argument, err)
+	}
+	return resp.GetValues()
+}
+
+// Subscribe subscribes to updates of uri and returns a channel that gets
+// the URI of every resources/updated notification the plugin sends, and ""
+// for each list change, until the test ends.
+func (p *Plugin) Subscribe(uri string) <-chan string {
+	p.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan string, 64)
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var once sync.Once
+		_ = p.proto.Notifications(ctx, func(n *pluginv1.Notification) {
+			if n.GetKind() == nil { // the plugin listens now
+				once.Do(func() { close(ready) })
+				return
+			}
+			select {
+			case out <- n.GetResourceUpdated().GetUri():
+			default:
+			}
+		})
+	}()
+	p.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	select {
+	case <-ready:
+	case <-done:
+		p.t.Fatalf("sdktest: the plugin does not send notifications")
+	}
+	if err := p.proto.Subscribe(ctx, &pluginv1.SubscribeRequest{Uri: uri}); err != nil {
+		p.t.Fatalf("sdktest: subscribe %s: %v", uri, err)
 	}
 	return out
 }
