@@ -58,8 +58,8 @@ func TestLaunchDescribeCallCancelClose(t *testing.T) {
 	if got := p.Describe().GetName(); got != "fixture" {
 		t.Errorf("Describe().Name = %q, want fixture", got)
 	}
-	if p.ProtocolVersion() != protocol.Version1 {
-		t.Errorf("ProtocolVersion() = %d, want %d", p.ProtocolVersion(), protocol.Version1)
+	if p.ProtocolVersion() != protocol.Version2 {
+		t.Errorf("ProtocolVersion() = %d, want %d (the highest both sides speak)", p.ProtocolVersion(), protocol.Version2)
 	}
 	pid := p.PID()
 	if !fixtures.Alive(pid) {
@@ -136,7 +136,7 @@ func TestVersionMismatchIsRefused(t *testing.T) {
 		t.Fatalf("Launch(v3 plugin) err = %v, want *ProtocolMismatchError", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"future", "speaks protocol [3]", "this host speaks [1]", "upgrade the host"} {
+	for _, want := range []string{"future", "speaks protocol [3]", "this host speaks [1 2]", "upgrade the host"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q does not mention %q", msg, want)
 		}

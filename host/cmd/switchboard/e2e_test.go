@@ -430,8 +430,8 @@ func TestCLI(t *testing.T) {
 		var names []string
 		for _, r := range rows {
 			names = append(names, r.Name)
-			if r.Status != "ready" || r.Protocol != 1 || r.PID == 0 {
-				t.Errorf("inspect row %+v, want ready, protocol 1, a pid", r)
+			if r.Status != "ready" || r.Protocol != 2 || r.PID == 0 {
+				t.Errorf("inspect row %+v, want ready, protocol 2, a pid", r)
 			}
 		}
 		if !slices.Equal(names, []string{"filesystem", "bash", "git", "web", "hello", "fx"}) {
