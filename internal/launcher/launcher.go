@@ -146,6 +146,7 @@ type Plugin struct {
 	info    *pluginv1.DescribeResponse
 	version int
 	unmet   []string
+	offered offeredVersions // what the plugin said it speaks, on a mismatch
 
 	closeOnce sync.Once
 }
@@ -217,6 +218,7 @@ func (p *Plugin) start(log hclog.Logger) error {
 		StartTimeout:        spec.StartTimeout,
 		Logger:              pluginLog,
 		PluginLogBufferSize: 1 << 20,
+		Stderr:              &p.offered,
 		SyncStdout:          pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),
 		SyncStderr:          pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
 		// go-plugin hands RunnerFunc a placeholder command carrying only
@@ -377,8 +379,16 @@ func (p *Plugin) kill() {
 func (p *Plugin) startError(err error, versions []int) error {
 	msg := err.Error()
 	if m := incompatibleRE.FindStringSubmatch(msg); m != nil {
-		v, _ := strconv.Atoi(m[1])
-		return &ProtocolMismatchError{Plugin: p.spec.Name, Path: p.spec.Path, PluginVersions: []int{v}, HostVersions: versions}
+		// go-plugin names only the version the plugin chose; an SDK
+		// plugin says all of them on stderr, read in full once the
+		// process is gone.
+		p.client.Kill()
+		offered := p.offered.versions()
+		if offered == nil {
+			v, _ := strconv.Atoi(m[1])
+			offered = []int{v}
+		}
+		return &ProtocolMismatchError{Plugin: p.spec.Name, Path: p.spec.Path, PluginVersions: offered, HostVersions: versions}
 	}
 	if errors.Is(err, ErrChecksum) {
 		return err

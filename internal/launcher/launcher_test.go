@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,6 +141,15 @@ func TestVersionMismatchIsRefused(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q does not mention %q", msg, want)
 		}
+	}
+	// A plugin offering several versions is reported with all of them,
+	// not only the one go-plugin's handshake names.
+	_, err = launcher.Launch(t.Context(), launcher.Spec{
+		Name: "future", Path: bin, ProjectDir: t.TempDir(),
+		Env: map[string]string{"FIXTURE_VERSIONS": "3,4"},
+	}, hclog.NewNullLogger())
+	if !errors.As(err, &pm) || !slices.Equal(pm.PluginVersions, []int{3, 4}) || !strings.Contains(err.Error(), "speaks protocol [3 4]") {
+		t.Errorf("Launch([3 4] plugin) err = %v, want it to name [3 4]", err)
 	}
 	// An old plugin gets the other advice.
 	old := &launcher.ProtocolMismatchError{Plugin: "old", PluginVersions: []int{1}, HostVersions: []int{2, 3}}

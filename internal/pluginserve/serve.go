@@ -7,6 +7,7 @@ package pluginserve
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
@@ -107,6 +108,10 @@ func Serve(h protocol.Handler, opts ...Option) {
 		},
 		Logger: log,
 		Test:   cfg.test,
+	}
+	if !protocol.SharesVersion(os.Getenv("PLUGIN_PROTOCOL_VERSIONS"), cfg.versions) {
+		// go-plugin's refusal names one of our versions; say them all.
+		fmt.Fprintln(os.Stderr, protocol.VersionsLine(cfg.versions))
 	}
 	stopProfile := startCPUProfile(log)
 	// Shutdown runs once; a caller arriving while it runs (SIGTERM during

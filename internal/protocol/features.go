@@ -3,6 +3,9 @@ package protocol
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -214,4 +217,50 @@ func (cs *callStream) answerClient(id uint64, pc *pendingCall, req *pluginv1.Cli
 		resp.ResultJson = res
 	}
 	_ = cs.send(&pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_ClientResponse{ClientResponse: resp}})
+}
+
+// versionsPrefix starts the line a plugin writes on stderr when it shares no
+// protocol version with the host: go-plugin's handshake names only one.
+const versionsPrefix = "switchboard plugin protocol versions: "
+
+// VersionsLine is that line for versions.
+func VersionsLine(versions []int) string {
+	parts := make([]string, len(versions))
+	for i, v := range versions {
+		parts[i] = strconv.Itoa(v)
+	}
+	return versionsPrefix + strings.Join(parts, " ")
+}
+
+// ParseVersionsLine reads a VersionsLine (found anywhere in line, which may
+// carry a logger's prefix).
+func ParseVersionsLine(line string) ([]int, bool) {
+	_, rest, ok := strings.Cut(line, versionsPrefix)
+	if !ok {
+		return nil, false
+	}
+	var vs []int
+	for _, f := range strings.Fields(rest) {
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, false
+		}
+		vs = append(vs, v)
+	}
+	return vs, len(vs) > 0
+}
+
+// SharesVersion reports whether the host's versions (go-plugin's
+// PLUGIN_PROTOCOL_VERSIONS, comma-separated) include one of ours; true
+// when hostList is empty (no host said).
+func SharesVersion(hostList string, ours []int) bool {
+	if hostList == "" {
+		return true
+	}
+	for _, f := range strings.Split(hostList, ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && slices.Contains(ours, v) {
+			return true
+		}
+	}
+	return false
 }
