@@ -29,6 +29,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
@@ -40,10 +41,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/plugins/bash"
-	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
-	"github.com/switchboard-mcp/switchboard/plugins/git"
-	"github.com/switchboard-mcp/switchboard/plugins/web"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
@@ -685,26 +682,18 @@ func (a *app) versionCmd() *cobra.Command {
 	}
 }
 
-// Builtins maps each built-in's name to its plugin.
-var Builtins = map[string]func() *sdk.Server{
-	filesystem.Name: filesystem.New,
-	bash.Name:       bash.New,
-	git.Name:        git.New,
-	web.Name:        web.New,
-}
-
 func pluginServeCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    "plugin-serve NAME",
+		Use:    builtins.ServeCommand + " NAME",
 		Short:  "Serve a built-in plugin (started by the host itself)",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			newServer, ok := Builtins[args[0]]
+			b, ok := builtins.Lookup(args[0])
 			if !ok {
 				return fail(2, "no built-in named %q", args[0])
 			}
-			sdk.Serve(newServer())
+			sdk.Serve(b.New())
 			return nil
 		},
 	}
