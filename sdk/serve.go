@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -14,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
-	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/tuning"
 )
 
 // EnvLogLevel is the environment variable the host sets to the plugin's log
@@ -95,7 +94,7 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 		Logger: log,
 		Test:   cfg.test,
 	}
-	stopProfile := startCPUProfile(log)
+	stopProfile := tuning.Plugin(log, cfg.test != nil)
 	// Shutdown runs once; a caller arriving while it runs (SIGTERM during
 	// a graceful stop) waits for it to finish.
 	var once sync.Once
@@ -113,14 +112,6 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 		return
 	}
 
-	// One scheduler slot unless the plugin's environment sets GOMAXPROCS:
-	// a plugin answers one host, and on a small machine waking an idle
-	// thread for every call costs more than a second core gives back
-	// (README, PERFORMANCE). It is set here, not in the environment, so
-	// the processes a tool starts keep Go's default.
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
 	guardStdout()
 	stop := watchHost(log, shutdown)
 	defer stop()
@@ -132,19 +123,6 @@ func ServeHandler(h protocol.Handler, opts ...ServeOption) {
 // to shutdown (set it in the plugin block's env to see where a plugin's
 // time goes; read it with go tool pprof).
 const EnvCPUProfile = "SWITCHBOARD_PLUGIN_CPUPROFILE"
-
-func startCPUProfile(log hclog.Logger) (stop func()) {
-	path := os.Getenv(EnvCPUProfile)
-	if path == "" {
-		return func() {}
-	}
-	stop, err := cpuprofile.Start(path)
-	if err != nil {
-		log.Warn("no CPU profile", "error", err)
-		return func() {}
-	}
-	return stop
-}
 
 // Shutdowner is implemented by handlers that hold resources beyond single
 // calls. ServeHandler calls Shutdown once the plugin stops serving, and
