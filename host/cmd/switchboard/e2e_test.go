@@ -245,7 +245,8 @@ func TestMCPClientOverStdio(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _ = callTool(ctx, c, "fx__sleep", map[string]any{"ms": 60000}, fmt.Sprintf("slow-%d", i))
+				// Distinct arguments: the duplicate-call guard would refuse the third identical call.
+				_, _ = callTool(ctx, c, "fx__sleep", map[string]any{"ms": 60000 + i}, fmt.Sprintf("slow-%d", i))
 			}()
 		}
 		// Every slow call is running in the plugin.
