@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 )
 
 func load(t *testing.T, src string) (*Result, string) {
@@ -153,8 +155,8 @@ func TestDefaultConfigIsValid(t *testing.T) {
 		}
 	}
 	res := Load("../../../config.hcl")
-	if res.Config != nil && len(res.Config.Builtins) != 4 {
-		t.Errorf("config.hcl enables %d built-ins, want all 4", len(res.Config.Builtins))
+	if want := len(builtins.Names()); res.Config != nil && len(res.Config.Builtins) != want {
+		t.Errorf("config.hcl enables %d built-ins, want all %d", len(res.Config.Builtins), want)
 	}
 }
 
