@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -21,8 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
-	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/tuning"
 )
 
 // EnvLogLevel is the environment variable the host sets to the plugin's log
@@ -113,7 +112,7 @@ func Serve(h protocol.Handler, opts ...Option) {
 		// go-plugin's refusal names one of our versions; say them all.
 		fmt.Fprintln(os.Stderr, protocol.VersionsLine(cfg.versions))
 	}
-	stopProfile := startCPUProfile(log)
+	stopProfile := tuning.Plugin(log, cfg.test != nil)
 	// Shutdown runs once; a caller arriving while it runs (SIGTERM during
 	// a graceful stop) waits for it to finish.
 	var once sync.Once
@@ -131,37 +130,11 @@ func Serve(h protocol.Handler, opts ...Option) {
 		return
 	}
 
-	// One scheduler slot unless the plugin's environment sets GOMAXPROCS:
-	// a plugin answers one host, and on a small machine waking an idle
-	// thread for every call costs more than a second core gives back
-	// (README, PERFORMANCE). It is set here, not in the environment, so
-	// the processes a tool starts keep Go's default.
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
 	guardStdout()
 	stop := watchHost(log, shutdown)
 	defer stop()
 	plugin.Serve(sc)
 	shutdown()
-}
-
-// EnvCPUProfile names a file the plugin writes a CPU profile to, from start
-// to shutdown (set it in the plugin block's env to see where a plugin's
-// time goes; read it with go tool pprof).
-const EnvCPUProfile = "SWITCHBOARD_PLUGIN_CPUPROFILE"
-
-func startCPUProfile(log hclog.Logger) (stop func()) {
-	path := os.Getenv(EnvCPUProfile)
-	if path == "" {
-		return func() {}
-	}
-	stop, err := cpuprofile.Start(path)
-	if err != nil {
-		log.Warn("no CPU profile", "error", err)
-		return func() {}
-	}
-	return stop
 }
 
 // Shutdowner is implemented by handlers that hold resources beyond single

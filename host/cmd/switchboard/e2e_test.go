@@ -139,6 +139,7 @@ func TestMCPClientOverStdio(t *testing.T) {
 			mu.Unlock()
 		}
 	})
+	started := watchProgress(c)
 	init := initialize(t, c)
 	if !strings.Contains(init.Instructions, "hello: ready") || !strings.Contains(init.Instructions, "filesystem: ready") {
 		t.Errorf("instructions lack per-server status lines:\n%s", init.Instructions)
@@ -198,16 +199,11 @@ func TestMCPClientOverStdio(t *testing.T) {
 		if err != nil || resultText(res) != "done 3 steps" {
 			t.Fatalf("fx__progress = %v, %v", res, err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		eventually(5*time.Second, func() bool {
 			mu.Lock()
-			n := len(progress)
-			mu.Unlock()
-			if n >= 3 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return len(progress) >= 3
+		})
 		mu.Lock()
 		defer mu.Unlock()
 		if len(progress) != 3 {
@@ -224,20 +220,21 @@ func TestMCPClientOverStdio(t *testing.T) {
 	})
 
 	t.Run("cancel", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		_, err := callTool(ctx, c, "fx__sleep", map[string]any{"ms": 60000}, nil)
-		if err == nil {
+		done := make(chan error, 1)
+		go func() {
+			_, err := callTool(ctx, c, "fx__sleep", map[string]any{"ms": 60000}, "cancel-me")
+			done <- err
+		}()
+		started.waitStarted(t, "cancel-me")
+		cancel()
+		if err := <-done; err == nil {
 			t.Fatal("fx__sleep returned before its cancellation")
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			if _, err := os.Stat(e.marker); err == nil {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !eventually(5*time.Second, func() bool { _, err := os.Stat(e.marker); return err == nil }) {
+			t.Error("the plugin's handler never saw the client's notifications/cancelled")
 		}
-		t.Error("the plugin's handler never saw the client's notifications/cancelled")
 	})
 
 	t.Run("slow calls do not hold up others", func(t *testing.T) {
@@ -248,10 +245,14 @@ func TestMCPClientOverStdio(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _ = callTool(ctx, c, "fx__sleep", map[string]any{"ms": 60000}, nil)
+				// Distinct arguments: the duplicate-call guard would refuse the third identical call.
+				_, _ = callTool(ctx, c, "fx__sleep", map[string]any{"ms": 60000 + i}, fmt.Sprintf("slow-%d", i))
 			}()
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Every slow call is running in the plugin.
+		for i := 0; i < 8; i++ {
+			started.waitStarted(t, fmt.Sprintf("slow-%d", i))
+		}
 		qctx, qcancel := context.WithTimeout(t.Context(), 20*time.Second)
 		res, err := callTool(qctx, c, "hello__greet", map[string]any{"name": "Quick"}, nil)
 		qcancel()
@@ -287,25 +288,20 @@ func serve(t *testing.T, e env) (*exec.Cmd, *os.File, []int) {
 	}
 	cmd := exec.Command(e.bins.Switchboard, "serve", "--config", e.config)
 	cmd.Stdin = r
-	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn")
-	var stderr bytes.Buffer
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=info")
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
-	var pids []int
-	deadline := time.Now().Add(30 * time.Second)
-	for len(pids) < servers && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		pids = fixtures.Children(cmd.Process.Pid)
-	}
-	if len(pids) < servers {
+	// serve logs this once every server has started (handshakes done).
+	ready := eventually(30*time.Second, func() bool { return strings.Contains(stderr.String(), "serving MCP over stdio") })
+	pids := fixtures.Children(cmd.Process.Pid)
+	if !ready || len(pids) < servers {
 		_ = cmd.Process.Kill()
-		t.Fatalf("serve started %d plugin processes, want %d; stderr:\n%s", len(pids), servers, stderr.String())
+		t.Fatalf("serve started %d plugin processes, want %d (ready: %v); stderr:\n%s", len(pids), servers, ready, stderr.String())
 	}
-	// Let the handshakes finish before tearing down.
-	time.Sleep(300 * time.Millisecond)
 	t.Cleanup(func() {
 		fixtures.Kill(pids)
 		_ = cmd.Process.Kill()

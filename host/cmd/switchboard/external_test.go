@@ -44,14 +44,10 @@ func httpMCPServer(t *testing.T, bin, marker string, flag ...string) string {
 }
 
 func waitFile(path string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
+	return eventually(d, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 func TestExternalServers(t *testing.T) {
@@ -123,25 +119,32 @@ external "oldsse" {
 			if err != nil || resultText(res) != "did 3 steps" {
 				t.Fatalf("%s__slow = %v, %v", srv, res, err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for time.Now().Before(deadline) {
+			eventually(5*time.Second, func() bool {
 				mu.Lock()
-				n := len(progress[tok])
-				mu.Unlock()
-				if n >= 3 {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				defer mu.Unlock()
+				return len(progress[tok]) >= 3
+			})
 			mu.Lock()
 			got := strings.Join(progress[tok], ",")
 			mu.Unlock()
 			if got != "step 1,step 2,step 3" {
 				t.Errorf("%s progress = %q", srv, got)
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-			_, _ = callTool(ctx, c, srv+"__slow", map[string]any{"steps": 1000}, nil)
+			// Cancel once the call is running on the server.
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			cancelTok := "cancel-" + srv
+			go func() {
+				defer close(done)
+				_, _ = callTool(ctx, c, srv+"__slow", map[string]any{"steps": 1000}, cancelTok)
+			}()
+			waitFor(t, srv+"__slow's first progress", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(progress[cancelTok]) > 0
+			})
 			cancel()
+			<-done
 			marker := stdioMarker
 			if srv == "remote" {
 				marker = httpMarker
@@ -182,9 +185,11 @@ external "oldsse" {
 	if _, err := callTool(t.Context(), c, "rt__echo", map[string]any{"text": "gone"}, nil); err == nil {
 		t.Error("rt__echo still answers after disconnect")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if changes < 2 {
+	if !eventually(5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return changes >= 2
+	}) {
 		t.Errorf("saw %d list_changed for connect and disconnect, want 2", changes)
 	}
 }
@@ -213,15 +218,13 @@ external "ext" {
 	if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if now := readyPIDs(t, e)["ext"]; now != 0 && now != before {
-			if got, isErr := mustCall(t, c, "ext__echo", map[string]any{"text": "back"}); isErr || got != "back" {
-				t.Errorf("ext__echo after restart = %q", got)
-			}
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !eventually(15*time.Second, func() bool {
+		now := readyPIDs(t, e)["ext"]
+		return now != 0 && now != before
+	}) {
+		t.Fatal("the external server was not restarted")
 	}
-	t.Fatal("the external server was not restarted")
+	if got, isErr := mustCall(t, c, "ext__echo", map[string]any{"text": "back"}); isErr || got != "back" {
+		t.Errorf("ext__echo after restart = %q", got)
+	}
 }

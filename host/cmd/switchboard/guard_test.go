@@ -218,13 +218,10 @@ func TestGuards(t *testing.T) {
 	t.Run("one audit line per decision", func(t *testing.T) {
 		path := filepath.Join(filepath.Dir(e.config), "state", "audit.jsonl")
 		// Records are written in the background: wait for all 13.
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			if b, _ := os.ReadFile(path); strings.Count(string(b), "\n") >= 13 {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		eventually(5*time.Second, func() bool {
+			b, _ := os.ReadFile(path)
+			return strings.Count(string(b), "\n") >= 13
+		})
 		f, err := os.Open(path)
 		if err != nil {
 			t.Fatal(err)

@@ -21,9 +21,9 @@ import (
 func auditRecords(t *testing.T, e env, match func(map[string]any) bool) ([]map[string]any, bool) {
 	t.Helper()
 	path := filepath.Join(filepath.Dir(e.config), "state", "audit.jsonl")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var recs []map[string]any
+	var recs []map[string]any
+	found := eventually(10*time.Second, func() bool {
+		recs = nil
 		found := false
 		if f, err := os.Open(path); err == nil {
 			sc := bufio.NewScanner(f)
@@ -36,11 +36,9 @@ func auditRecords(t *testing.T, e env, match func(map[string]any) bool) ([]map[s
 			}
 			f.Close()
 		}
-		if found || time.Now().After(deadline) {
-			return recs, found
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return found
+	})
+	return recs, found
 }
 
 // TestUnknownToolOverMCPIsAudited: a model probing for tools that are not

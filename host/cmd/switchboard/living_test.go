@@ -51,39 +51,36 @@ func TestReconnect(t *testing.T) {
 	}
 
 	// While it is away, a call says what is happening.
-	deadline := time.Now().Add(10 * time.Second)
 	sawReconnecting := false
-	for time.Now().Before(deadline) {
+	back := eventually(10*time.Second, func() bool {
 		res, err := callTool(t.Context(), c, "fx__instance", nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := resultText(res)
 		if res.IsError && strings.Contains(got, "fx is reconnecting: attempt 1") {
-			if sawReconnecting {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			sawReconnecting = true
-			tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, tl := range tools.Tools {
-				if strings.HasPrefix(tl.Name, "fx__") {
-					t.Errorf("%s is listed while fx is reconnecting", tl.Name)
-					break
+			if !sawReconnecting {
+				sawReconnecting = true
+				tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tl := range tools.Tools {
+					if strings.HasPrefix(tl.Name, "fx__") {
+						t.Errorf("%s is listed while fx is reconnecting", tl.Name)
+						break
+					}
 				}
 			}
-			continue
+			return false
 		}
-		if !res.IsError && got != first {
-			break // back, as a new process
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !res.IsError && got != first // back, as a new process
+	})
 	if !sawReconnecting {
 		t.Error("no call saw the reconnecting state")
+	}
+	if !back {
+		t.Fatal("fx did not come back within 10s")
 	}
 	res, err = callTool(t.Context(), c, "fx__instance", nil, nil)
 	if err != nil || res.IsError || resultText(res) == first {
@@ -100,10 +97,11 @@ func TestReconnect(t *testing.T) {
 	if !found {
 		t.Error("fx__pid is not listed after the reconnect")
 	}
-	time.Sleep(200 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	if changes < 2 {
+	if !eventually(5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return changes >= 2
+	}) {
 		t.Errorf("saw %d tools/list_changed notifications, want at least 2 (gone, back)", changes)
 	}
 }
@@ -139,10 +137,7 @@ func TestCrashLoopBacksOffAndFails(t *testing.T) {
 		_ = stdin.Close()
 		_ = cmd.Wait()
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && !strings.Contains(logs.String(), "server failed: giving up: server=crashy") {
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(20*time.Second, func() bool { return strings.Contains(logs.String(), "server failed: giving up: server=crashy") })
 	out := logs.String()
 	if !strings.Contains(out, "server failed: giving up: server=crashy") {
 		t.Fatalf("crashy never failed; logs:\n%s", out)
@@ -171,12 +166,11 @@ func TestInterruptCancelsCalls(t *testing.T) {
 	e := setupWith(t, `shutdown_grace = "1m"`)
 	c, cmd := mcpClient(t, e)
 	initialize(t, c)
-	done := make(chan struct{})
+	started := watchProgress(c)
 	go func() {
-		_, _ = callTool(t.Context(), c, "fx__sleep", map[string]any{"ms": 60000}, nil)
-		close(done)
+		_, _ = callTool(t.Context(), c, "fx__sleep", map[string]any{"ms": 60000}, "in-flight")
 	}()
-	time.Sleep(300 * time.Millisecond)
+	started.waitStarted(t, "in-flight")
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -229,16 +223,13 @@ func TestHungPluginIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	if !eventually(15*time.Second, func() bool {
 		res, err := callTool(t.Context(), c, "fx__instance", nil, nil)
-		if err == nil && !res.IsError && resultText(res) != first {
-			if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
-				t.Errorf("the hung plugin %d was replaced but is still alive", pid)
-			}
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && !res.IsError && resultText(res) != first
+	}) {
+		t.Fatal("the hung plugin was never replaced")
 	}
-	t.Fatal("the hung plugin was never replaced")
+	if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
+		t.Errorf("the hung plugin %d was replaced but is still alive", pid)
+	}
 }

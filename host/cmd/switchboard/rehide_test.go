@@ -48,20 +48,17 @@ func TestReplacedConfigStaysHidden(t *testing.T) {
 	if err := os.Rename(e.config+".new", e.config); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for pids(status(t, e))["bash"] == before || pids(status(t, e))["bash"] == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("bash was not restarted after the config was replaced")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !eventually(20*time.Second, func() bool {
+		now := pids(status(t, e))["bash"]
+		return now != before && now != 0
+	}) {
+		t.Fatal("bash was not restarted after the config was replaced")
 	}
 	var out string
-	for time.Now().Before(deadline) {
-		if out = cat(); strings.Contains(out, "END") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually(20*time.Second, func() bool {
+		out = cat()
+		return strings.Contains(out, "END")
+	})
 	if strings.Contains(out, "saved by an editor") || strings.Contains(out, "builtin") {
 		t.Errorf("after the save bash reads the new config: %q", out)
 	}

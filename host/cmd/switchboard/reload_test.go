@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
 type hostStatus struct {
@@ -79,14 +81,10 @@ func TestReloadAndControl(t *testing.T) {
 	if out, errOut, code := run(t, e, "restart", "--config", e.config, "git"); code != 0 || !strings.Contains(out, "restarting git") {
 		t.Fatalf("restart = %d %q %q", code, out, errOut)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	eventually(10*time.Second, func() bool {
 		now := pids(status(t, e))
-		if now["git"] != 0 && now["git"] != before["git"] {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return now["git"] != 0 && now["git"] != before["git"]
+	})
 	if now := pids(status(t, e)); now["git"] == before["git"] || now["fx"] != before["fx"] {
 		t.Errorf("after restart git: git %d→%d, fx %d→%d", before["git"], now["git"], before["fx"], now["fx"])
 	}
@@ -113,12 +111,7 @@ permissions {
 	if after["fx2"] == 0 {
 		t.Error("fx2 was not started")
 	}
-	for _, p := range []int{before["git"], before["web"], before["hello"]} {
-		deadline := time.Now().Add(10 * time.Second)
-		for syscall.Kill(p, 0) == nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	fixtures.WaitGone([]int{before["git"], before["web"], before["hello"]}, 10*time.Second)
 	if got, isErr := mustCall(t, c, "fx__echo", map[string]any{"text": "x"}); !isErr || !strings.Contains(got, `rule "fx.echo"`) {
 		t.Errorf("after the permission reload fx__echo = %q", got)
 	}
@@ -154,20 +147,17 @@ func TestStatusWithoutHost(t *testing.T) {
 // readyPIDs waits until every server is ready and returns their pids.
 func readyPIDs(t *testing.T, e env) map[string]int {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		st := status(t, e)
-		ready := true
+	var st hostStatus
+	eventually(15*time.Second, func() bool {
+		st = status(t, e)
 		for _, s := range st.Servers {
 			if s.Status != "ready" && s.Status != "disabled" {
-				ready = false
+				return false
 			}
 		}
-		if ready || time.Now().After(deadline) {
-			return pids(st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
+	return pids(st)
 }
 
 func mustRead(t *testing.T, path string) string {
@@ -188,17 +178,14 @@ func TestSIGHUPReloads(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		st := status(t, e)
+	if !eventually(15*time.Second, func() bool {
 		names := map[string]string{}
-		for _, s := range st.Servers {
+		for _, s := range status(t, e).Servers {
 			names[s.Name] = s.Status
 		}
-		if _, ok := names["hello"]; !ok && names["git"] == "disabled" {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+		_, hello := names["hello"]
+		return !hello && names["git"] == "disabled"
+	}) {
+		t.Errorf("SIGHUP did not reload: %+v", status(t, e))
 	}
-	t.Errorf("SIGHUP did not reload: %+v", status(t, e))
 }

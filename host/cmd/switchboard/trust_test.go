@@ -104,17 +104,12 @@ func TestConfigWatchAppliesWhenOutOfReach(t *testing.T) {
 		t.Fatal("read_text_file is allowed before the change; the config denies it")
 	}
 	trustConfig(t, e.config, "required", "", "")
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if readAllowed(t, c) {
-			if n := statusNotices(t, e).Notices; len(n) > 0 {
-				t.Errorf("status notices after an applied change = %q", n)
-			}
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !eventually(15*time.Second, func() bool { return readAllowed(t, c) }) {
+		t.Fatalf("the host did not apply the changed file; status: %+v", statusNotices(t, e))
 	}
-	t.Errorf("the host did not apply the changed file; status: %+v", statusNotices(t, e))
+	if n := statusNotices(t, e).Notices; len(n) > 0 {
+		t.Errorf("status notices after an applied change = %q", n)
+	}
 }
 
 // TestConfigWatchHoldsWhenInReach: bash runs unconfined, so it could have
@@ -130,13 +125,10 @@ func TestConfigWatchHoldsWhenInReach(t *testing.T) {
 	// The attack: a tool rewrites the config to lift the deny.
 	trustConfig(t, e.config, "off", "", "")
 	var st statusWithNotices
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if st = statusNotices(t, e); len(st.Notices) > 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually(15*time.Second, func() bool {
+		st = statusNotices(t, e)
+		return len(st.Notices) > 0
+	})
 	want := "config changed on disk; run `switchboard reload` to apply (auto-reload is off because bash runs with sandbox mode \"off\")"
 	if len(st.Notices) != 1 || st.Notices[0] != want {
 		t.Fatalf("status notices = %q, want [%q]", st.Notices, want)
@@ -229,17 +221,6 @@ func TestMCPJSONNeedsApproval(t *testing.T) {
 	}
 	if _, err := os.Stat(second); err == nil {
 		t.Error("the changed .mcp.json server ran without approval")
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

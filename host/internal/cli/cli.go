@@ -17,8 +17,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -29,6 +27,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
@@ -37,13 +36,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
-	"github.com/switchboard-mcp/switchboard/internal/cpuprofile"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/plugins/bash"
-	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
-	"github.com/switchboard-mcp/switchboard/plugins/git"
-	"github.com/switchboard-mcp/switchboard/plugins/web"
+	"github.com/switchboard-mcp/switchboard/internal/tuning"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
@@ -55,7 +50,7 @@ const EnvLogLevel = "SWITCHBOARD_LOG_LEVEL"
 
 // EnvCPUProfile makes serve write a CPU profile to the named file (for
 // performance work).
-const EnvCPUProfile = "SWITCHBOARD_CPUPROFILE"
+const EnvCPUProfile = tuning.EnvHostCPUProfile
 
 // exitError carries an exit code and a one-line reason.
 type exitError struct {
@@ -197,104 +192,123 @@ func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
 	_ = reg.Shutdown(context.Background(), cfg.ShutdownGrace)
 }
 
+// serveOptions are serve's flags.
+type serveOptions struct {
+	httpAddr    string
+	allowRemote bool
+}
+
 func (a *app) serveCmd() *cobra.Command {
-	var httpAddr string
-	var allowRemote bool
+	var opts serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve every tool over MCP (stdio by default)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var ln net.Listener
-			if httpAddr != "" {
-				var err error
-				if ln, err = frontend.ListenHTTP(httpAddr, frontend.HTTPOptions{AllowRemote: allowRemote}); err != nil {
-					return fail(2, "%v", err)
-				}
-				defer ln.Close()
-			}
-			if path := os.Getenv(EnvCPUProfile); path != "" {
-				if stop, err := cpuprofile.Start(path); err == nil {
-					defer stop()
-				}
-			}
-			// SIGTERM: finish in-flight calls within shutdown_grace, then stop.
-			// SIGINT (Ctrl-C): cancel every in-flight call at once, then stop.
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-			defer signal.Stop(sigs)
-			var interrupted atomic.Bool
-			go func() {
-				select {
-				case s := <-sigs:
-					interrupted.Store(s == syscall.SIGINT)
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			cfg, h, log, err := a.startHost(ctx, false)
-			if err != nil {
-				return err
-			}
-			reg := h.Registry()
-			defer func() {
-				grace := cfg.ShutdownGrace
-				if interrupted.Load() {
-					grace = 0
-				}
-				_ = reg.Shutdown(context.Background(), grace)
-			}()
-			watch := newConfigWatch()
-			ctl, err := listenControl(cfg, h, watch, log)
-			if err != nil {
-				log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
-			} else {
-				defer func() { _ = ctl.Close() }()
-			}
-			stopReload := watchReload(ctx, h, watch, log)
-			defer stopReload()
-			fe := frontend.New(reg, Version, log)
-			fe.SetServerApprover(serverApprover{h: h, watch: watch})
-			releaseStartupPages()
-			// A host mostly waits; collect garbage a little more often
-			// than Go's default to keep its resident size small, unless
-			// the user chose GOGC.
-			if os.Getenv("GOGC") == "" {
-				debug.SetGCPercent(50)
-			}
-			// A host routes; the work happens in plugins. One scheduler
-			// slot serves some 20,000 calls a second, and it spares each
-			// call the wake-up of an idle thread (and the spinning that
-			// follows), which on a small machine costs more than the call
-			// itself (see README, PERFORMANCE). GOMAXPROCS overrides it.
-			if os.Getenv("GOMAXPROCS") == "" {
-				runtime.GOMAXPROCS(1)
-			}
-			n := len(reg.Tools()) - len(fe.Refusals())
-			log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
-			if ln != nil {
-				url := "http://" + ln.Addr().String() + frontend.EndpointPath
-				log.Info("serving MCP over streamable HTTP", "url", url)
-				fmt.Fprintf(a.stderr, "switchboard: serving MCP at %s\n", url)
-				if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: allowRemote}); err != nil {
-					return fail(2, "serve: %v", err)
-				}
-				return nil
-			}
-			if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-				fmt.Fprintf(a.stderr, "%s", connectHelp(cfg, len(reg.Entries()), n))
-			}
-			if err := fe.ServeStdio(ctx, a.stdin, a.stdout); err != nil {
-				return fail(2, "serve: %v", err)
-			}
-			return nil
-		},
+		RunE:  func(*cobra.Command, []string) error { return a.serve(opts) },
 	}
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio")
-	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "let --http listen beyond loopback (there is no authentication)")
+	cmd.Flags().StringVar(&opts.httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio")
+	cmd.Flags().BoolVar(&opts.allowRemote, "allow-remote", false, "let --http listen beyond loopback (there is no authentication)")
 	return cmd
+}
+
+// serve starts the host and serves MCP over stdio, or streamable HTTP with
+// --http, until the client leaves or a signal stops it; then it stops
+// every server.
+func (a *app) serve(opts serveOptions) error {
+	var ln net.Listener
+	if opts.httpAddr != "" {
+		// Listen first: a taken address fails before any plugin starts.
+		var err error
+		if ln, err = frontend.ListenHTTP(opts.httpAddr, frontend.HTTPOptions{AllowRemote: opts.allowRemote}); err != nil {
+			return fail(2, "%v", err)
+		}
+		defer ln.Close()
+	}
+	stopProfile, _ := tuning.StartHostProfile()
+	defer stopProfile()
+	ctx, interrupted, stopSignals := stopOnSignals()
+	defer stopSignals()
+	cfg, h, log, err := a.startHost(ctx, false)
+	if err != nil {
+		return err
+	}
+	reg := h.Registry()
+	defer func() {
+		grace := cfg.ShutdownGrace
+		if interrupted.Load() {
+			grace = 0
+		}
+		_ = reg.Shutdown(context.Background(), grace)
+	}()
+	watch := newConfigWatch()
+	stopControl := a.startControl(ctx, cfg, h, watch, log)
+	defer stopControl()
+	fe := frontend.New(reg, Version, log)
+	fe.SetServerApprover(serverApprover{h: h, watch: watch})
+	tuning.Host()
+	n := len(reg.Tools()) - len(fe.Refusals())
+	log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
+	if ln != nil {
+		return a.serveHTTP(ctx, fe, ln, opts, log)
+	}
+	if a.isTerminal() {
+		fmt.Fprintf(a.stderr, "%s", connectHelp(cfg, len(reg.Entries()), n))
+	}
+	if err := fe.ServeStdio(ctx, a.stdin, a.stdout); err != nil {
+		return fail(2, "serve: %v", err)
+	}
+	return nil
+}
+
+// stopOnSignals returns a context that SIGTERM or SIGINT cancels.
+// SIGTERM: in-flight calls finish within shutdown_grace, then the host
+// stops. SIGINT (Ctrl-C): interrupted is set, so every in-flight call is
+// cancelled at once. stop releases the signals and cancels ctx.
+func stopOnSignals() (ctx context.Context, interrupted *atomic.Bool, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	interrupted = new(atomic.Bool)
+	go func() {
+		select {
+		case s := <-sigs:
+			interrupted.Store(s == syscall.SIGINT)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, interrupted, func() {
+		signal.Stop(sigs)
+		cancel()
+	}
+}
+
+// startControl opens the control socket (status, restart, reload, …) and
+// starts watching the config for reloads; stop closes both. Without a
+// control socket the host still serves.
+func (a *app) startControl(ctx context.Context, cfg *config.Config, h *loader.Host, watch *configWatch, log hclog.Logger) (stop func()) {
+	ctl, err := listenControl(cfg, h, watch, log)
+	if err != nil {
+		log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
+	}
+	stopReload := watchReload(ctx, h, watch, log)
+	return func() {
+		stopReload()
+		if ctl != nil {
+			_ = ctl.Close()
+		}
+	}
+}
+
+// serveHTTP serves MCP over streamable HTTP on ln until ctx ends.
+func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Listener, opts serveOptions, log hclog.Logger) error {
+	url := "http://" + ln.Addr().String() + frontend.EndpointPath
+	log.Info("serving MCP over streamable HTTP", "url", url)
+	fmt.Fprintf(a.stderr, "switchboard: serving MCP at %s\n", url)
+	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: opts.allowRemote}); err != nil {
+		return fail(2, "serve: %v", err)
+	}
+	return nil
 }
 
 func connectHelp(cfg *config.Config, servers, tools int) string {
@@ -656,26 +670,18 @@ func (a *app) versionCmd() *cobra.Command {
 	}
 }
 
-// Builtins maps each built-in's name to its plugin.
-var Builtins = map[string]func() *sdk.Server{
-	filesystem.Name: filesystem.New,
-	bash.Name:       bash.New,
-	git.Name:        git.New,
-	web.Name:        web.New,
-}
-
 func pluginServeCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    "plugin-serve NAME",
+		Use:    builtins.ServeCommand + " NAME",
 		Short:  "Serve a built-in plugin (started by the host itself)",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			newServer, ok := Builtins[args[0]]
+			b, ok := builtins.Lookup(args[0])
 			if !ok {
 				return fail(2, "no built-in named %q", args[0])
 			}
-			sdk.Serve(newServer())
+			sdk.Serve(b.New())
 			return nil
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -12,10 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/switchboard-mcp/switchboard/plugins/bash"
-	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
-	"github.com/switchboard-mcp/switchboard/plugins/git"
-	"github.com/switchboard-mcp/switchboard/plugins/web"
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 )
 
 // pathResolver is implemented by built-in settings that hold paths, so that
@@ -24,32 +20,13 @@ type pathResolver interface {
 	ResolvePaths(resolve func(string) string)
 }
 
-type builtinSpec struct {
-	newSettings func() any
-}
-
-// builtinSpecs maps each built-in's name to its settings type. The settings
-// types live beside each plugin and carry both hcl and json tags, so the
-// block the host decodes is exactly what the plugin receives.
-var builtinSpecs = map[string]builtinSpec{
-	filesystem.Name: {func() any { return &filesystem.Settings{} }},
-	bash.Name:       {func() any { return &bash.Settings{} }},
-	git.Name:        {func() any { return &git.Settings{} }},
-	web.Name:        {func() any { return &web.Settings{} }},
-}
-
-// BuiltinNames lists the built-ins, sorted.
-func BuiltinNames() []string {
-	names := make([]string, 0, len(builtinSpecs))
-	for n := range builtinSpecs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
-
-func (s builtinSpec) decode(body hcl.Body, dir string) ([]byte, hcl.Diagnostics) {
-	v := s.newSettings()
+// decodeBuiltin decodes a builtin block's attributes into the built-in's
+// settings type (the settings types live beside each plugin and carry both
+// hcl and json tags, so the block the host decodes is exactly what the
+// plugin receives), resolves its paths against dir, and returns the
+// settings as JSON.
+func decodeBuiltin(b builtins.Builtin, body hcl.Body, dir string) ([]byte, hcl.Diagnostics) {
+	v := b.NewSettings()
 	diags := gohcl.DecodeBody(body, evalContext(), v)
 	if diags.HasErrors() {
 		return nil, diags
@@ -57,11 +34,11 @@ func (s builtinSpec) decode(body hcl.Body, dir string) ([]byte, hcl.Diagnostics)
 	if pr, ok := v.(pathResolver); ok {
 		pr.ResolvePaths(func(p string) string { return resolve(dir, p) })
 	}
-	b, err := json.Marshal(v)
+	js, err := json.Marshal(v)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot encode settings", Detail: err.Error()}}
 	}
-	return b, diags
+	return js, diags
 }
 
 // ctyJSON renders an HCL object value as JSON.

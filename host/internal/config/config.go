@@ -24,9 +24,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
-
-	"github.com/switchboard-mcp/switchboard/host/internal/registry"
-	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 )
 
 // EnvConfig is the environment variable naming the config file when
@@ -444,286 +441,31 @@ func attrRange(body hcl.Body, abs, name string) hcl.Range {
 }
 
 // blockAttrRange returns the range of an attribute inside the block whose
-// definition starts at def, or def itself.
+// definition starts at def (at any depth, so a server's sandbox block is
+// found too), or def itself.
 func blockAttrRange(body hcl.Body, def hcl.Range, name string) hcl.Range {
 	if sb, ok := body.(*hclsyntax.Body); ok {
-		for _, b := range sb.Blocks {
-			if b.DefRange() == def {
-				if a, ok := b.Body.Attributes[name]; ok {
-					return a.SrcRange
-				}
-			}
+		if r, ok := findBlockAttr(sb, def, name); ok {
+			return r
 		}
 	}
 	return def
 }
 
-func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	dir := filepath.Dir(abs)
-	at := func(name string) hcl.Range { return attrRange(body, abs, name) }
-	in := func(def hcl.Range, name string) hcl.Range { return blockAttrRange(body, def, name) }
-	errAt := func(r hcl.Range, summary, detail string) {
-		rr := r
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rr})
-	}
-
-	cfg := &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20}
-	if fs.DuplicateCallLimit != nil {
-		if *fs.DuplicateCallLimit < 0 || *fs.DuplicateCallLimit == 1 {
-			errAt(at("duplicate_call_limit"), "Invalid duplicate_call_limit", "duplicate_call_limit must be 0 (off) or at least 2.")
-		}
-		cfg.DuplicateCallLimit = *fs.DuplicateCallLimit
-	}
-	cfg.WatchConfig = fs.WatchConfig == nil || *fs.WatchConfig
-	if fs.AuditMaxBytes != nil {
-		if *fs.AuditMaxBytes < 4096 {
-			errAt(at("audit_max_bytes"), "Invalid audit_max_bytes", "audit_max_bytes must be at least 4096.")
-		}
-		cfg.AuditMaxBytes = *fs.AuditMaxBytes
-	}
-	cfg.ProjectDir = dir
-	if fs.ProjectDir != nil {
-		cfg.ProjectDir = resolve(dir, *fs.ProjectDir)
-	}
-	if st, err := os.Stat(cfg.ProjectDir); err != nil || !st.IsDir() {
-		errAt(at("project_dir"), "project_dir is not a directory", fmt.Sprintf("%s does not exist or is not a directory; set project_dir to the folder the built-ins may work in.", cfg.ProjectDir))
-	} else if real, err := filepath.EvalSymlinks(cfg.ProjectDir); err == nil {
-		cfg.ProjectDir = real
-	}
-	if fs.DataDir != nil && *fs.DataDir != "" {
-		cfg.DataDir = resolve(dir, *fs.DataDir)
-	} else {
-		cfg.DataDir = DefaultDataDir(abs)
-	}
-	if within(cfg.DataDir, cfg.ProjectDir) {
-		errAt(at("data_dir"), "data_dir is inside project_dir", fmt.Sprintf("data_dir %s lies inside project_dir %s, where the built-ins could read or change host state. Put it elsewhere or leave it unset.", cfg.DataDir, cfg.ProjectDir))
-	}
-	for _, p := range fs.PluginDirs {
-		cfg.PluginDirs = append(cfg.PluginDirs, resolve(dir, p))
-	}
-	if fs.LogLevel != nil {
-		lv := strings.ToLower(*fs.LogLevel)
-		if !slices.Contains([]string{"trace", "debug", "info", "warn", "error", "off"}, lv) {
-			errAt(at("log_level"), "Invalid log_level", fmt.Sprintf("log_level %q is not one of trace, debug, info, warn, error, off.", *fs.LogLevel))
-		}
-		cfg.LogLevel = lv
-	}
-	if fs.ShutdownGrace != nil {
-		d, err := time.ParseDuration(*fs.ShutdownGrace)
-		if err != nil || d < 0 {
-			errAt(at("shutdown_grace"), "Invalid shutdown_grace", fmt.Sprintf("shutdown_grace %q is not a duration such as \"5s\".", *fs.ShutdownGrace))
-		}
-		cfg.ShutdownGrace = d
-	}
-
-	cfg.Restart = DefaultRestart
-	if len(fs.Restart) > 1 {
-		errAt(fs.Restart[1].Range, "Duplicate restart block", "Only one top-level restart block is allowed.")
-	}
-	if len(fs.Restart) > 0 {
-		cfg.Restart = fs.Restart[0].apply(DefaultRestart, errAt)
-	}
-	serverRestart := func(blocks []restartSchema) Restart {
-		if len(blocks) > 1 {
-			errAt(blocks[1].Range, "Duplicate restart block", "Only one restart block per server is allowed.")
-		}
-		if len(blocks) == 0 {
-			return cfg.Restart
-		}
-		return blocks[0].apply(cfg.Restart, errAt)
-	}
-
-	serverSandbox := func(blocks []sandboxSchema) Sandbox {
-		if len(blocks) > 1 {
-			errAt(blocks[1].Range, "Duplicate sandbox block", "Only one sandbox block per server is allowed.")
-		}
-		if len(blocks) == 0 {
-			return Sandbox{}
-		}
-		b := blocks[0]
-		sb := Sandbox{Network: b.Network, Range: b.Range}
-		if b.Mode != nil {
-			switch *b.Mode {
-			case "required", "best-effort", "off":
-				sb.Mode = *b.Mode
-			default:
-				errAt(in(b.Range, "mode"), "Invalid sandbox mode", fmt.Sprintf("mode %q is not one of \"required\", \"best-effort\", \"off\".", *b.Mode))
+func findBlockAttr(body *hclsyntax.Body, def hcl.Range, name string) (hcl.Range, bool) {
+	for _, b := range body.Blocks {
+		if b.DefRange() == def {
+			a, ok := b.Body.Attributes[name]
+			if !ok {
+				return hcl.Range{}, false
 			}
+			return a.SrcRange, true
 		}
-		for _, p := range b.Read {
-			sb.Read = append(sb.Read, resolveSandboxPath(dir, p))
-		}
-		for _, p := range b.Write {
-			sb.Write = append(sb.Write, resolveSandboxPath(dir, p))
-		}
-		if b.Memory != nil {
-			n, err := sandbox.ParseBytes(*b.Memory)
-			if err != nil || n < 4<<20 {
-				errAt(in(b.Range, "memory"), "Invalid sandbox memory", fmt.Sprintf("memory %q is not a size of at least 4MiB such as \"256MiB\" or \"1GiB\".", *b.Memory))
-			}
-			sb.Memory = n
-		}
-		if b.Processes != nil {
-			if *b.Processes < 1 {
-				errAt(in(b.Range, "processes"), "Invalid sandbox processes", "processes must be at least 1.")
-			}
-			sb.Processes = *b.Processes
-		}
-		return sb
-	}
-
-	seen := map[string]hcl.Range{}
-	for _, b := range fs.Builtins {
-		if prev, dup := seen["builtin "+b.Name]; dup {
-			errAt(b.Range, "Duplicate builtin block", fmt.Sprintf("builtin %q is already configured at %s; merge the two blocks.", b.Name, prev))
-			continue
-		}
-		seen["builtin "+b.Name] = b.Range
-		spec, ok := builtinSpecs[b.Name]
-		if !ok {
-			errAt(b.Range, "Unknown built-in", fmt.Sprintf("There is no built-in %q; the built-ins are %s.", b.Name, strings.Join(BuiltinNames(), ", ")))
-			continue
-		}
-		settings, d := spec.decode(b.Rest, dir)
-		diags = append(diags, d...)
-		if b.Enabled != nil && !*b.Enabled {
-			cfg.Disabled = append(cfg.Disabled, Disabled{Name: b.Name, Kind: "builtin", Range: b.Range})
-			continue
-		}
-		cfg.Builtins = append(cfg.Builtins, &Builtin{Name: b.Name, Settings: settings, Range: b.Range, Restart: serverRestart(b.Restart), Sandbox: serverSandbox(b.Sandbox)})
-	}
-
-	for _, p := range fs.Plugins {
-		if !registry.NameRE.MatchString(p.Name) {
-			errAt(p.Range, "Invalid plugin name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-' (at most 48, starting with a letter or digit).", p.Name))
-			continue
-		}
-		if prev, dup := seen["plugin "+p.Name]; dup {
-			errAt(p.Range, "Duplicate plugin block", fmt.Sprintf("plugin %q is already configured at %s; give each plugin its own name.", p.Name, prev))
-			continue
-		}
-		seen["plugin "+p.Name] = p.Range
-		if p.Enabled != nil && !*p.Enabled {
-			cfg.Disabled = append(cfg.Disabled, Disabled{Name: p.Name, Kind: "plugin", Range: p.Range})
-			continue
-		}
-		pl := &Plugin{Name: p.Name, Path: resolve(dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: serverRestart(p.Restart), Sandbox: serverSandbox(p.Sandbox)}
-		if p.Path == "" {
-			errAt(p.Range, "Missing plugin path", fmt.Sprintf("plugin %q needs path = \"...\" pointing at its binary.", p.Name))
-		}
-		if p.SHA256 != nil && *p.SHA256 != "" {
-			sum := strings.ToLower(strings.TrimPrefix(*p.SHA256, "sha256:"))
-			if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
-				errAt(in(p.Range, "sha256"), "Invalid sha256", fmt.Sprintf("plugin %q: sha256 must be 64 hex digits (from `sha256sum %s`).", p.Name, p.Path))
-			}
-			pl.SHA256 = sum
-		}
-		if p.StartTimeout != nil {
-			d, err := time.ParseDuration(*p.StartTimeout)
-			if err != nil || d <= 0 {
-				errAt(in(p.Range, "start_timeout"), "Invalid start_timeout", fmt.Sprintf("plugin %q: start_timeout %q is not a positive duration such as \"30s\".", p.Name, *p.StartTimeout))
-			}
-			pl.StartTimeout = d
-		}
-		for k := range p.Env {
-			if k == "" || strings.ContainsAny(k, "=\x00") {
-				errAt(in(p.Range, "env"), "Invalid environment variable", fmt.Sprintf("plugin %q: env key %q is not a valid variable name.", p.Name, k))
-			}
-		}
-		if p.Settings != nil && !p.Settings.IsNull() {
-			js, err := ctyJSON(*p.Settings)
-			if err != nil {
-				errAt(in(p.Range, "config"), "Invalid plugin config", fmt.Sprintf("plugin %q: config must be an object: %v", p.Name, err))
-			}
-			pl.Settings = js
-		}
-		cfg.Plugins = append(cfg.Plugins, pl)
-	}
-
-	for _, x := range fs.Externals {
-		if !registry.NameRE.MatchString(x.Name) {
-			errAt(x.Range, "Invalid external server name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-'.", x.Name))
-			continue
-		}
-		if prev, dup := seen["external "+x.Name]; dup {
-			errAt(x.Range, "Duplicate external block", fmt.Sprintf("external %q is already configured at %s.", x.Name, prev))
-			continue
-		}
-		seen["external "+x.Name] = x.Range
-		ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: serverRestart(x.Restart), Sandbox: serverSandbox(x.Sandbox)}
-		if x.Command != nil {
-			ext.Command = *x.Command
-		}
-		if x.URL != nil {
-			ext.URL = *x.URL
-		}
-		switch {
-		case ext.Command == "" && ext.URL == "":
-			errAt(x.Range, "External server without command or url", fmt.Sprintf("external %q needs command = \"...\" (stdio) or url = \"...\" (streamable HTTP).", x.Name))
-		case ext.Command != "" && ext.URL != "":
-			errAt(x.Range, "External server with both command and url", fmt.Sprintf("external %q: set command or url, not both.", x.Name))
-		case ext.URL != "" && !strings.HasPrefix(ext.URL, "http://") && !strings.HasPrefix(ext.URL, "https://"):
-			errAt(in(x.Range, "url"), "Invalid url", fmt.Sprintf("external %q: url %q must start with http:// or https://.", x.Name, ext.URL))
-		}
-		if x.Timeout != nil {
-			d, err := time.ParseDuration(*x.Timeout)
-			if err != nil || d <= 0 {
-				errAt(in(x.Range, "timeout"), "Invalid timeout", fmt.Sprintf("external %q: timeout %q is not a positive duration.", x.Name, *x.Timeout))
-			}
-			ext.Timeout = d
-		}
-		if x.Enabled != nil && !*x.Enabled {
-			cfg.Disabled = append(cfg.Disabled, Disabled{Name: x.Name, Kind: "external", Range: x.Range})
-			continue
-		}
-		cfg.Externals = append(cfg.Externals, ext)
-	}
-	if fs.ImportMCPJSON != nil && *fs.ImportMCPJSON {
-		cfg.MCPJSON = filepath.Join(cfg.ProjectDir, ".mcp.json")
-		mj, err := readMCPJSON(cfg.MCPJSON, cfg.Restart)
-		if err != nil {
-			errAt(at("import_mcp_json"), "Cannot import .mcp.json", err.Error())
-		}
-		for _, x := range mj {
-			if _, dup := seen["external "+x.Name]; dup {
-				continue // a block in the config wins over .mcp.json
-			}
-			cfg.Externals = append(cfg.Externals, x)
+		if r, ok := findBlockAttr(b.Body, def, name); ok {
+			return r, true
 		}
 	}
-
-	if len(fs.Permissions) > 1 {
-		errAt(fs.Permissions[1].Range, "Duplicate permissions block", "Only one permissions block is allowed; merge them.")
-	}
-	if len(fs.Permissions) > 0 {
-		p := fs.Permissions[0]
-		perm := &Permissions{Allow: p.Allow, Deny: p.Deny, Default: "allow", Access: "write", Range: p.Range}
-		if p.Default != nil {
-			perm.Default = *p.Default
-		}
-		if p.Access != nil {
-			perm.Access = *p.Access
-		}
-		if !slices.Contains([]string{"allow", "ask", "deny"}, perm.Default) {
-			errAt(in(p.Range, "default"), "Invalid permissions default", fmt.Sprintf("default = %q must be \"allow\", \"ask\" or \"deny\".", perm.Default))
-		}
-		if !slices.Contains([]string{"read", "write"}, perm.Access) {
-			errAt(in(p.Range, "access"), "Invalid permissions access", fmt.Sprintf("access = %q must be \"read\" or \"write\".", perm.Access))
-		}
-		for _, list := range []struct {
-			name string
-			pats []string
-		}{{"allow", perm.Allow}, {"deny", perm.Deny}} {
-			for _, pat := range list.pats {
-				if err := ValidatePattern(pat); err != nil {
-					errAt(in(p.Range, list.name), "Invalid permission pattern", err.Error())
-				}
-			}
-		}
-		cfg.Permissions = perm
-	}
-	return cfg, diags
+	return hcl.Range{}, false
 }
 
 // resolve makes p absolute against dir, expanding a leading "~/".

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 )
 
 func load(t *testing.T, src string) (*Result, string) {
@@ -95,6 +97,29 @@ func TestDiagnostics(t *testing.T) {
 		{"bad permission pattern", "permissions {\n  deny = [\"rm\"]\n}\n", "must look like", "config.hcl:2:3"},
 		{"project_dir missing", "project_dir = \"nope\"\n", "project_dir is not a directory", "config.hcl:1:1"},
 		{"data_dir inside project", "data_dir = \"state\"\n", "data_dir is inside project_dir", "config.hcl:1:1"},
+		{"bad duplicate_call_limit", "duplicate_call_limit = 1\n", "Invalid duplicate_call_limit", "config.hcl:1:1"},
+		{"bad audit_max_bytes", "\naudit_max_bytes = 10\n", "audit_max_bytes must be at least 4096", "config.hcl:2:1"},
+		{"bad log_level", "log_level = \"loud\"\n", "Invalid log_level", "config.hcl:1:1"},
+		{"bad shutdown_grace", "shutdown_grace = \"soon\"\n", "Invalid shutdown_grace", "config.hcl:1:1"},
+		{"duplicate top-level restart", "restart {}\nrestart {}\n", "Only one top-level restart block", "config.hcl:2:1"},
+		{"bad restart jitter", "restart { jitter = 2 }\n", "jitter must be between 0 and 1", "config.hcl:1:1"},
+		{"duplicate server restart", "builtin \"git\" {\n  restart {}\n  restart {}\n}\n", "Only one restart block per server", "config.hcl:3:3"},
+		{"duplicate builtin", "builtin \"git\" {}\nbuiltin \"git\" {}\n", "Duplicate builtin block", "config.hcl:2:1"},
+		{"disabled builtin still checked", "builtin \"bash\" {\n  enabled = false\n  timout = \"1m\"\n}\n", `"timout" is not expected`, "config.hcl:3:3"},
+		{"bad sandbox mode", "builtin \"git\" {\n  sandbox {\n    mode = \"strict\"\n  }\n}\n", "Invalid sandbox mode", "config.hcl:3:5"},
+		{"bad sandbox memory", "builtin \"git\" {\n  sandbox {\n    memory = \"1KiB\"\n  }\n}\n", "Invalid sandbox memory", "config.hcl:3:5"},
+		{"duplicate sandbox", "builtin \"git\" {\n  sandbox {}\n  sandbox {}\n}\n", "Only one sandbox block per server", "config.hcl:3:3"},
+		{"plugin without path", "plugin \"a\" { path = \"\" }\n", "Missing plugin path", "config.hcl:1:1"},
+		{"bad start_timeout", "plugin \"a\" {\n path = \"x\"\n start_timeout = \"0s\"\n}\n", "Invalid start_timeout", "config.hcl:3:2"},
+		{"bad env key", "plugin \"a\" {\n path = \"x\"\n env = { \"A=B\" = \"1\" }\n}\n", "Invalid environment variable", "config.hcl:3:2"},
+		{"external without command", "external \"x\" {}\n", "External server without command or url", "config.hcl:1:1"},
+		{"external with both", "external \"x\" {\n command = \"a\"\n url = \"http://h\"\n}\n", "with both command and url", "config.hcl:1:1"},
+		{"external bad url", "external \"x\" {\n url = \"ftp://h\"\n}\n", "Invalid url", "config.hcl:2:2"},
+		{"external bad timeout", "external \"x\" {\n command = \"a\"\n timeout = \"-1s\"\n}\n", "Invalid timeout", "config.hcl:3:2"},
+		{"duplicate external", "external \"x\" { command = \"a\" }\nexternal \"x\" { command = \"b\" }\n", "Duplicate external block", "config.hcl:2:1"},
+		{"bad permissions default", "permissions {\n  default = \"maybe\"\n}\n", "Invalid permissions default", "config.hcl:2:3"},
+		{"bad permissions access", "permissions {\n  access = \"all\"\n}\n", "Invalid permissions access", "config.hcl:2:3"},
+		{"duplicate permissions", "permissions {}\npermissions {}\n", "Duplicate permissions block", "config.hcl:2:1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,8 +155,8 @@ func TestDefaultConfigIsValid(t *testing.T) {
 		}
 	}
 	res := Load("../../../config.hcl")
-	if res.Config != nil && len(res.Config.Builtins) != 4 {
-		t.Errorf("config.hcl enables %d built-ins, want all 4", len(res.Config.Builtins))
+	if want := len(builtins.Names()); res.Config != nil && len(res.Config.Builtins) != want {
+		t.Errorf("config.hcl enables %d built-ins, want all %d", len(res.Config.Builtins), want)
 	}
 }
 

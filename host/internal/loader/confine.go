@@ -1,12 +1,12 @@
 package loader
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
@@ -30,16 +30,11 @@ func Confinement(cfg *config.Config, kind registry.Kind, name string, block conf
 	home, _ := os.UserHomeDir()
 	p := sandbox.Policy{Mode: defaultMode(kind)}
 	switch {
-	case kind == registry.KindBuiltin && name == "filesystem":
-		var s struct {
-			Roots []string `json:"roots"`
+	case kind == registry.KindBuiltin:
+		if b, ok := builtins.Lookup(name); ok {
+			g := b.Grants(cfg.ProjectDir, settings)
+			p.Write, p.Network = g.Write, g.Network
 		}
-		_ = json.Unmarshal(settings, &s)
-		p.Write = append([]string{cfg.ProjectDir}, s.Roots...)
-	case kind == registry.KindBuiltin && name == "web":
-		p.Network = true
-	case kind == registry.KindBuiltin: // bash, git
-		p.Write = []string{cfg.ProjectDir}
 	case kind == registry.KindExternal:
 		// Package runners (npx, uvx) keep their caches in the home folder
 		// and fetch packages from the network.

@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/external"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
@@ -562,7 +563,7 @@ func Jobs(cfg *config.Config, self string) []job {
 		state := filepath.Join(cfg.DataDir, b.Name)
 		jobs = append(jobs, job{
 			spec: launcher.Spec{
-				Name: b.Name, Path: self, Args: []string{"plugin-serve", b.Name},
+				Name: b.Name, Path: self, Args: []string{builtins.ServeCommand, b.Name},
 				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
 				ProtectedPaths: protected,
 				Sandbox:        Confinement(cfg, registry.KindBuiltin, b.Name, b.Sandbox, b.Settings, state, self),

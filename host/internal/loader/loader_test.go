@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
@@ -195,11 +197,21 @@ func TestShutdownCancelsInFlight(t *testing.T) {
 	reg, _ := start(t, `plugin "fx" { path = "$FIXTURE" }`)
 	pid := reg.Entries()[0].Server.(registry.Process).PID()
 	done := make(chan error, 1)
+	inFlight := make(chan struct{})
+	var once sync.Once
 	go func() {
-		_, err := reg.Call(context.Background(), "fx.sleep", []byte(`{"ms":60000}`), nil)
+		_, err := reg.Call(context.Background(), "fx.sleep", []byte(`{"ms":60000}`), func(*pluginv1.Progress) {
+			once.Do(func() { close(inFlight) }) // the handler is running
+		})
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-inFlight:
+	case err := <-done:
+		t.Fatalf("fx.sleep ended before shutdown: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("fx.sleep never reached the plugin")
+	}
 	if err := reg.Shutdown(context.Background(), 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -255,14 +267,12 @@ func TestRestartRetriesAFailedStart(t *testing.T) {
 	if err := h.Restart("late"); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := h.Registry().Call(t.Context(), "late.echo", []byte(`{"text":"here"}`), nil); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool {
+		_, err := h.Registry().Call(t.Context(), "late.echo", []byte(`{"text":"here"}`), nil)
+		return err == nil
+	}) {
+		t.Errorf("late never came up after restart")
 	}
-	t.Errorf("late never came up after restart")
 }
 
 func TestCheckWarnsAboutPluginBinaries(t *testing.T) {
@@ -326,5 +336,20 @@ func TestWritablePluginBinaryIsRefused(t *testing.T) {
 	}
 	if reg.Entry("tight") == nil {
 		t.Error("control: the same binary with ordinary modes did not load")
+	}
+}
+
+// eventually polls cond, at growing intervals, until it holds or d has
+// passed, and reports whether it held.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(wait)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
@@ -35,7 +36,8 @@ func TestBuiltinSuitesPassInsideTheirSandboxes(t *testing.T) {
 		t.Fatalf("go env = %q", goenv)
 	}
 	root := fixtures.RepoRoot()
-	for _, name := range []string{"filesystem", "bash", "git", "web"} {
+	for _, b := range builtins.All() {
+		name := b.Name
 		t.Run(name, func(t *testing.T) {
 			bin := filepath.Join(dir, name+".test")
 			build := exec.Command("go", "test", "-c", "-o", bin, "./plugins/"+name)
@@ -44,7 +46,7 @@ func TestBuiltinSuitesPassInsideTheirSandboxes(t *testing.T) {
 				t.Fatalf("go test -c ./plugins/%s: %v\n%s", name, err, out)
 			}
 			pol := sandbox.Policy{
-				Mode: sandbox.ModeRequired, Network: name == "web",
+				Mode: sandbox.ModeRequired, Network: b.Grants(root, nil).Network,
 				Read:  []string{root, gopaths[0], gopaths[2]},
 				Write: []string{gopaths[1]},
 				Env:   map[string]string{"GOMODCACHE": gopaths[0], "GOCACHE": gopaths[1], "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"},

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package tuning
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 )
 
 // releaseStartupPages tells the kernel it may reclaim the pages of the
-// switchboard binary that are resident now: most were touched only while
+// running binary that are resident now: most were touched only while
 // starting (package initialisation, config decoding, launching). They are
 // clean file pages, so nothing is lost; whatever the host still uses is
 // faulted back in on demand. This keeps a long-running host's resident

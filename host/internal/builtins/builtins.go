@@ -1,0 +1,114 @@
+// Package builtins is the one list of the plugins that ship inside the
+// switchboard binary: filesystem, bash, git and web. Everything in the host
+// that needs to know them asks here: config (the settings type each
+// `builtin "NAME" {}` block decodes into), the loader (what each one's
+// sandbox grants by default), and the CLI (which plugin `switchboard
+// plugin-serve NAME` serves). The Makefile's PLUGINS list, which builds
+// the standalone switchboard-plugin-NAME binaries, is checked against this
+// one by a test.
+package builtins
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/switchboard-mcp/switchboard/plugins/bash"
+	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
+	"github.com/switchboard-mcp/switchboard/plugins/git"
+	"github.com/switchboard-mcp/switchboard/plugins/web"
+	"github.com/switchboard-mcp/switchboard/sdk"
+)
+
+// ServeCommand is the hidden CLI command through which the host re-executes
+// itself to serve one built-in: `switchboard plugin-serve NAME`.
+const ServeCommand = "plugin-serve"
+
+// BinaryPrefix starts the name of every plugin binary; a built-in also
+// builds standalone as BinaryPrefix+Name (./plugins/NAME/cmd/…).
+const BinaryPrefix = "switchboard-plugin-"
+
+// Builtin is one built-in plugin.
+type Builtin struct {
+	// Name is its server name and the label of its config block.
+	Name string
+	// New returns the plugin, for `switchboard plugin-serve NAME`.
+	New func() *sdk.Server
+	// NewSettings returns a zero value of the plugin's settings type, which
+	// its config block decodes into (hcl tags) and the plugin receives
+	// (json tags). Unset attributes keep the plugin's own defaults.
+	NewSettings func() any
+	// Grants says what its sandbox allows by default, before the
+	// operator's sandbox block widens or narrows it (README, Security).
+	Grants func(projectDir string, settings []byte) Grants
+}
+
+// Grants is what a built-in's sandbox allows without a sandbox block.
+type Grants struct {
+	// Write lists the folders it may read and write.
+	Write []string
+	// Network lets it reach the network.
+	Network bool
+}
+
+// Binary is the name of the built-in's standalone plugin binary.
+func (b Builtin) Binary() string { return BinaryPrefix + b.Name }
+
+// projectOnly grants read and write access to the project folder only.
+func projectOnly(projectDir string, _ []byte) Grants {
+	return Grants{Write: []string{projectDir}}
+}
+
+// all is the list, in the order `switchboard` documents and starts them.
+var all = []Builtin{
+	{
+		Name:        filesystem.Name,
+		New:         filesystem.New,
+		NewSettings: func() any { return &filesystem.Settings{} },
+		// The project folder and the extra roots of its block.
+		Grants: func(projectDir string, settings []byte) Grants {
+			var s filesystem.Settings
+			_ = json.Unmarshal(settings, &s)
+			return Grants{Write: append([]string{projectDir}, s.Roots...)}
+		},
+	},
+	{
+		Name:        bash.Name,
+		New:         bash.New,
+		NewSettings: func() any { return &bash.Settings{} },
+		Grants:      projectOnly,
+	},
+	{
+		Name:        git.Name,
+		New:         git.New,
+		NewSettings: func() any { return &git.Settings{} },
+		Grants:      projectOnly,
+	},
+	{
+		Name:        web.Name,
+		New:         web.New,
+		NewSettings: func() any { return &web.Settings{} },
+		// Fetching pages is its job; it writes nothing of the project.
+		Grants: func(string, []byte) Grants { return Grants{Network: true} },
+	},
+}
+
+// All returns every built-in, in documented order. The slice is a copy.
+func All() []Builtin { return slices.Clone(all) }
+
+// Lookup returns the built-in called name.
+func Lookup(name string) (Builtin, bool) {
+	i := slices.IndexFunc(all, func(b Builtin) bool { return b.Name == name })
+	if i < 0 {
+		return Builtin{}, false
+	}
+	return all[i], true
+}
+
+// Names lists the built-ins' names, in documented order.
+func Names() []string {
+	names := make([]string, len(all))
+	for i, b := range all {
+		names[i] = b.Name
+	}
+	return names
+}

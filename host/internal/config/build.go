@@ -1,0 +1,376 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+)
+
+// builder turns a decoded file into a Config. Each step fills in one part
+// of the Config and records what is wrong as diagnostics pointing at the
+// attribute or block at fault; a step never stops the ones after it, so
+// validate reports every problem at once.
+type builder struct {
+	abs  string   // the config file, absolute
+	dir  string   // its folder, against which relative paths resolve
+	body hcl.Body // its body, to find attribute ranges
+	cfg  *Config
+	// seen maps "kind name" to the block that first used it.
+	seen  map[string]hcl.Range
+	diags hcl.Diagnostics
+}
+
+// build validates fs, decoded from the file abs whose body is body, and
+// returns the Config with every problem found.
+func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics) {
+	b := &builder{
+		abs: abs, dir: filepath.Dir(abs), body: body, seen: map[string]hcl.Range{},
+		cfg: &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20},
+	}
+	b.limits(fs)
+	b.folders(fs)
+	b.logLevel(fs.LogLevel)
+	b.shutdownGrace(fs.ShutdownGrace)
+	b.defaultRestart(fs.Restart)
+	for _, bs := range fs.Builtins {
+		b.builtin(bs)
+	}
+	for _, ps := range fs.Plugins {
+		b.plugin(ps)
+	}
+	for _, xs := range fs.Externals {
+		b.external(xs)
+	}
+	b.importMCPJSON(fs.ImportMCPJSON)
+	b.permissions(fs.Permissions)
+	return b.cfg, b.diags
+}
+
+// errAt records an error at r.
+func (b *builder) errAt(r hcl.Range, summary, detail string) {
+	b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &r})
+}
+
+// at is the range of a top-level attribute (the file's start when absent).
+func (b *builder) at(name string) hcl.Range { return attrRange(b.body, b.abs, name) }
+
+// in is the range of an attribute of the block defined at def (def itself
+// when absent).
+func (b *builder) in(def hcl.Range, name string) hcl.Range {
+	return blockAttrRange(b.body, def, name)
+}
+
+// claim records that a block of kind uses name at r, or reports the block
+// that used it first.
+func (b *builder) claim(kind, name string, r hcl.Range) (prev hcl.Range, dup bool) {
+	key := kind + " " + name
+	if prev, dup := b.seen[key]; dup {
+		return prev, true
+	}
+	b.seen[key] = r
+	return hcl.Range{}, false
+}
+
+// limits reads duplicate_call_limit, watch_config and audit_max_bytes.
+func (b *builder) limits(fs *fileSchema) {
+	if fs.DuplicateCallLimit != nil {
+		if *fs.DuplicateCallLimit < 0 || *fs.DuplicateCallLimit == 1 {
+			b.errAt(b.at("duplicate_call_limit"), "Invalid duplicate_call_limit", "duplicate_call_limit must be 0 (off) or at least 2.")
+		}
+		b.cfg.DuplicateCallLimit = *fs.DuplicateCallLimit
+	}
+	b.cfg.WatchConfig = fs.WatchConfig == nil || *fs.WatchConfig
+	if fs.AuditMaxBytes != nil {
+		if *fs.AuditMaxBytes < 4096 {
+			b.errAt(b.at("audit_max_bytes"), "Invalid audit_max_bytes", "audit_max_bytes must be at least 4096.")
+		}
+		b.cfg.AuditMaxBytes = *fs.AuditMaxBytes
+	}
+}
+
+// folders resolves project_dir (which must exist; symlinks resolved),
+// data_dir (which must lie outside it) and plugin_dirs.
+func (b *builder) folders(fs *fileSchema) {
+	cfg := b.cfg
+	cfg.ProjectDir = b.dir
+	if fs.ProjectDir != nil {
+		cfg.ProjectDir = resolve(b.dir, *fs.ProjectDir)
+	}
+	if st, err := os.Stat(cfg.ProjectDir); err != nil || !st.IsDir() {
+		b.errAt(b.at("project_dir"), "project_dir is not a directory", fmt.Sprintf("%s does not exist or is not a directory; set project_dir to the folder the built-ins may work in.", cfg.ProjectDir))
+	} else if real, err := filepath.EvalSymlinks(cfg.ProjectDir); err == nil {
+		cfg.ProjectDir = real
+	}
+	if fs.DataDir != nil && *fs.DataDir != "" {
+		cfg.DataDir = resolve(b.dir, *fs.DataDir)
+	} else {
+		cfg.DataDir = DefaultDataDir(b.abs)
+	}
+	if within(cfg.DataDir, cfg.ProjectDir) {
+		b.errAt(b.at("data_dir"), "data_dir is inside project_dir", fmt.Sprintf("data_dir %s lies inside project_dir %s, where the built-ins could read or change host state. Put it elsewhere or leave it unset.", cfg.DataDir, cfg.ProjectDir))
+	}
+	for _, p := range fs.PluginDirs {
+		cfg.PluginDirs = append(cfg.PluginDirs, resolve(b.dir, p))
+	}
+}
+
+// logLevel reads log_level.
+func (b *builder) logLevel(v *string) {
+	if v == nil {
+		return
+	}
+	lv := strings.ToLower(*v)
+	if !slices.Contains([]string{"trace", "debug", "info", "warn", "error", "off"}, lv) {
+		b.errAt(b.at("log_level"), "Invalid log_level", fmt.Sprintf("log_level %q is not one of trace, debug, info, warn, error, off.", *v))
+	}
+	b.cfg.LogLevel = lv
+}
+
+// shutdownGrace reads shutdown_grace.
+func (b *builder) shutdownGrace(v *string) {
+	if v == nil {
+		return
+	}
+	d, err := time.ParseDuration(*v)
+	if err != nil || d < 0 {
+		b.errAt(b.at("shutdown_grace"), "Invalid shutdown_grace", fmt.Sprintf("shutdown_grace %q is not a duration such as \"5s\".", *v))
+	}
+	b.cfg.ShutdownGrace = d
+}
+
+// defaultRestart reads the top-level restart block over DefaultRestart.
+func (b *builder) defaultRestart(blocks []restartSchema) {
+	b.cfg.Restart = DefaultRestart
+	if len(blocks) > 1 {
+		b.errAt(blocks[1].Range, "Duplicate restart block", "Only one top-level restart block is allowed.")
+	}
+	if len(blocks) > 0 {
+		b.cfg.Restart = blocks[0].apply(DefaultRestart, b.errAt)
+	}
+}
+
+// serverRestart reads a server's restart block over the top-level one.
+func (b *builder) serverRestart(blocks []restartSchema) Restart {
+	if len(blocks) > 1 {
+		b.errAt(blocks[1].Range, "Duplicate restart block", "Only one restart block per server is allowed.")
+	}
+	if len(blocks) == 0 {
+		return b.cfg.Restart
+	}
+	return blocks[0].apply(b.cfg.Restart, b.errAt)
+}
+
+// serverSandbox reads a server's sandbox block; paths resolve against the
+// config's folder, "~/…" is left for the sandbox to expand.
+func (b *builder) serverSandbox(blocks []sandboxSchema) Sandbox {
+	if len(blocks) > 1 {
+		b.errAt(blocks[1].Range, "Duplicate sandbox block", "Only one sandbox block per server is allowed.")
+	}
+	if len(blocks) == 0 {
+		return Sandbox{}
+	}
+	s := blocks[0]
+	sb := Sandbox{Network: s.Network, Range: s.Range}
+	if s.Mode != nil {
+		switch *s.Mode {
+		case "required", "best-effort", "off":
+			sb.Mode = *s.Mode
+		default:
+			b.errAt(b.in(s.Range, "mode"), "Invalid sandbox mode", fmt.Sprintf("mode %q is not one of \"required\", \"best-effort\", \"off\".", *s.Mode))
+		}
+	}
+	for _, p := range s.Read {
+		sb.Read = append(sb.Read, resolveSandboxPath(b.dir, p))
+	}
+	for _, p := range s.Write {
+		sb.Write = append(sb.Write, resolveSandboxPath(b.dir, p))
+	}
+	if s.Memory != nil {
+		n, err := sandbox.ParseBytes(*s.Memory)
+		if err != nil || n < 4<<20 {
+			b.errAt(b.in(s.Range, "memory"), "Invalid sandbox memory", fmt.Sprintf("memory %q is not a size of at least 4MiB such as \"256MiB\" or \"1GiB\".", *s.Memory))
+		}
+		sb.Memory = n
+	}
+	if s.Processes != nil {
+		if *s.Processes < 1 {
+			b.errAt(b.in(s.Range, "processes"), "Invalid sandbox processes", "processes must be at least 1.")
+		}
+		sb.Processes = *s.Processes
+	}
+	return sb
+}
+
+// builtin reads one builtin block: its settings are decoded (and checked)
+// even when the block is disabled.
+func (b *builder) builtin(s builtinSchema) {
+	if prev, dup := b.claim("builtin", s.Name, s.Range); dup {
+		b.errAt(s.Range, "Duplicate builtin block", fmt.Sprintf("builtin %q is already configured at %s; merge the two blocks.", s.Name, prev))
+		return
+	}
+	bi, ok := builtins.Lookup(s.Name)
+	if !ok {
+		names := slices.Sorted(slices.Values(builtins.Names()))
+		b.errAt(s.Range, "Unknown built-in", fmt.Sprintf("There is no built-in %q; the built-ins are %s.", s.Name, strings.Join(names, ", ")))
+		return
+	}
+	settings, d := decodeBuiltin(bi, s.Rest, b.dir)
+	b.diags = append(b.diags, d...)
+	if s.Enabled != nil && !*s.Enabled {
+		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: s.Name, Kind: "builtin", Range: s.Range})
+		return
+	}
+	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox)})
+}
+
+// plugin reads one plugin block.
+func (b *builder) plugin(p pluginSchema) {
+	if !registry.NameRE.MatchString(p.Name) {
+		b.errAt(p.Range, "Invalid plugin name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-' (at most 48, starting with a letter or digit).", p.Name))
+		return
+	}
+	if prev, dup := b.claim("plugin", p.Name, p.Range); dup {
+		b.errAt(p.Range, "Duplicate plugin block", fmt.Sprintf("plugin %q is already configured at %s; give each plugin its own name.", p.Name, prev))
+		return
+	}
+	if p.Enabled != nil && !*p.Enabled {
+		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: p.Name, Kind: "plugin", Range: p.Range})
+		return
+	}
+	pl := &Plugin{Name: p.Name, Path: resolve(b.dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox)}
+	if p.Path == "" {
+		b.errAt(p.Range, "Missing plugin path", fmt.Sprintf("plugin %q needs path = \"...\" pointing at its binary.", p.Name))
+	}
+	if p.SHA256 != nil && *p.SHA256 != "" {
+		sum := strings.ToLower(strings.TrimPrefix(*p.SHA256, "sha256:"))
+		if raw, err := hex.DecodeString(sum); err != nil || len(raw) != sha256.Size {
+			b.errAt(b.in(p.Range, "sha256"), "Invalid sha256", fmt.Sprintf("plugin %q: sha256 must be 64 hex digits (from `sha256sum %s`).", p.Name, p.Path))
+		}
+		pl.SHA256 = sum
+	}
+	if p.StartTimeout != nil {
+		d, err := time.ParseDuration(*p.StartTimeout)
+		if err != nil || d <= 0 {
+			b.errAt(b.in(p.Range, "start_timeout"), "Invalid start_timeout", fmt.Sprintf("plugin %q: start_timeout %q is not a positive duration such as \"30s\".", p.Name, *p.StartTimeout))
+		}
+		pl.StartTimeout = d
+	}
+	for k := range p.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			b.errAt(b.in(p.Range, "env"), "Invalid environment variable", fmt.Sprintf("plugin %q: env key %q is not a valid variable name.", p.Name, k))
+		}
+	}
+	if p.Settings != nil && !p.Settings.IsNull() {
+		js, err := ctyJSON(*p.Settings)
+		if err != nil {
+			b.errAt(b.in(p.Range, "config"), "Invalid plugin config", fmt.Sprintf("plugin %q: config must be an object: %v", p.Name, err))
+		}
+		pl.Settings = js
+	}
+	b.cfg.Plugins = append(b.cfg.Plugins, pl)
+}
+
+// external reads one external block: exactly one of command and url.
+func (b *builder) external(x externalSchema) {
+	if !registry.NameRE.MatchString(x.Name) {
+		b.errAt(x.Range, "Invalid external server name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-'.", x.Name))
+		return
+	}
+	if prev, dup := b.claim("external", x.Name, x.Range); dup {
+		b.errAt(x.Range, "Duplicate external block", fmt.Sprintf("external %q is already configured at %s.", x.Name, prev))
+		return
+	}
+	ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: b.serverRestart(x.Restart), Sandbox: b.serverSandbox(x.Sandbox)}
+	if x.Command != nil {
+		ext.Command = *x.Command
+	}
+	if x.URL != nil {
+		ext.URL = *x.URL
+	}
+	switch {
+	case ext.Command == "" && ext.URL == "":
+		b.errAt(x.Range, "External server without command or url", fmt.Sprintf("external %q needs command = \"...\" (stdio) or url = \"...\" (streamable HTTP).", x.Name))
+	case ext.Command != "" && ext.URL != "":
+		b.errAt(x.Range, "External server with both command and url", fmt.Sprintf("external %q: set command or url, not both.", x.Name))
+	case ext.URL != "" && !strings.HasPrefix(ext.URL, "http://") && !strings.HasPrefix(ext.URL, "https://"):
+		b.errAt(b.in(x.Range, "url"), "Invalid url", fmt.Sprintf("external %q: url %q must start with http:// or https://.", x.Name, ext.URL))
+	}
+	if x.Timeout != nil {
+		d, err := time.ParseDuration(*x.Timeout)
+		if err != nil || d <= 0 {
+			b.errAt(b.in(x.Range, "timeout"), "Invalid timeout", fmt.Sprintf("external %q: timeout %q is not a positive duration.", x.Name, *x.Timeout))
+		}
+		ext.Timeout = d
+	}
+	if x.Enabled != nil && !*x.Enabled {
+		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: x.Name, Kind: "external", Range: x.Range})
+		return
+	}
+	b.cfg.Externals = append(b.cfg.Externals, ext)
+}
+
+// importMCPJSON adds the project's .mcp.json servers when import_mcp_json
+// is set; an external block of the same name wins over an entry.
+func (b *builder) importMCPJSON(on *bool) {
+	if on == nil || !*on {
+		return
+	}
+	b.cfg.MCPJSON = filepath.Join(b.cfg.ProjectDir, ".mcp.json")
+	mj, err := readMCPJSON(b.cfg.MCPJSON, b.cfg.Restart)
+	if err != nil {
+		b.errAt(b.at("import_mcp_json"), "Cannot import .mcp.json", err.Error())
+	}
+	for _, x := range mj {
+		if _, dup := b.seen["external "+x.Name]; dup {
+			continue
+		}
+		b.cfg.Externals = append(b.cfg.Externals, x)
+	}
+}
+
+// permissions reads the permissions block: default, access and every
+// allow and deny pattern.
+func (b *builder) permissions(blocks []permSchema) {
+	if len(blocks) > 1 {
+		b.errAt(blocks[1].Range, "Duplicate permissions block", "Only one permissions block is allowed; merge them.")
+	}
+	if len(blocks) == 0 {
+		return
+	}
+	p := blocks[0]
+	perm := &Permissions{Allow: p.Allow, Deny: p.Deny, Default: "allow", Access: "write", Range: p.Range}
+	if p.Default != nil {
+		perm.Default = *p.Default
+	}
+	if p.Access != nil {
+		perm.Access = *p.Access
+	}
+	if !slices.Contains([]string{"allow", "ask", "deny"}, perm.Default) {
+		b.errAt(b.in(p.Range, "default"), "Invalid permissions default", fmt.Sprintf("default = %q must be \"allow\", \"ask\" or \"deny\".", perm.Default))
+	}
+	if !slices.Contains([]string{"read", "write"}, perm.Access) {
+		b.errAt(b.in(p.Range, "access"), "Invalid permissions access", fmt.Sprintf("access = %q must be \"read\" or \"write\".", perm.Access))
+	}
+	for _, list := range []struct {
+		name string
+		pats []string
+	}{{"allow", perm.Allow}, {"deny", perm.Deny}} {
+		for _, pat := range list.pats {
+			if err := ValidatePattern(pat); err != nil {
+				b.errAt(b.in(p.Range, list.name), "Invalid permission pattern", err.Error())
+			}
+		}
+	}
+	b.cfg.Permissions = perm
+}
