@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/internal/ablate"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
 
@@ -62,7 +63,7 @@ type Frontend struct {
 
 // New builds the MCP server for reg. version is the host's version.
 func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend {
-	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version}
+	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version, noShortPath: ablate.Off(ablate.ShortPath)}
 	tools, names, refusals := f.serverTools()
 	f.srv = server.NewMCPServer(ServerName, version,
 		server.WithToolCapabilities(true),

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/switchboard-mcp/switchboard/internal/ablate"
 	"github.com/switchboard-mcp/switchboard/internal/workpool"
 )
 
@@ -30,7 +31,7 @@ import (
 // a small machine costs as much CPU as the call itself. Anything the short
 // path does not recognise exactly is passed to mcp-go untouched.
 func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	if file, ok := in.(*os.File); ok {
+	if file, ok := in.(*os.File); ok && !ablate.Off(ablate.Poller) {
 		if polled, restore := pollable(file); polled != nil {
 			in = polled
 			defer restore()
