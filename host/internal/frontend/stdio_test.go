@@ -41,6 +41,23 @@ func newStdioSession(t *testing.T, policy *registry.Policy) *stdioSession {
 // newSession is newStdioSession; noShortPath sends everything to mcp-go.
 func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioSession {
 	t.Helper()
+	s := startSession(t, policy, noShortPath)
+	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	s.response("init")
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+// startSession is newSession without the handshake.
+func startSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioSession {
+	t.Helper()
+	return tapSession(t, policy, noShortPath, nil)
+}
+
+// tapSession is startSession that also copies every line the server
+// writes to tap, when it is not nil.
+func tapSession(t *testing.T, policy *registry.Policy, noShortPath bool, tap io.WriteCloser) *stdioSession {
+	t.Helper()
 	marker := filepath.Join(t.TempDir(), "cancelled")
 	p, err := launcher.Launch(t.Context(), launcher.Spec{
 		Name: "fx", Path: fixtures.Build(t).TestPlugin, ProjectDir: t.TempDir(),
@@ -68,6 +85,9 @@ func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioS
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
+			if tap != nil {
+				_, _ = tap.Write(append(sc.Bytes(), '\n'))
+			}
 			var m map[string]any
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				t.Errorf("the server wrote a line that is not one JSON message: %v\n%.300s", err, sc.Text())
@@ -76,11 +96,11 @@ func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioS
 			s.lines <- m
 		}
 		close(s.lines)
+		if tap != nil {
+			_ = tap.Close()
+		}
 	}()
 	t.Cleanup(s.close)
-	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	s.response("init")
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s
 }
 
