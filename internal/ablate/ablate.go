@@ -40,7 +40,18 @@ const (
 	AuditLinger = "audit-linger"
 )
 
-var off = sync.OnceValue(func() []string { return strings.Split(os.Getenv(Env), ",") })
+var off = sync.OnceValue(func() []string { return parse(os.Getenv(Env)) })
 
 // Off reports whether the optimisation named name is switched off.
 func Off(name string) bool { return slices.Contains(off(), name) }
+
+// parse splits a list of switches: comma-separated, spaces ignored.
+func parse(list string) []string {
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}

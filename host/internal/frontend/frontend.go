@@ -114,7 +114,9 @@ func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, 
 // listReady hides the tools of servers that are not ready. mcp-go runs
 // tool filters for listings (all tools) and for calls (the one tool
 // called); a call is let through, so its handler can say why the server
-// cannot take it ("git is reconnecting: attempt 3 …").
+// cannot take it ("git is reconnecting: attempt 3 …"). A host with a
+// single tool cannot tell its listing from a call: there a call of a tool
+// whose server is down gets mcp-go's "not found", on both stdio routes.
 func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 && f.total.Load() > 1 {
 		return tools
