@@ -26,7 +26,7 @@ import (
 // mcp-go's stdio server handles the session: initialize, listings,
 // notifications, cancellation, elicitation and everything else. Plain tool
 // calls, the one message a busy client sends over and over, take a shorter
-// path beside it (see fastPath): mcp-go decodes every incoming line
+// path beside it (see eligible for which): mcp-go decodes every incoming line
 // several times over and hands calls to a fixed pool of workers, which on
 // a small machine costs as much CPU as the call itself. Anything the short
 // path does not recognise exactly is passed to mcp-go untouched.
@@ -216,7 +216,8 @@ type shortCall struct {
 // info, recovery from a panicking handler, the OnError hooks, the
 // 2026-07-28 result decoration, cancellation by notifications/cancelled)
 // or switched off in the server New builds (schema validation, other
-// middleware and hooks, tracing, request logging, session tools, tasks):
+// middleware and hooks, tracing, request logging, tasks; the host adds no
+// session tools):
 // TestShortPathHonoursEveryServerOption fails when mcp-go gains an option
 // or the host sets one that this list does not cover.
 func (p *fastPath) eligible(line []byte) *shortCall {

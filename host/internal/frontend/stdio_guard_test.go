@@ -35,13 +35,13 @@ var serverOptionStance = map[string]string{
 	"WithTracer":                        "unset: the route opens no spans",
 	"WithPropagator":                    "unset",
 	"WithMetaPropagator":                "unset",
-	"WithMethodCacheHints":              "unset: the route adds no cache hints",
-	"WithCacheHints":                    "no bearing: hints only on listings, discovery and reads",
+	"WithMethodCacheHints":              "no bearing: mcp-go adds hints only to listings, discovery and reads",
+	"WithCacheHints":                    "no bearing: as WithMethodCacheHints",
 	"WithIcons":                         "unset: the route's 2026-07-28 serverInfo is name and version",
 	"WithTitle":                         "unset: as WithIcons",
 	"WithDescription":                   "unset: as WithIcons",
 	"WithWebsiteURL":                    "unset: as WithIcons",
-	"WithTaskCapabilities":              "unset: task-augmented calls go to mcp-go, but tasks capabilities would change tools",
+	"WithTaskCapabilities":              "unset: with tasks a tool may require task augmentation, which the route does not check",
 	"WithTaskHooks":                     "no bearing: tasks are mcp-go's",
 	"WithMaxConcurrentTasks":            "no bearing: tasks are mcp-go's",
 	"WithLegacyServerInitiatedRequests": "no bearing: calls that may ask a person go to mcp-go",
@@ -90,7 +90,6 @@ var mcpServerFields = map[string]func(v reflect.Value) string{
 		}
 		return ""
 	},
-	"cacheHints": empty("cache hints"),
 	"hooks": func(v reflect.Value) string {
 		if v.IsNil() {
 			return ""
@@ -122,6 +121,7 @@ var mcpServerFields = map[string]func(v reflect.Value) string{
 	"notificationHandlers": nil, "promptCompletionProvider": nil, "resourceCompletionProvider": nil,
 	"allowServerInitiatedRequests": nil, "paginationLimit": nil, "sessions": nil, "listenSessions": nil,
 	"taskHooks": nil, "tasks": nil, "expiredTasks": nil, "maxConcurrentTasks": nil, "activeTasks": nil,
+	"cacheHints":      nil, // never on a tools/call result
 	"inflightCancels": nil, // the route keeps its own, fed by the same notifications/cancelled
 }
 
