@@ -8,7 +8,11 @@
 // garbage collection has shrunk an idle stack.
 package workpool
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/internal/ablate"
+)
 
 // Pool is a set of reusable goroutines. The zero value is not ready; use
 // New. A Pool is safe for concurrent use.
@@ -25,6 +29,10 @@ func New(maxIdle int) *Pool { return &Pool{max: maxIdle} }
 
 // Go runs fn on an idle goroutine of the pool, or on a new one.
 func (p *Pool) Go(fn func()) {
+	if ablate.Off(ablate.WorkPool) {
+		go fn()
+		return
+	}
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		c := p.idle[n-1]

@@ -23,6 +23,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/internal/ablate"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
 
@@ -55,26 +56,41 @@ type Frontend struct {
 	total    atomic.Int64                      // tools with handlers
 	names    atomic.Pointer[map[string]string] // MCP name -> canonical name
 	short    atomic.Int64                      // calls answered on the stdio short path
+	srvHooks *server.Hooks                     // the mcp-go server's hooks
 
-	noShortPath bool // tests: every message goes to mcp-go
+	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
 
 	askState // pending servers put to clients that can elicit
 }
 
 // New builds the MCP server for reg. version is the host's version.
 func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend {
-	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version}
+	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version, noShortPath: ablate.Off(ablate.ShortPath)}
 	tools, names, refusals := f.serverTools()
-	f.srv = server.NewMCPServer(ServerName, version,
-		server.WithToolCapabilities(true),
-		server.WithInstructions(Instructions(reg, refusals)),
-		server.WithRecovery(),
-		server.WithToolFilter(f.listReady),
-		server.WithHooks(f.hooks()),
-	)
+	f.srvHooks = f.hooks()
+	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions(Instructions(reg, refusals))...)
 	f.setTools(tools, names, refusals)
 	reg.Subscribe(f.Refresh)
 	return f
+}
+
+// serverOptions are the options of the mcp-go server: whatever is added
+// here must be honoured by the stdio short path too (see eligible;
+// TestShortPathHonoursEveryServerOption checks).
+func (f *Frontend) serverOptions(instructions string) []server.ServerOption {
+	return []server.ServerOption{
+		server.WithToolCapabilities(true),
+		server.WithInstructions(instructions),
+		server.WithRecovery(),
+		server.WithToolFilter(f.listReady),
+		server.WithHooks(f.srvHooks),
+	}
+}
+
+// passesFilter reports whether mcp-go's tool filter (listReady) lets a
+// call of the tool named name through, as mcp-go checks it at call time.
+func (f *Frontend) passesFilter(ctx context.Context, name string) bool {
+	return len(f.listReady(ctx, []mcp.Tool{{Name: name}})) == 1
 }
 
 // Refresh re-reads the registry's tools; clients get
@@ -99,7 +115,9 @@ func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, 
 // listReady hides the tools of servers that are not ready. mcp-go runs
 // tool filters for listings (all tools) and for calls (the one tool
 // called); a call is let through, so its handler can say why the server
-// cannot take it ("git is reconnecting: attempt 3 …").
+// cannot take it ("git is reconnecting: attempt 3 …"). A host with a
+// single tool cannot tell its listing from a call: there a call of a tool
+// whose server is down gets mcp-go's "not found", on both stdio routes.
 func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 && f.total.Load() > 1 {
 		return tools

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/switchboard-mcp/switchboard/internal/ablate"
 	"github.com/switchboard-mcp/switchboard/internal/workpool"
 )
 
@@ -25,12 +26,12 @@ import (
 // mcp-go's stdio server handles the session: initialize, listings,
 // notifications, cancellation, elicitation and everything else. Plain tool
 // calls, the one message a busy client sends over and over, take a shorter
-// path beside it (see fastPath): mcp-go decodes every incoming line
+// path beside it (see eligible for which): mcp-go decodes every incoming line
 // several times over and hands calls to a fixed pool of workers, which on
 // a small machine costs as much CPU as the call itself. Anything the short
 // path does not recognise exactly is passed to mcp-go untouched.
 func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	if file, ok := in.(*os.File); ok {
+	if file, ok := in.(*os.File); ok && !ablate.Off(ablate.Poller) {
 		if polled, restore := pollable(file); polled != nil {
 			in = polled
 			defer restore()
@@ -182,8 +183,73 @@ type callMessage struct {
 	} `json:"params"`
 }
 
-// decodeCall decodes line if it is an ordinary tools/call the short path
-// may answer.
+// shortCall is a call the short path answers.
+type shortCall struct {
+	id        json.RawMessage
+	canonical string
+	req       mcp.CallToolRequest
+	ctx       context.Context // carries the session and the request's protocol era
+	modern    bool            // of the 2026-07-28 era: its result is decorated
+}
+
+// eligible is the one test that decides which route a line takes: it
+// returns the call when the short path may answer line, and nil when the
+// line goes to mcp-go. The short path answers exactly the requests for
+// which mcp-go's own handling comes down to "run the tool's handler and
+// write its result", so a line is eligible only when all of these hold:
+//
+//   - the short path is on (internal/ablate, "shortpath");
+//   - it is a JSON-RPC 2.0 tools/call request, one object on one line of at
+//     most maxLine bytes, whose id is a string or a number;
+//   - it carries no task, inputResponses or requestState (task-augmented
+//     calls and the retries of multi-round-trip calls are mcp-go's);
+//   - it names a tool the host serves that passes the server's tool
+//     filter (listReady), as mcp-go checks at call time: otherwise mcp-go
+//     answers "not found" and the audit hook records it;
+//   - the policy cannot ask a person (an ask needs mcp-go's elicitation,
+//     and its bridge for older clients);
+//   - its protocol era is one mcp-go accepts: no modern version in _meta,
+//     or a supported one with client capabilities (mcp-go refuses the rest).
+//
+// What mcp-go does besides for every call is either the same here (the
+// request's protocol information in the context, the session's client
+// info, recovery from a panicking handler, the OnError hooks, the
+// 2026-07-28 result decoration, cancellation by notifications/cancelled)
+// or switched off in the server New builds (schema validation, other
+// middleware and hooks, tracing, request logging, tasks; the host adds no
+// session tools):
+// TestShortPathHonoursEveryServerOption fails when mcp-go gains an option
+// or the host sets one that this list does not cover.
+func (p *fastPath) eligible(line []byte) *shortCall {
+	if p.f.noShortPath {
+		return nil
+	}
+	m, ok := decodeCall(line)
+	if !ok {
+		return nil
+	}
+	names := p.f.names.Load()
+	if names == nil {
+		return nil
+	}
+	canonical, ok := (*names)[m.Params.Name]
+	if !ok || p.f.reg.Policy().MayAsk() {
+		return nil
+	}
+	ctx, modern, ok := p.protocolContext(m.Params.Meta)
+	if !ok || !p.f.passesFilter(ctx, m.Params.Name) {
+		return nil
+	}
+	c := &shortCall{id: append(json.RawMessage(nil), m.ID...), canonical: canonical, ctx: ctx, modern: modern}
+	c.req.Method = m.Method
+	c.req.Params.Name = m.Params.Name
+	c.req.Params.RawArguments = m.Params.Arguments
+	c.req.Params.Meta = m.Params.Meta
+	return c
+}
+
+// decodeCall decodes line if it is a plain tools/call request (the
+// message-shape part of eligible).
 func decodeCall(line []byte) (*callMessage, bool) {
 	if !bytes.Contains(line, toolsCall) || len(line) > maxLine {
 		return nil, false
@@ -207,45 +273,21 @@ var (
 	cancelledNt = []byte(`"notifications/cancelled"`)
 )
 
-// handle answers line if it is a plain call of a known tool, and reports
-// whether it did. It also cancels the short path's own calls on
-// notifications/cancelled (which mcp-go gets as well).
+// handle answers line if it is eligible, and reports whether it did. It
+// also cancels the short path's own calls on notifications/cancelled
+// (which mcp-go gets as well).
 func (p *fastPath) handle(line []byte) bool {
 	if bytes.Contains(line, cancelledNt) {
 		p.cancelled(line)
 		return false
 	}
-	if p.f.noShortPath {
+	c := p.eligible(line)
+	if c == nil {
 		return false
 	}
-	m, ok := decodeCall(line)
-	if !ok {
-		return false
-	}
-	names := p.f.names.Load()
-	if names == nil {
-		return false
-	}
-	canonical, ok := (*names)[m.Params.Name]
-	if !ok || p.f.reg.Policy().MayAsk() {
-		// Unknown tools get mcp-go's error; calls that may need a person's
-		// approval get mcp-go's elicitation, which also bridges it for
-		// clients of older protocol versions.
-		return false
-	}
-	ctx, modern, ok := p.protocolContext(m.Params.Meta)
-	if !ok {
-		return false
-	}
-	req := mcp.CallToolRequest{}
-	req.Method = m.Method
-	req.Params.Name = m.Params.Name
-	req.Params.RawArguments = m.Params.Arguments
-	req.Params.Meta = m.Params.Meta
 	p.f.short.Add(1)
-	id := append(json.RawMessage(nil), m.ID...)
-	ctx, cancel := context.WithCancel(ctx)
-	key := idKey(id)
+	ctx, cancel := context.WithCancel(c.ctx)
+	key := idKey(c.id)
 	p.mu.Lock()
 	p.inflight[key] = cancel
 	p.mu.Unlock()
@@ -258,11 +300,11 @@ func (p *fastPath) handle(line []byte) bool {
 			p.mu.Unlock()
 			cancel()
 		}()
-		res := p.run(ctx, canonical, req)
-		if r, ok := res.(*mcp.CallToolResult); ok && modern {
+		res := p.run(ctx, c)
+		if r, ok := res.(*mcp.CallToolResult); ok && c.modern {
 			p.decorate(r)
 		}
-		p.respond(id, res)
+		p.respond(c.id, res)
 	})
 	return true
 }
@@ -307,16 +349,27 @@ func (p *fastPath) protocolContext(meta *mcp.Meta) (ctx context.Context, modern,
 	return server.WithRequestProtocolInfo(p.ctx, info), true, true
 }
 
-// run calls the tool as mcp-go would call its handler, panics included.
-func (p *fastPath) run(ctx context.Context, canonical string, req mcp.CallToolRequest) (res any) {
+// run calls the tool as mcp-go would call its handler: a panic is
+// recovered as WithRecovery does, and an error answer goes through the
+// server's OnError hooks as mcp-go's would.
+func (p *fastPath) run(ctx context.Context, c *shortCall) (res any) {
+	var err error
 	defer func() {
 		if r := recover(); r != nil {
-			res = mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("panic recovered in %s tool handler: %v", req.Params.Name, r), nil)
+			err = fmt.Errorf("panic recovered in %s tool handler: %v", c.req.Params.Name, r)
+		}
+		if err != nil {
+			var id any
+			_ = json.Unmarshal(c.id, &id)
+			for _, h := range p.f.srvHooks.OnError {
+				h(ctx, id, mcp.MethodToolsCall, &c.req, err)
+			}
+			res = mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)
 		}
 	}()
-	out, err := p.f.call(ctx, canonical, req)
+	out, err := p.f.call(ctx, c.canonical, c.req)
 	if err != nil {
-		return mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)
+		return nil
 	}
 	return out
 }

@@ -11,11 +11,14 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
@@ -41,6 +44,23 @@ func newStdioSession(t *testing.T, policy *registry.Policy) *stdioSession {
 // newSession is newStdioSession; noShortPath sends everything to mcp-go.
 func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioSession {
 	t.Helper()
+	s := startSession(t, policy, noShortPath)
+	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	s.response("init")
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+// startSession is newSession without the handshake.
+func startSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioSession {
+	t.Helper()
+	return tapSession(t, policy, noShortPath, nil)
+}
+
+// tapSession is startSession that also copies every line the server
+// writes to tap, when it is not nil.
+func tapSession(t *testing.T, policy *registry.Policy, noShortPath bool, tap io.WriteCloser) *stdioSession {
+	t.Helper()
 	marker := filepath.Join(t.TempDir(), "cancelled")
 	p, err := launcher.Launch(t.Context(), launcher.Spec{
 		Name: "fx", Path: fixtures.Build(t).TestPlugin, ProjectDir: t.TempDir(),
@@ -54,12 +74,21 @@ func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioS
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reg.Shutdown(context.Background(), 5*time.Second) })
+	s := serveSession(t, reg, noShortPath, tap)
+	s.marker = marker
+	return s
+}
+
+// serveSession serves reg over stdio pipes; tap, when not nil, gets a copy
+// of every line the server writes.
+func serveSession(t *testing.T, reg *registry.Registry, noShortPath bool, tap io.WriteCloser) *stdioSession {
+	t.Helper()
 	f := New(reg, "test", hclog.NewNullLogger())
 	f.noShortPath = noShortPath
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &stdioSession{t: t, f: f, in: inW, lines: make(chan map[string]any, 1024), done: make(chan error, 1), marker: marker}
+	s := &stdioSession{t: t, f: f, in: inW, lines: make(chan map[string]any, 1024), done: make(chan error, 1)}
 	go func() {
 		s.done <- f.ServeStdio(context.Background(), inR, outW)
 		_ = outW.Close()
@@ -68,6 +97,9 @@ func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioS
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
+			if tap != nil {
+				_, _ = tap.Write(append(sc.Bytes(), '\n'))
+			}
 			var m map[string]any
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				t.Errorf("the server wrote a line that is not one JSON message: %v\n%.300s", err, sc.Text())
@@ -76,11 +108,11 @@ func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioS
 			s.lines <- m
 		}
 		close(s.lines)
+		if tap != nil {
+			_ = tap.Close()
+		}
 	}()
 	t.Cleanup(s.close)
-	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	s.response("init")
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s
 }
 
@@ -159,38 +191,41 @@ func TestShortPathAnswersLikeMCPGo(t *testing.T) {
 		{"task-augmented", `{"name":"fx__echo","arguments":{"text":"x"},"task":{"ttl":1000}}`, false},
 		{"retry with answers", `{"name":"fx__echo","arguments":{"text":"x"},"requestState":"s","inputResponses":{}}`, false},
 	}
-	type answer struct {
-		resp  map[string]any
-		notes []map[string]any
-		short bool
+	corpus := []string{
+		`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 	}
-	run := func(noShortPath bool) []answer {
-		s := newSession(t, nil, noShortPath)
-		defer s.close()
-		var out []answer
-		for i, c := range cases {
-			before := s.f.short.Load()
-			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i, c.params))
-			resp, notes := s.response(i)
-			// Let late notifications of this call arrive before the next.
-			time.Sleep(20 * time.Millisecond)
-			out = append(out, answer{resp, notes, s.f.short.Load() > before})
-		}
-		return out
-	}
-	short, full := run(false), run(true)
 	for i, c := range cases {
-		if short[i].short != c.short {
-			t.Errorf("%s: taken by the short path: %v, want %v", c.name, short[i].short, c.short)
+		corpus = append(corpus, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i, c.params))
+	}
+	short, full := replay(t, corpus, false), replay(t, corpus, true)
+	for i, c := range cases {
+		if got := short.shortIDs[fmt.Sprint(i)]; got != c.short {
+			t.Errorf("%s: taken by the short path: %v, want %v", c.name, got, c.short)
 		}
-		if full[i].short {
-			t.Errorf("%s: the host without the short path answered it there", c.name)
-		}
-		if !reflect.DeepEqual(short[i].resp, full[i].resp) {
-			t.Errorf("%s: short path answered\n  %v\nmcp-go answered\n  %v", c.name, short[i].resp, full[i].resp)
-		}
-		if !reflect.DeepEqual(short[i].notes, full[i].notes) {
-			t.Errorf("%s: notifications differ:\n  short %v\n  mcp-go %v", c.name, short[i].notes, full[i].notes)
+	}
+	compareReplays(t, short, full)
+}
+
+// waitProgress waits for a progress notification of token: the fixture's
+// sleep tool sends one when it starts.
+func (s *stdioSession) waitProgress(token string) {
+	s.t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case m, ok := <-s.lines:
+			if !ok {
+				s.t.Fatal("output ended before the call started")
+			}
+			if params, _ := m["params"].(map[string]any); m["method"] == "notifications/progress" && fmt.Sprint(params["progressToken"]) == token {
+				return
+			}
+			if m["id"] != nil {
+				s.t.Fatalf("unexpected message while waiting for the call to start: %v", m)
+			}
+		case <-timeout:
+			s.t.Fatal("the call did not start")
 		}
 	}
 }
@@ -198,8 +233,8 @@ func TestShortPathAnswersLikeMCPGo(t *testing.T) {
 // Cancellation reaches a call on the short path, and the plugin's handler.
 func TestShortPathCancellation(t *testing.T) {
 	s := newStdioSession(t, nil)
-	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000}}}`)
-	time.Sleep(200 * time.Millisecond)
+	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000},"_meta":{"progressToken":"slow"}}}`)
+	s.waitProgress("slow")
 	start := time.Now()
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"changed my mind"}}`)
 	resp, _ := s.response("slow")
@@ -217,8 +252,8 @@ func TestShortPathCancellation(t *testing.T) {
 // A cancellation may name a numeric request id in another spelling.
 func TestShortPathCancellationByNumericID(t *testing.T) {
 	s := newStdioSession(t, nil)
-	s.send(`{"jsonrpc":"2.0","id":70,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000}}}`)
-	time.Sleep(200 * time.Millisecond)
+	s.send(`{"jsonrpc":"2.0","id":70,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000},"_meta":{"progressToken":"t70"}}}`)
+	s.waitProgress("t70")
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7e1}}`)
 	resp, _ := s.response(70)
 	if res, _ := resp["result"].(map[string]any); res["isError"] != true {
@@ -285,5 +320,81 @@ func TestAskPolicyTakesTheFullPath(t *testing.T) {
 	}
 	if n := s.f.short.Load(); n != 0 {
 		t.Errorf("the short path took %d calls under an ask policy", n)
+	}
+}
+
+// A host with a single tool whose server is down: the call gets the same
+// answer on both routes (the short path runs mcp-go's tool filter, which
+// hides the tools of a server that is not ready).
+func TestShortPathSingleToolServerDown(t *testing.T) {
+	bins := fixtures.Build(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.hcl")
+	if err := os.Mkdir(filepath.Join(dir, "p"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`project_dir = "p"
+data_dir = "state"
+watch_config = false
+plugin "hi" {
+  path = %q
+  sandbox { mode = "off" }
+  restart {
+    base_delay = "1h"
+    max_delay  = "1h"
+  }
+}
+`, bins.Hello)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := config.Load(cfgPath)
+	if res.Diags.HasErrors() {
+		t.Fatal(res.Diags)
+	}
+	h, err := loader.Start(t.Context(), res.Config, loader.Options{Self: bins.Switchboard, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := h.Registry()
+	t.Cleanup(func() { _ = reg.Shutdown(context.Background(), 5*time.Second) })
+	if n := len(reg.AllTools()); n != 1 {
+		t.Fatalf("the hello plugin serves %d tools, want 1", n)
+	}
+	// Take the server down: kill the plugin, and wait until the registry
+	// no longer counts it ready.
+	killed := 0
+	for _, pid := range fixtures.Children(os.Getpid()) {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == bins.Hello {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed++
+		}
+	}
+	if killed == 0 {
+		t.Fatal("no hello plugin process to kill")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for len(reg.Tools()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the hello plugin is still ready after its process was killed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	answer := func(noShortPath bool) map[string]any {
+		s := serveSession(t, reg, noShortPath, nil)
+		defer s.close()
+		s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		s.response("init")
+		s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hi__greet","arguments":{"name":"x"}}}`)
+		resp, _ := s.response(1)
+		if n := s.f.short.Load(); n != 0 {
+			t.Errorf("the short path answered a call of a tool its filter hides (%v)", resp)
+		}
+		return resp
+	}
+	short, full := answer(false), answer(true)
+	if !reflect.DeepEqual(short, full) {
+		t.Errorf("a call while the only server is down:\n  short path %v\n  mcp-go     %v", short, full)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/ablate"
 )
 
 // AuditRecord is one line of audit.jsonl.
@@ -66,6 +68,10 @@ type Audit struct {
 // the most a record lags behind its call in the file.
 const auditLinger = 20 * time.Millisecond
 
+// closedTime is ready at once: the audit writer's wait when lingering is
+// switched off (see internal/ablate).
+var closedTime = func() <-chan time.Time { c := make(chan time.Time); close(c); return c }()
+
 // OpenAudit opens (appends to) the audit log at path.
 func OpenAudit(path string, maxBytes int64, keep int) (*Audit, error) {
 	a := &Audit{path: path, maxBytes: maxBytes, keep: keep, queue: make(chan AuditRecord, 4096), stopped: make(chan struct{}), errFn: func(error) {}}
@@ -87,6 +93,10 @@ func (a *Audit) writer() {
 		// goroutine) once per batch, not once per call; closing the queue
 		// ends the wait at once.
 		linger := time.NewTimer(auditLinger)
+		var now <-chan time.Time // ablate.AuditLinger: no wait, only what is queued
+		if ablate.Off(ablate.AuditLinger) {
+			now = closedTime
+		}
 	more:
 		for len(buf) < 64<<10 {
 			select {
@@ -95,6 +105,17 @@ func (a *Audit) writer() {
 					break more
 				}
 				buf = a.appendRecord(buf, r)
+				continue
+			default:
+			}
+			select {
+			case r, ok := <-a.queue:
+				if !ok {
+					break more
+				}
+				buf = a.appendRecord(buf, r)
+			case <-now:
+				break more
 			case <-linger.C:
 				break more
 			}

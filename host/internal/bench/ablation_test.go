@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/ablate"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+)
+
+// ablation is one host of the ablation table: everything on, or one
+// optimisation of the stdio call route switched off (see internal/ablate).
+type ablation struct {
+	name       string
+	hostEnv    []string
+	pluginEnv  string // the plugin's SWITCHBOARD_ABLATE
+	secondPath bool   // a second route (DESIGN, performance rule), not a setting
+}
+
+// ablations lists the optimisations of the stdio call route, each switched
+// off alone.
+func ablations() []ablation {
+	off := func(name string) []string { return []string{ablate.Env + "=" + name} }
+	return []ablation{
+		{name: "everything on"},
+		{name: "stdio short path off", hostEnv: off(ablate.ShortPath), secondPath: true},
+		{name: "reused goroutines off (host, plugin)", hostEnv: off(ablate.WorkPool), pluginEnv: ablate.WorkPool},
+		{name: fmt.Sprintf("GOMAXPROCS=1 off (serve at %d)", runtime.NumCPU()), hostEnv: []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU())}},
+		{name: "stdin through the poller off", hostEnv: off(ablate.Poller)},
+		{name: "audit writer linger off", hostEnv: off(ablate.AuditLinger)},
+	}
+}
+
+// figures are the four end-to-end figures of the table.
+type figures struct{ p50one, perSecOne, p50many, perSecMany float64 }
+
+// BenchmarkAblation measures the stdio echo call through the host with
+// everything on, and with each optimisation switched off alone, against the
+// direct mcp-go server, all in one run: the hosts run side by side and are
+// measured in alternating rounds, the whole repeated $BENCH_ABLATION_RUNS
+// times (default 5), and the table shows the medians. DESIGN's performance
+// rule: a second route stays only if switching it off costs at least 10 %
+// on one of these figures.
+func BenchmarkAblation(b *testing.B) {
+	if b.N < 100 {
+		return
+	}
+	runs := 5
+	if n, err := strconv.Atoi(os.Getenv("BENCH_ABLATION_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	bins := fixtures.Build(b)
+	direct, _ := startMCP(b, nil, bins.MCPServer)
+	paths := []func(context.Context) error{direct.echo("echo")}
+	abl := ablations()
+	for _, a := range abl {
+		block := fmt.Sprintf("plugin \"fx\" { path = %q }\n", bins.TestPlugin)
+		if a.pluginEnv != "" {
+			block = fmt.Sprintf("plugin \"fx\" {\n  path = %q\n  env = { %s = %q }\n}\n", bins.TestPlugin, ablate.Env, a.pluginEnv)
+		}
+		h, _ := startMCP(b, a.hostEnv, bins.Switchboard, "serve", "--config", writeConfig(b, block))
+		paths = append(paths, h.echo("fx__echo"))
+	}
+	// per[path][run]
+	per := make([][]figures, len(paths))
+	for r := 0; r < runs; r++ {
+		one := interleave(b, 3000, 1, 6, paths...)
+		many := interleave(b, 9600, 32, 6, paths...)
+		for i := range paths {
+			per[i] = append(per[i], figures{
+				p50one: float64(one[i].p50.Microseconds()), perSecOne: one[i].perSec,
+				p50many: float64(many[i].p50.Microseconds()), perSecMany: many[i].perSec,
+			})
+		}
+	}
+	med := make([]figures, len(paths))
+	for i, fs := range per {
+		pick := func(get func(figures) float64) float64 {
+			v := make([]float64, len(fs))
+			for j, f := range fs {
+				v[j] = get(f)
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
+		}
+		med[i] = figures{
+			p50one:     pick(func(f figures) float64 { return f.p50one }),
+			perSecOne:  pick(func(f figures) float64 { return f.perSecOne }),
+			p50many:    pick(func(f figures) float64 { return f.p50many }),
+			perSecMany: pick(func(f figures) float64 { return f.perSecMany }),
+		}
+	}
+	d, on := med[0], med[1]
+	fmt.Printf("\nablation of the stdio call route: echo through the host, medians of %d runs (%s)\n", runs, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Printf("%-48s %16s %18s %16s %18s  %s\n", "", "p50, 1 caller", "calls/s, 1 caller", "p50, 32 callers", "calls/s, 32 callers", "switching it off costs")
+	row := func(name string, f figures, against figures, verdict string) {
+		rel := func(v, base float64) string { return fmt.Sprintf("%.2fx", v/base) }
+		fmt.Printf("%-48s %7.0f µs %6s %10.0f %6s %7.0f µs %6s %10.0f %6s  %s\n", name,
+			f.p50one, rel(f.p50one, against.p50one), f.perSecOne, rel(f.perSecOne, against.perSecOne),
+			f.p50many, rel(f.p50many, against.p50many), f.perSecMany, rel(f.perSecMany, against.perSecMany), verdict)
+	}
+	row("direct mcp-go server (vs itself)", d, d, "")
+	row("host, everything on (vs direct)", on, d, "")
+	for i, a := range abl[1:] {
+		f := med[i+2]
+		// What switching it off costs, on each figure: more latency or
+		// fewer calls a second, relative to everything on.
+		costs := map[string]float64{
+			"p50, 1 caller":       f.p50one/on.p50one - 1,
+			"calls/s, 1 caller":   on.perSecOne/f.perSecOne - 1,
+			"p50, 32 callers":     f.p50many/on.p50many - 1,
+			"calls/s, 32 callers": on.perSecMany/f.perSecMany - 1,
+		}
+		worst, at := -1.0, ""
+		for _, k := range []string{"p50, 1 caller", "calls/s, 1 caller", "p50, 32 callers", "calls/s, 32 callers"} {
+			if costs[k] > worst {
+				worst, at = costs[k], k
+			}
+		}
+		verdict := fmt.Sprintf("at most %+.0f %% (%s)", worst*100, at)
+		if a.secondPath {
+			if worst >= 0.10 {
+				verdict += ": a second route that earns its keep"
+			} else {
+				verdict += ": a second route under 10 %, delete it"
+			}
+		}
+		row(a.name+" (vs on)", f, on, verdict)
+	}
+	fmt.Printf("targets, everything on: p50 %.2fx direct (<= 1.3x), calls/s at 32 callers %.2fx direct (>= 0.8x)\n",
+		on.p50one/d.p50one, on.perSecMany/d.perSecMany)
+
+}
