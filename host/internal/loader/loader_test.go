@@ -172,6 +172,36 @@ plugin "current" { path = "$FIXTURE" }
 	}
 }
 
+// A plugin built on the version 1 SDK (a frozen copy, its own module) loads
+// and answers next to version 2 plugins; each runs at its own version.
+func TestV1PluginNextToV2(t *testing.T) {
+	v1 := fixtures.V1Plugin(t)
+	reg, err := start(t, `
+plugin "old" { path = "`+v1+`" }
+plugin "fx" { path = "$FIXTURE" }
+plugin "hello" { path = "$HELLO" }
+`)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got := call(t, reg, "old.echo", `{"text":"still here"}`); got != "v1: still here" {
+		t.Errorf("old.echo = %q", got)
+	}
+	if got := call(t, reg, "fx.echo", `{"text":"v2"}`); got != "v2" {
+		t.Errorf("fx.echo = %q", got)
+	}
+	want := map[string]int{"old": protocol.Version1, "fx": protocol.Version2, "hello": protocol.Version2}
+	for _, e := range reg.Entries() {
+		p, ok := e.Server.(registry.Process)
+		if !ok {
+			continue
+		}
+		if v, named := want[e.Server.Name()]; named && p.ProtocolVersion() != v {
+			t.Errorf("%s speaks protocol %d, want %d", e.Server.Name(), p.ProtocolVersion(), v)
+		}
+	}
+}
+
 func TestPolicyDeniesBeforeRouting(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	reg, _ := start(t, `
