@@ -18,8 +18,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }
@@ -43,13 +43,7 @@ func launch(t *testing.T, spec launcher.Spec) *launcher.Plugin {
 	return p
 }
 
-func text(r *pluginv1.Result) string {
-	var parts []string
-	for _, c := range r.GetContent() {
-		parts = append(parts, c.GetText().GetText())
-	}
-	return strings.Join(parts, "\n")
-}
+func text(r *toolcall.Result) string { return r.Text() }
 
 func TestLaunchDescribeCallCancelClose(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "cancelled")
@@ -86,8 +80,8 @@ func TestLaunchDescribeCallCancelClose(t *testing.T) {
 
 	// Progress events arrive in order before the result.
 	var steps []string
-	res, err = p.Call(t.Context(), "progress", []byte(`{"steps":3}`), func(pr *pluginv1.Progress) {
-		steps = append(steps, pr.GetMessage())
+	res, err = p.Call(t.Context(), "progress", []byte(`{"steps":3}`), func(pr toolcall.Progress) {
+		steps = append(steps, pr.Message)
 	})
 	if err != nil || text(res) != "done 3 steps" {
 		t.Fatalf("progress = %q, %v", text(res), err)

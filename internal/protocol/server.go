@@ -36,7 +36,7 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 		return nil, status.Error(codes.FailedPrecondition, "plugin is already configured")
 	}
 	if err := s.impl.Configure(ctx, req); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, statusError(err, CodeInvalidArguments)
 	}
 	s.configured = true
 	return &pluginv1.ConfigureResponse{}, nil
@@ -45,7 +45,7 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
 	resp, err := s.impl.Describe(ctx)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, statusError(err, CodeInternal)
 	}
 	return resp, nil
 }
@@ -53,8 +53,7 @@ func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pl
 func (s *server) PermissionPattern(ctx context.Context, req *pluginv1.PermissionPatternRequest) (*pluginv1.PermissionPatternResponse, error) {
 	pats, err := s.impl.PermissionPattern(ctx, req)
 	if err != nil {
-		w := toWire(err)
-		return nil, status.Error(codes.InvalidArgument, w.GetMessage())
+		return nil, statusError(err, CodeInvalidArguments)
 	}
 	return &pluginv1.PermissionPatternResponse{Patterns: pats}, nil
 }

@@ -204,7 +204,7 @@ func connect(t testing.TB, client *plugin.Client, opts []Option) (*Plugin, *prot
 		client.Kill()
 		t.Fatalf("sdktest: Describe: %v", err)
 	}
-	return &Plugin{t: t, Info: info, call: pc.Call, patterns: pc.PermissionPattern}, pc
+	return &Plugin{t: t, Info: info, call: pc.CallEvents, patterns: pc.PermissionPattern}, pc
 }
 
 // PermissionPatterns returns the patterns the plugin gives for a call, as

@@ -58,11 +58,7 @@ func call(t *testing.T, reg *registry.Registry, name, args string) string {
 	if err != nil {
 		t.Fatalf("Call(%s): %v", name, err)
 	}
-	var parts []string
-	for _, c := range res.GetContent() {
-		parts = append(parts, c.GetText().GetText())
-	}
-	return strings.Join(parts, "\n")
+	return res.Text()
 }
 
 func TestBuiltinsAndPlugins(t *testing.T) {
@@ -211,8 +207,10 @@ func TestShutdownCancelsInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("in-flight call did not end at shutdown")
 	}
-	if _, err := reg.Call(context.Background(), "fx.echo", []byte(`{}`), nil); !errors.Is(err, protocol.ErrUnavailable) {
-		t.Errorf("call after shutdown err = %v, want unavailable", err)
+	// Shutting down is not a passing outage: the error says so.
+	_, err := reg.Call(context.Background(), "fx.echo", []byte(`{}`), nil)
+	if !errors.Is(err, protocol.ErrShuttingDown) || errors.Is(err, protocol.ErrUnavailable) {
+		t.Errorf("call after shutdown err = %v, want ErrShuttingDown and not ErrUnavailable", err)
 	}
 	if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
 		t.Errorf("plugin %d alive after Shutdown", pid)
