@@ -326,3 +326,23 @@ func TestWritablePluginBinaryIsRefused(t *testing.T) {
 		t.Error("control: the same binary with ordinary modes did not load")
 	}
 }
+
+// A plugin's coded refusal to give permission patterns keeps its code
+// through the registry, and the call does not run.
+func TestPermissionPatternCodesReachTheCaller(t *testing.T) {
+	reg, err := start(t, `
+plugin "fx" { path = "$FIXTURE" }
+permissions { default = "allow" }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*protocol.Error{protocol.ErrPermissionDenied, protocol.ErrUnavailable} {
+		_, err := reg.Call(t.Context(), "fx.guarded", []byte(`{"code":"`+want.Code.String()+`"}`), nil)
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), "fixture cannot judge the call") {
+			t.Errorf("fx.guarded with a %s refusal: err = %v, want that code and the plugin's message", want.Code, err)
+		}
+	}
+	if got := call(t, reg, "fx.guarded", `{"code":""}`); got != "ok" {
+		t.Errorf("fx.guarded = %q, want ok", got)
+	}
+}

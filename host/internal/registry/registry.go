@@ -586,7 +586,13 @@ func (r *Registry) decide(ctx context.Context, t Tool, args []byte) (Decision, e
 		defer cancel()
 		pats, err := t.Entry.Server.PermissionPatterns(pctx, t.Tool.GetName(), args)
 		if err != nil {
-			return Decision{Verdict: "deny", Rule: "pattern-error"}, protocol.Errorf(protocol.CodeInvalidArguments, "%s: cannot judge the call's permissions: %v", t.Name, err)
+			// The plugin's code says why (a refusal, a plugin going away);
+			// an error without one is about the arguments.
+			code := protocol.CodeInvalidArguments
+			if perr := (*protocol.Error)(nil); errors.As(err, &perr) {
+				code = perr.Code
+			}
+			return Decision{Verdict: "deny", Rule: "pattern-error"}, protocol.Errorf(code, "%s: cannot judge the call's permissions: %v", t.Name, err)
 		}
 		if len(pats) == 0 {
 			pats = []string{t.Tool.GetName()}
