@@ -121,6 +121,7 @@ func toWireOr(err error, plain Code) *pluginv1.Error {
 // plain.
 func statusError(err error, plain Code) error {
 	w := toWireOr(err, plain)
+	w.Message = err.Error() // with whatever context wraps the *Error
 	st := status.New(grpcCode(w.GetCode()), w.GetMessage())
 	if withCode, derr := st.WithDetails(w); derr == nil {
 		st = withCode
