@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,10 +29,10 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
-	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/internal/pluginserve"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // Errors callers may check with errors.Is / errors.As.
@@ -258,6 +257,7 @@ func (p *Plugin) start(log hclog.Logger) error {
 	if !ok {
 		return fmt.Errorf("%w: plugin %s: unexpected client type %T", ErrStart, spec.Name, raw)
 	}
+	pc.Log = p.log
 	p.proto = pc
 	return nil
 }
@@ -323,7 +323,7 @@ func (p *Plugin) configure(ctx context.Context) error {
 			// Not a refusal: the process died (a crash loop, a kill).
 			return fmt.Errorf("%w: plugin %s exited while being configured: %v", ErrStart, spec.Name, err)
 		}
-		return fmt.Errorf("launcher: plugin %s refused its configuration: %v", spec.Name, err)
+		return fmt.Errorf("launcher: plugin %s refused its configuration: %w", spec.Name, err)
 	}
 	return nil
 }
@@ -344,7 +344,7 @@ func (p *Plugin) describe(ctx context.Context) error {
 		if p.exitedSoon() {
 			return fmt.Errorf("%w: plugin %s exited while describing itself: %v", ErrStart, p.spec.Name, err)
 		}
-		return fmt.Errorf("launcher: plugin %s: Describe failed: %v", p.spec.Name, err)
+		return fmt.Errorf("launcher: plugin %s: Describe failed: %w", p.spec.Name, err)
 	}
 	if err := protocol.ValidateDescribe(info); err != nil {
 		return fmt.Errorf("launcher: plugin %s (%s): %w", p.spec.Name, p.spec.Path, err)
@@ -483,64 +483,40 @@ func (p *Plugin) StopReason() string {
 // Exited reports whether the plugin process has ended.
 func (p *Plugin) Exited() bool { return p.client.Exited() }
 
-// Call runs one tool call. onProgress, if not nil, asks for progress and
-// receives it; the plugin's log events are logged here. The caller's
-// identity (package caller) goes with the call as its owner.
-func (p *Plugin) Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
-	call := &pluginv1.Call{Tool: tool, Arguments: args, WantProgress: onProgress != nil, Owner: caller.From(ctx)}
-	return p.CallEvents(ctx, call, func(ev *pluginv1.CallToolEvent) {
-		if pr := ev.GetProgress(); pr != nil && onProgress != nil {
-			onProgress(pr)
-		}
-		if l := ev.GetLog(); l != nil {
-			p.logEvent(tool, l)
-		}
-	})
+// Call runs one tool call (see toolcall.Server). onProgress, if not nil,
+// asks for progress and receives it; the plugin's log events are logged
+// under the plugin's name. The caller's identity (package caller) goes
+// with the call as its owner.
+func (p *Plugin) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
+	res, err := p.proto.Call(ctx, tool, args, onProgress)
+	return res, p.callError(tool, err)
 }
 
-// CallEvents runs one call as given and hands every event (progress and
-// log) to onEvent.
+// CallEvents runs one call exactly as given, at the level of the wire, and
+// hands every event (progress and log) to onEvent (sdktest shows them to
+// plugin authors).
 func (p *Plugin) CallEvents(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error) {
-	tool := call.GetTool()
-	res, err := p.proto.Call(ctx, call, onEvent)
+	res, err := p.proto.CallEvents(ctx, call, onEvent)
+	return res, p.callError(call.GetTool(), err)
+}
+
+// callError explains a lost connection: the plugin exited, or its sandbox
+// stopped it.
+func (p *Plugin) callError(tool string, err error) error {
 	if err != nil && errors.Is(err, protocol.ErrUnavailable) {
 		// Give go-plugin a moment to notice the exit, for a clearer message.
 		if p.exitedSoon() {
 			if why := p.StopReason(); why != "" {
-				return nil, protocol.Errorf(protocol.CodeUnavailable, "plugin %s was stopped by its sandbox during the call to %s: %s", p.spec.Name, tool, why)
+				return protocol.Errorf(protocol.CodeUnavailable, "plugin %s was stopped by its sandbox during the call to %s: %s", p.spec.Name, tool, why)
 			}
-			return nil, protocol.Errorf(protocol.CodeUnavailable, "plugin %s exited during the call to %s", p.spec.Name, tool)
+			return protocol.Errorf(protocol.CodeUnavailable, "plugin %s exited during the call to %s", p.spec.Name, tool)
 		}
 	}
-	return res, err
+	return err
 }
 
-func (p *Plugin) logEvent(tool string, l *pluginv1.Log) {
-	var kv []any
-	if len(l.GetFieldsJson()) > 0 {
-		var m map[string]any
-		if json.Unmarshal(l.GetFieldsJson(), &m) == nil {
-			for k, v := range m {
-				kv = append(kv, k, v)
-			}
-		}
-	}
-	kv = append(kv, "tool", tool)
-	level := hclog.Info
-	switch l.GetLevel() {
-	case pluginv1.LogLevel_LOG_LEVEL_TRACE:
-		level = hclog.Trace
-	case pluginv1.LogLevel_LOG_LEVEL_DEBUG:
-		level = hclog.Debug
-	case pluginv1.LogLevel_LOG_LEVEL_WARN:
-		level = hclog.Warn
-	case pluginv1.LogLevel_LOG_LEVEL_ERROR:
-		level = hclog.Error
-	}
-	p.log.Log(level, l.GetMessage(), kv...)
-}
-
-// PermissionPatterns asks the plugin for a call's permission patterns.
+// PermissionPatterns asks the plugin for a call's permission patterns. An
+// error is a *protocol.Error with the code the plugin gave it.
 func (p *Plugin) PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error) {
 	return p.proto.PermissionPattern(ctx, tool, args)
 }
@@ -593,6 +569,9 @@ func (p *Plugin) Close(ctx context.Context) error {
 func (p *Plugin) Rename(name string) {
 	p.spec.Name = name
 	p.log = p.log.ResetNamed("switchboard." + name)
+	if p.proto != nil {
+		p.proto.Log = p.log
+	}
 }
 
 // Done is closed when the plugin process exits.
@@ -620,3 +599,5 @@ func (p *Plugin) Ping(ctx context.Context) error {
 		return fmt.Errorf("plugin %s did not answer its health check: %w", p.spec.Name, ctx.Err())
 	}
 }
+
+var _ toolcall.Server = (*Plugin)(nil)

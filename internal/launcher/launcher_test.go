@@ -19,8 +19,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }
@@ -44,13 +44,7 @@ func launch(t *testing.T, spec launcher.Spec) *launcher.Plugin {
 	return p
 }
 
-func text(r *pluginv1.Result) string {
-	var parts []string
-	for _, c := range r.GetContent() {
-		parts = append(parts, c.GetText().GetText())
-	}
-	return strings.Join(parts, "\n")
-}
+func text(r *toolcall.Result) string { return r.Text() }
 
 func TestLaunchDescribeCallCancelClose(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "cancelled")
@@ -87,8 +81,8 @@ func TestLaunchDescribeCallCancelClose(t *testing.T) {
 
 	// Progress events arrive in order before the result.
 	var steps []string
-	res, err = p.Call(t.Context(), "progress", []byte(`{"steps":3}`), func(pr *pluginv1.Progress) {
-		steps = append(steps, pr.GetMessage())
+	res, err = p.Call(t.Context(), "progress", []byte(`{"steps":3}`), func(pr toolcall.Progress) {
+		steps = append(steps, pr.Message)
 	})
 	if err != nil || text(res) != "done 3 steps" {
 		t.Fatalf("progress = %q, %v", text(res), err)
@@ -316,5 +310,56 @@ func TestNotAPlugin(t *testing.T) {
 	_, err = launcher.Launch(t.Context(), launcher.Spec{Name: "missing", Path: "/nonexistent/plugin", ProjectDir: t.TempDir()}, hclog.NewNullLogger())
 	if !errors.Is(err, launcher.ErrStart) || !strings.Contains(err.Error(), "/nonexistent/plugin") {
 		t.Errorf("Launch(missing) err = %v, want ErrStart naming the path", err)
+	}
+}
+
+// Codes cross every RPC, not only calls: a real plugin's coded errors from
+// Configure, Describe and PermissionPattern reach the host with their codes.
+func TestErrorCodesSurviveEveryRPC(t *testing.T) {
+	bin := fixtures.Build(t).TestPlugin
+	failedLaunch := func(t *testing.T, spec launcher.Spec) error {
+		t.Helper()
+		spec.Path, spec.Name, spec.ProjectDir = bin, "fixture", t.TempDir()
+		p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+		if err == nil {
+			_ = p.Close(context.Background())
+			t.Fatal("Launch succeeded, want an error")
+		}
+		return err
+	}
+	for _, tt := range []struct {
+		name    string
+		spec    launcher.Spec
+		want    *protocol.Error
+		wantMsg string
+	}{
+		{"configure", launcher.Spec{Env: map[string]string{"FIXTURE_CONFIGURE_ERROR": "ERROR_CODE_PERMISSION_DENIED"}}, protocol.ErrPermissionDenied, "refuses its configuration"},
+		{"configure without a code", launcher.Spec{Settings: []byte(`{"unexpected":true}`)}, protocol.ErrInvalidArguments, "takes no settings"},
+		{"describe", launcher.Spec{Env: map[string]string{"FIXTURE_DESCRIBE_ERROR": "ERROR_CODE_UNAVAILABLE"}}, protocol.ErrUnavailable, "cannot describe itself"},
+		{"describe shutting down", launcher.Spec{Env: map[string]string{"FIXTURE_DESCRIBE_ERROR": "ERROR_CODE_SHUTTING_DOWN"}}, protocol.ErrShuttingDown, "cannot describe itself"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := failedLaunch(t, tt.spec)
+			var perr *protocol.Error
+			if !errors.As(err, &perr) || perr.Code != tt.want.Code || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("Launch err = %v, want an *protocol.Error with %s saying %q", err, tt.want.Code, tt.wantMsg)
+			}
+			if errors.Is(err, launcher.ErrStart) {
+				t.Errorf("Launch err = %v: a refusal is not a failed start", err)
+			}
+		})
+	}
+
+	p := launch(t, launcher.Spec{})
+	for _, code := range []*protocol.Error{protocol.ErrInvalidArguments, protocol.ErrPermissionDenied, protocol.ErrUnknownTool, protocol.ErrShuttingDown} {
+		t.Run("permission pattern "+code.Error(), func(t *testing.T) {
+			_, err := p.PermissionPatterns(t.Context(), "guarded", []byte(`{"code":"`+code.Code.String()+`"}`))
+			if !errors.Is(err, code) || !strings.Contains(err.Error(), "cannot judge the call") {
+				t.Errorf("PermissionPatterns err = %v, want code %s and the plugin's message", err, code.Code)
+			}
+		})
+	}
+	if pats, err := p.PermissionPatterns(t.Context(), "guarded", []byte(`{}`)); err != nil || strings.Join(pats, ",") != "ok" {
+		t.Errorf("PermissionPatterns without a code = %v, %v; want [ok]", pats, err)
 	}
 }

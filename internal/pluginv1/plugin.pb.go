@@ -166,10 +166,14 @@ const (
 	ErrorCode_ERROR_CODE_DEADLINE_EXCEEDED ErrorCode = 4
 	// The plugin failed (a bug, a panic).
 	ErrorCode_ERROR_CODE_INTERNAL ErrorCode = 5
-	// The plugin cannot serve calls now (shutting down, lost).
+	// The plugin cannot serve calls now (starting, restarting, lost); it may
+	// later.
 	ErrorCode_ERROR_CODE_UNAVAILABLE ErrorCode = 6
 	// The call was refused by policy.
 	ErrorCode_ERROR_CODE_PERMISSION_DENIED ErrorCode = 7
+	// The host (or the plugin) is shutting down and takes no more calls.
+	// Unlike UNAVAILABLE, waiting or retrying will not help.
+	ErrorCode_ERROR_CODE_SHUTTING_DOWN ErrorCode = 8
 )
 
 // Enum value maps for ErrorCode.
@@ -183,6 +187,7 @@ var (
 		5: "ERROR_CODE_INTERNAL",
 		6: "ERROR_CODE_UNAVAILABLE",
 		7: "ERROR_CODE_PERMISSION_DENIED",
+		8: "ERROR_CODE_SHUTTING_DOWN",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":       0,
@@ -193,6 +198,7 @@ var (
 		"ERROR_CODE_INTERNAL":          5,
 		"ERROR_CODE_UNAVAILABLE":       6,
 		"ERROR_CODE_PERMISSION_DENIED": 7,
+		"ERROR_CODE_SHUTTING_DOWN":     8,
 	}
 )
 
@@ -3205,7 +3211,7 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0fLOG_LEVEL_DEBUG\x10\x02\x12\x12\n" +
 	"\x0eLOG_LEVEL_INFO\x10\x03\x12\x12\n" +
 	"\x0eLOG_LEVEL_WARN\x10\x04\x12\x13\n" +
-	"\x0fLOG_LEVEL_ERROR\x10\x05*\xf9\x01\n" +
+	"\x0fLOG_LEVEL_ERROR\x10\x05*\x97\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_CODE_UNKNOWN_TOOL\x10\x01\x12 \n" +
@@ -3214,7 +3220,8 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x1cERROR_CODE_DEADLINE_EXCEEDED\x10\x04\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\x05\x12\x1a\n" +
 	"\x16ERROR_CODE_UNAVAILABLE\x10\x06\x12 \n" +
-	"\x1cERROR_CODE_PERMISSION_DENIED\x10\a2\x8a\a\n" +
+	"\x1cERROR_CODE_PERMISSION_DENIED\x10\a\x12\x1c\n" +
+	"\x18ERROR_CODE_SHUTTING_DOWN\x10\b2\x8a\a\n" +
 	"\n" +
 	"ToolServer\x12^\n" +
 	"\tConfigure\x12'.switchboard.plugin.v1.ConfigureRequest\x1a(.switchboard.plugin.v1.ConfigureResponse\x12[\n" +

@@ -3,15 +3,17 @@ package protocol
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // DefaultCancelGrace is how long Call waits, after its context ends, for the
@@ -27,6 +29,9 @@ type Client struct {
 
 	// CancelGrace bounds the wait for a cancelled call's acknowledgement.
 	CancelGrace time.Duration
+	// Log receives the plugin's log events of calls made with Call (nil
+	// drops them). Set it before the first call.
+	Log hclog.Logger
 
 	mu      sync.Mutex
 	stream  *callStream
@@ -60,19 +65,26 @@ func NewClient(rpc pluginv1.ToolServerClient) *Client {
 	return &Client{rpc: rpc, CancelGrace: DefaultCancelGrace}
 }
 
-// Configure calls the plugin's Configure.
+// Configure calls the plugin's Configure. An error is an *Error with the
+// code the plugin gave it (CodeInvalidArguments for a plain refusal).
 func (c *Client) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) error {
 	_, err := c.rpc.Configure(ctx, req)
 	return rpcError(err)
 }
 
-// Describe calls the plugin's Describe.
+// Describe calls the plugin's Describe. An error is an *Error with the
+// code the plugin gave it.
 func (c *Client) Describe(ctx context.Context) (*pluginv1.DescribeResponse, error) {
 	resp, err := c.rpc.Describe(ctx, &pluginv1.DescribeRequest{})
-	return resp, rpcError(err)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return resp, nil
 }
 
-// PermissionPattern calls the plugin's PermissionPattern.
+// PermissionPattern calls the plugin's PermissionPattern. An error is an
+// *Error with the code the plugin gave it (CodeInvalidArguments for a
+// plain error).
 func (c *Client) PermissionPattern(ctx context.Context, tool string, args []byte) ([]string, error) {
 	resp, err := c.rpc.PermissionPattern(ctx, &pluginv1.PermissionPatternRequest{Tool: tool, Arguments: args})
 	if err != nil {
@@ -81,19 +93,43 @@ func (c *Client) PermissionPattern(ctx context.Context, tool string, args []byte
 	return resp.GetPatterns(), nil
 }
 
-// ProgressFunc receives a call's progress and log events, in order, on the
-// calling goroutine of Call.
+// ProgressFunc receives a call's progress and log events as they travel on
+// the wire, in order, on the calling goroutine of CallEvents.
 type ProgressFunc func(ev *pluginv1.CallToolEvent)
 
-// Call runs one tool call over the shared stream. onEvent, if not nil, gets
-// progress and log events (progress only when call.WantProgress). When ctx ends
-// the plugin is told to cancel the call; Call then returns the plugin's
-// answer (normally an *Error with CodeCancelled) or, if the plugin does not
-// answer within CancelGrace, ErrCancelled.
+// Call runs one tool call in the host's terms (package toolcall): the
+// caller's identity in ctx (package caller) goes with it as its owner,
+// onProgress, if not nil, asks for progress and receives it, and the
+// plugin's log events go to Log. Errors are as for CallEvents.
+func (c *Client) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
+	call := &pluginv1.Call{Tool: tool, Arguments: args, WantProgress: onProgress != nil, Owner: caller.From(ctx)}
+	res, err := c.CallEvents(ctx, call, func(ev *pluginv1.CallToolEvent) {
+		switch k := ev.GetKind().(type) {
+		case *pluginv1.CallToolEvent_Progress:
+			if onProgress != nil {
+				onProgress(progressFromWire(k.Progress))
+			}
+		case *pluginv1.CallToolEvent_Log:
+			logEvent(c.Log, tool, k.Log)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resultFromWire(res), nil
+}
+
+// CallEvents runs one call exactly as given over the shared stream, at the
+// level of the wire (sdktest uses it to show plugin authors every event).
+// onEvent, if not nil, gets progress and log events (progress only when
+// call.WantProgress). When ctx ends the plugin is told to cancel the call;
+// CallEvents then returns the plugin's answer (normally an *Error with
+// CodeCancelled) or, if the plugin does not answer within CancelGrace, an
+// *Error with CodeCancelled or CodeDeadline.
 //
 // A returned error is always an *Error: ErrUnavailable when the plugin
 // cannot be reached or the connection broke mid-call.
-func (c *Client) Call(ctx context.Context, call *pluginv1.Call, onEvent ProgressFunc) (*pluginv1.Result, error) {
+func (c *Client) CallEvents(ctx context.Context, call *pluginv1.Call, onEvent ProgressFunc) (*pluginv1.Result, error) {
 	tool := call.GetTool()
 	cs, id, pc, err := c.start()
 	if err != nil {
@@ -302,15 +338,4 @@ func (c *Client) Close() error {
 	}
 	c.streams.Wait()
 	return nil
-}
-
-// rpcError turns a gRPC status error into a plain error with its message.
-func rpcError(err error) error {
-	if err == nil {
-		return nil
-	}
-	if st, ok := status.FromError(err); ok {
-		return fmt.Errorf("%s", st.Message())
-	}
-	return err
 }

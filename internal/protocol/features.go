@@ -2,13 +2,9 @@ package protocol
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 )
@@ -25,102 +21,28 @@ const (
 	MethodRoots       = "roots/list"
 )
 
-// toStatus carries err over gRPC with its code: the *Error travels as the
-// status's detail, so the other side gets the same code back (fromStatus).
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := status.FromError(err); ok && !isCoded(err) {
-		return err
-	}
-	w := toWire(err)
-	st, derr := status.New(grpcCode(w.GetCode()), w.GetMessage()).WithDetails(w)
-	if derr != nil {
-		return status.Error(grpcCode(w.GetCode()), w.GetMessage())
-	}
-	return st.Err()
-}
-
-func isCoded(err error) bool {
-	var e *Error
-	return errors.As(err, &e) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// fromStatus is the host side of toStatus: an *Error with the plugin's code
-// when the status carries one, else the code gRPC's status implies.
-func fromStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return &Error{Code: CodeUnavailable, Message: err.Error()}
-	}
-	for _, d := range st.Details() {
-		if w, ok := d.(*pluginv1.Error); ok {
-			return fromWire(w)
-		}
-	}
-	switch st.Code() {
-	case codes.Canceled:
-		return &Error{Code: CodeCancelled, Message: st.Message()}
-	case codes.DeadlineExceeded:
-		return &Error{Code: CodeDeadline, Message: st.Message()}
-	case codes.Unavailable, codes.FailedPrecondition, codes.Unimplemented:
-		return &Error{Code: CodeUnavailable, Message: st.Message()}
-	case codes.InvalidArgument:
-		return &Error{Code: CodeInvalidArguments, Message: st.Message()}
-	case codes.NotFound:
-		return &Error{Code: CodeUnknownTool, Message: st.Message()}
-	case codes.PermissionDenied:
-		return &Error{Code: CodePermissionDenied, Message: st.Message()}
-	default:
-		return &Error{Code: CodeInternal, Message: st.Message()}
-	}
-}
-
-func grpcCode(c Code) codes.Code {
-	switch c {
-	case CodeUnknownTool:
-		return codes.NotFound
-	case CodeInvalidArguments:
-		return codes.InvalidArgument
-	case CodeCancelled:
-		return codes.Canceled
-	case CodeDeadline:
-		return codes.DeadlineExceeded
-	case CodeUnavailable:
-		return codes.Unavailable
-	case CodePermissionDenied:
-		return codes.PermissionDenied
-	default:
-		return codes.Internal
-	}
-}
-
 // ReadResource reads a resource of a version 2 plugin.
 func (c *Client) ReadResource(ctx context.Context, req *pluginv1.ReadResourceRequest) (*pluginv1.ReadResourceResponse, error) {
 	resp, err := c.rpc.ReadResource(ctx, req)
-	return resp, fromStatus(err)
+	return resp, rpcError(err)
 }
 
 // GetPrompt renders a prompt of a version 2 plugin.
 func (c *Client) GetPrompt(ctx context.Context, req *pluginv1.GetPromptRequest) (*pluginv1.GetPromptResponse, error) {
 	resp, err := c.rpc.GetPrompt(ctx, req)
-	return resp, fromStatus(err)
+	return resp, rpcError(err)
 }
 
 // Complete asks a version 2 plugin for completions.
 func (c *Client) Complete(ctx context.Context, req *pluginv1.CompleteRequest) (*pluginv1.CompleteResponse, error) {
 	resp, err := c.rpc.Complete(ctx, req)
-	return resp, fromStatus(err)
+	return resp, rpcError(err)
 }
 
 // Subscribe starts or stops updates of one resource of a version 2 plugin.
 func (c *Client) Subscribe(ctx context.Context, req *pluginv1.SubscribeRequest) error {
 	_, err := c.rpc.Subscribe(ctx, req)
-	return fromStatus(err)
+	return rpcError(err)
 }
 
 // Notifications receives a version 2 plugin's notifications and hands each
@@ -128,12 +50,12 @@ func (c *Client) Subscribe(ctx context.Context, req *pluginv1.SubscribeRequest) 
 func (c *Client) Notifications(ctx context.Context, fn func(*pluginv1.Notification)) error {
 	stream, err := c.rpc.Notifications(ctx, &pluginv1.NotificationsRequest{})
 	if err != nil {
-		return fromStatus(err)
+		return rpcError(err)
 	}
 	for {
 		n, err := stream.Recv()
 		if err != nil {
-			return fromStatus(err)
+			return rpcError(err)
 		}
 		fn(n)
 	}
@@ -147,7 +69,7 @@ func (s *server) ReadResource(ctx context.Context, req *pluginv1.ReadResourceReq
 		return nil, err
 	}
 	resp, err := f.ReadResource(ctx, req)
-	return resp, toStatus(err)
+	return resp, statusError(err, CodeInternal)
 }
 
 func (s *server) GetPrompt(ctx context.Context, req *pluginv1.GetPromptRequest) (*pluginv1.GetPromptResponse, error) {
@@ -156,7 +78,7 @@ func (s *server) GetPrompt(ctx context.Context, req *pluginv1.GetPromptRequest) 
 		return nil, err
 	}
 	resp, err := f.GetPrompt(ctx, req)
-	return resp, toStatus(err)
+	return resp, statusError(err, CodeInternal)
 }
 
 func (s *server) Complete(ctx context.Context, req *pluginv1.CompleteRequest) (*pluginv1.CompleteResponse, error) {
@@ -165,7 +87,7 @@ func (s *server) Complete(ctx context.Context, req *pluginv1.CompleteRequest) (*
 		return nil, err
 	}
 	resp, err := f.Complete(ctx, req)
-	return resp, toStatus(err)
+	return resp, statusError(err, CodeInternal)
 }
 
 func (s *server) Subscribe(ctx context.Context, req *pluginv1.SubscribeRequest) (*pluginv1.SubscribeResponse, error) {
@@ -174,7 +96,7 @@ func (s *server) Subscribe(ctx context.Context, req *pluginv1.SubscribeRequest) 
 		return nil, err
 	}
 	if err := f.Subscribe(ctx, req); err != nil {
-		return nil, toStatus(err)
+		return nil, statusError(err, CodeInternal)
 	}
 	return &pluginv1.SubscribeResponse{}, nil
 }
@@ -184,7 +106,10 @@ func (s *server) Notifications(_ *pluginv1.NotificationsRequest, stream pluginv1
 	if err != nil {
 		return err
 	}
-	return toStatus(f.Notifications(stream.Context(), stream.Send))
+	if err := f.Notifications(stream.Context(), stream.Send); err != nil {
+		return statusError(err, CodeInternal)
+	}
+	return nil
 }
 
 // ClientRequester passes a call's request (sampling, elicitation, roots) to

@@ -38,7 +38,7 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 		return nil, status.Error(codes.FailedPrecondition, "plugin is already configured")
 	}
 	if err := s.impl.Configure(ctx, req); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, statusError(err, CodeInvalidArguments)
 	}
 	s.configured = true
 	return &pluginv1.ConfigureResponse{}, nil
@@ -47,7 +47,7 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
 	resp, err := s.impl.Describe(ctx)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, statusError(err, CodeInternal)
 	}
 	if len(resp.ProtocolVersions) == 0 {
 		for _, v := range s.versions {
@@ -60,8 +60,7 @@ func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pl
 func (s *server) PermissionPattern(ctx context.Context, req *pluginv1.PermissionPatternRequest) (*pluginv1.PermissionPatternResponse, error) {
 	pats, err := s.impl.PermissionPattern(ctx, req)
 	if err != nil {
-		w := toWire(err)
-		return nil, status.Error(codes.InvalidArgument, w.GetMessage())
+		return nil, statusError(err, CodeInvalidArguments)
 	}
 	return &pluginv1.PermissionPatternResponse{Patterns: pats}, nil
 }
@@ -297,11 +296,11 @@ func (e *eventSink) close() {
 
 func (s *server) features(what string) (FeatureHandler, error) {
 	if s.version < Version2 {
-		return nil, status.Errorf(codes.FailedPrecondition, "%s needs plugin protocol %d; this connection speaks %d", what, Version2, s.version)
+		return nil, statusError(Errorf(CodeUnavailable, "%s needs plugin protocol %d; this connection speaks %d", what, Version2, s.version), CodeUnavailable)
 	}
 	f, ok := s.impl.(FeatureHandler)
 	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "the plugin offers no %s", what)
+		return nil, statusError(Errorf(CodeUnavailable, "the plugin offers no %s", what), CodeUnavailable)
 	}
 	return f, nil
 }

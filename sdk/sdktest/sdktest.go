@@ -313,7 +313,7 @@ func connect(t testing.TB, client *plugin.Client, opts []Option) (*Plugin, *prot
 		t.Fatalf("sdktest: Describe: %v", err)
 	}
 	p := described(t, info)
-	p.call, p.patterns, p.proto, p.client = pc.Call, pc.PermissionPattern, pc, o.client
+	p.call, p.patterns, p.proto, p.client = pc.CallEvents, pc.PermissionPattern, pc, o.client
 	return p, pc
 }
 

@@ -153,7 +153,7 @@ func protocolClient(conn *grpc.ClientConn) func(context.Context) error {
 	c := protocol.NewClient(pluginv1.NewToolServerClient(conn))
 	args := []byte(`{"text":"ping"}`)
 	return func(ctx context.Context) error {
-		_, err := c.Call(ctx, &pluginv1.Call{Tool: "echo", Arguments: args}, nil)
+		_, err := c.CallEvents(ctx, &pluginv1.Call{Tool: "echo", Arguments: args}, nil)
 		return err
 	}
 }

@@ -37,7 +37,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 	"github.com/switchboard-mcp/switchboard/internal/tuning"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
@@ -459,7 +459,7 @@ func (a *app) callCmd() *cobra.Command {
 					fmt.Fprintln(a.stdout)
 				}
 			}
-			if res.GetIsError() {
+			if res.IsError {
 				return fail(1, "")
 			}
 			return nil
@@ -475,24 +475,24 @@ func (a *app) isTerminal() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func resultText(r *pluginv1.Result) string {
+func resultText(r *toolcall.Result) string {
 	var parts []string
-	for _, c := range r.GetContent() {
-		switch k := c.GetKind().(type) {
-		case *pluginv1.Content_Text:
-			parts = append(parts, k.Text.GetText())
-		case *pluginv1.Content_Image:
-			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", k.Image.GetMimeType(), len(k.Image.GetData())))
-		case *pluginv1.Content_Audio:
-			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", k.Audio.GetMimeType(), len(k.Audio.GetData())))
-		case *pluginv1.Content_ResourceLink:
-			parts = append(parts, fmt.Sprintf("[resource %s]", k.ResourceLink.GetUri()))
-		case *pluginv1.Content_Resource:
-			parts = append(parts, k.Resource.GetText())
+	for _, c := range r.Content {
+		switch c.Type {
+		case toolcall.TypeText:
+			parts = append(parts, c.Text)
+		case toolcall.TypeImage:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case toolcall.TypeAudio:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case toolcall.TypeResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s]", c.URI))
+		case toolcall.TypeResource:
+			parts = append(parts, c.Text)
 		}
 	}
-	if len(parts) == 0 && len(r.GetStructuredContent()) > 0 {
-		parts = append(parts, string(r.GetStructuredContent()))
+	if len(parts) == 0 && len(r.StructuredContent) > 0 {
+		parts = append(parts, string(r.StructuredContent))
 	}
 	return strings.Join(parts, "\n")
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/sysproc"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // Spec says how to reach a server: Command (stdio) or URL (HTTP).
@@ -70,7 +71,7 @@ type Server struct {
 	nextID atomic.Int64
 
 	progressMu sync.Mutex
-	progress   map[string]chan *pluginv1.Progress
+	progress   map[string]chan toolcall.Progress
 
 	done      chan struct{}
 	doneOnce  sync.Once
@@ -96,7 +97,7 @@ func Connect(ctx context.Context, spec Spec, log hclog.Logger) (*Server, error) 
 }
 
 func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Server, error) {
-	s := &Server{spec: spec, log: log.Named(spec.Name), progress: map[string]chan *pluginv1.Progress{}, done: make(chan struct{})}
+	s := &Server{spec: spec, log: log.Named(spec.Name), progress: map[string]chan toolcall.Progress{}, done: make(chan struct{})}
 	var err error
 	switch {
 	case spec.Command != "":
@@ -320,7 +321,7 @@ func (s *Server) onNotification(n mcp.JSONRPCNotification) {
 	if ch == nil {
 		return // its call already ended
 	}
-	p := &pluginv1.Progress{}
+	var p toolcall.Progress
 	if v, ok := f["progress"].(float64); ok {
 		p.Progress = v
 	}
@@ -341,14 +342,14 @@ func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info }
 
 // Call runs tools/call with our own request id; when ctx ends the server
 // is sent notifications/cancelled naming it, on any transport.
-func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
 	id := s.id()
 	params := map[string]any{"name": tool, "arguments": json.RawMessage(args)}
-	var progress chan *pluginv1.Progress
+	var progress chan toolcall.Progress
 	token := ""
 	if onProgress != nil {
 		token = fmt.Sprint(id.Value())
-		progress = make(chan *pluginv1.Progress, 64)
+		progress = make(chan toolcall.Progress, 64)
 		s.progressMu.Lock()
 		s.progress[token] = progress
 		s.progressMu.Unlock()
@@ -408,61 +409,77 @@ func (s *Server) cancel(id mcp.RequestId, ctx context.Context) {
 	}()
 }
 
-// resultFromRaw converts an MCP tool result, keeping structured content raw.
-func resultFromRaw(raw json.RawMessage) (*pluginv1.Result, error) {
+// resultFromRaw converts an MCP tool result without loss: every content
+// item keeps its raw JSON (annotations, its _meta, types this host does not
+// model), as do structured content and the result's _meta; the typed fields
+// are filled for the types the host knows, for its own use.
+func resultFromRaw(raw json.RawMessage) (*toolcall.Result, error) {
 	var r struct {
 		Content           []json.RawMessage `json:"content"`
 		StructuredContent json.RawMessage   `json:"structuredContent"`
 		IsError           bool              `json:"isError"`
+		Meta              json.RawMessage   `json:"_meta"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "tool result is not valid JSON: %v", err)
 	}
-	out := &pluginv1.Result{IsError: r.IsError}
-	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+	out := &toolcall.Result{IsError: r.IsError, Content: make([]toolcall.Content, 0, len(r.Content))}
+	if present(r.StructuredContent) {
 		out.StructuredContent = r.StructuredContent
 	}
+	if present(r.Meta) {
+		out.Meta = r.Meta
+	}
 	for _, c := range r.Content {
-		var v struct {
-			Type, Text, Data, MimeType, URI, Name, Description string
-			Resource                                           *struct {
-				URI      string `json:"uri"`
-				MimeType string `json:"mimeType"`
-				Text     string `json:"text"`
-				Blob     string `json:"blob"`
-			} `json:"resource"`
-		}
-		if err := json.Unmarshal(c, &v); err != nil {
-			continue
-		}
-		switch v.Type {
-		case "text":
-			out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_Text{Text: &pluginv1.TextContent{Text: v.Text}}})
-		case "image", "audio":
-			data, err := base64.StdEncoding.DecodeString(v.Data)
-			if err != nil {
-				continue
-			}
-			b := &pluginv1.BinaryContent{Data: data, MimeType: v.MimeType}
-			if v.Type == "image" {
-				out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_Image{Image: b}})
-			} else {
-				out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_Audio{Audio: b}})
-			}
-		case "resource_link":
-			out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_ResourceLink{ResourceLink: &pluginv1.ResourceLink{Uri: v.URI, Name: v.Name, Description: v.Description, MimeType: v.MimeType}}})
-		case "resource":
-			if v.Resource == nil {
-				continue
-			}
-			er := &pluginv1.EmbeddedResource{Uri: v.Resource.URI, MimeType: v.Resource.MimeType, Text: v.Resource.Text}
-			if v.Resource.Blob != "" {
-				er.Blob, _ = base64.StdEncoding.DecodeString(v.Resource.Blob)
-			}
-			out.Content = append(out.Content, &pluginv1.Content{Kind: &pluginv1.Content_Resource{Resource: er}})
-		}
+		out.Content = append(out.Content, contentFromRaw(c))
 	}
 	return out, nil
+}
+
+// present reports whether a raw JSON value was sent and is not null.
+func present(v json.RawMessage) bool {
+	return len(v) > 0 && string(v) != "null"
+}
+
+// contentFromRaw converts one content item, keeping it raw.
+func contentFromRaw(raw json.RawMessage) toolcall.Content {
+	var v struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Data        string `json:"data"`
+		MIMEType    string `json:"mimeType"`
+		URI         string `json:"uri"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Resource    *struct {
+			URI      string `json:"uri"`
+			MIMEType string `json:"mimeType"`
+			Text     string `json:"text"`
+			Blob     string `json:"blob"`
+		} `json:"resource"`
+	}
+	c := toolcall.Content{Raw: raw}
+	if json.Unmarshal(raw, &v) != nil {
+		return c // passed on as sent; the client judges it
+	}
+	c.Type = v.Type
+	switch v.Type {
+	case toolcall.TypeText:
+		c.Text = v.Text
+	case toolcall.TypeImage, toolcall.TypeAudio:
+		c.Data, _ = base64.StdEncoding.DecodeString(v.Data)
+		c.MIMEType = v.MIMEType
+	case toolcall.TypeResourceLink:
+		c.URI, c.Name, c.Description, c.MIMEType = v.URI, v.Name, v.Description, v.MIMEType
+	case toolcall.TypeResource:
+		if r := v.Resource; r != nil {
+			c.URI, c.MIMEType, c.Text = r.URI, r.MIMEType, r.Text
+			if r.Blob != "" {
+				c.Blob, _ = base64.StdEncoding.DecodeString(r.Blob)
+			}
+		}
+	}
+	return c
 }
 
 // PermissionPatterns: an external server has no say; the tool name is the
@@ -556,3 +573,5 @@ func (s *Server) String() string {
 	}
 	return s.spec.Name + " (" + strings.Join(append([]string{s.spec.Command}, s.spec.Args...), " ") + ")"
 }
+
+var _ toolcall.Server = (*Server)(nil)

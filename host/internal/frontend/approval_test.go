@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // patternServer has one tool, "run", whose permission patterns are the
@@ -34,9 +35,9 @@ func (s *patternServer) Describe() *pluginv1.DescribeResponse {
 	}}}
 }
 
-func (s *patternServer) Call(context.Context, string, []byte, func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+func (s *patternServer) Call(context.Context, string, []byte, toolcall.ProgressFunc) (*toolcall.Result, error) {
 	s.calls.Add(1)
-	return &pluginv1.Result{Content: []*pluginv1.Content{{Kind: &pluginv1.Content_Text{Text: &pluginv1.TextContent{Text: "ran"}}}}}, nil
+	return &toolcall.Result{Content: []toolcall.Content{toolcall.TextContent("ran")}}, nil
 }
 
 func (s *patternServer) PermissionPatterns(_ context.Context, _ string, args []byte) ([]string, error) {

@@ -24,7 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/ablate"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // Workers is how many tool calls one stdio client may have running at
@@ -230,19 +230,19 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	var onProgress func(*pluginv1.Progress)
+	var onProgress toolcall.ProgressFunc
 	if token != nil {
 		var n float64
-		onProgress = func(p *pluginv1.Progress) {
+		onProgress = func(p toolcall.Progress) {
 			// Progress must increase even when the plugin only sends
 			// messages (progress 0).
-			n = max(n+1, p.GetProgress())
+			n = max(n+1, p.Progress)
 			params := map[string]any{"progressToken": token, "progress": n}
-			if p.GetTotal() > 0 {
-				params["total"] = p.GetTotal()
+			if p.Total > 0 {
+				params["total"] = p.Total
 			}
-			if p.GetMessage() != "" {
-				params["message"] = p.GetMessage()
+			if p.Message != "" {
+				params["message"] = p.Message
 			}
 			if err := f.srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
 				f.log.Trace("progress not delivered", "tool", canonical, "error", err)
@@ -282,35 +282,61 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// ToMCP converts a plugin result to MCP, keeping structured content raw.
-func ToMCP(r *pluginv1.Result) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{IsError: r.GetIsError(), Content: make([]mcp.Content, 0, len(r.GetContent()))}
-	for _, c := range r.GetContent() {
-		switch k := c.GetKind().(type) {
-		case *pluginv1.Content_Text:
-			out.Content = append(out.Content, mcp.NewTextContent(k.Text.GetText()))
-		case *pluginv1.Content_Image:
-			out.Content = append(out.Content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(k.Image.GetData()), k.Image.GetMimeType()))
-		case *pluginv1.Content_Audio:
-			out.Content = append(out.Content, mcp.NewAudioContent(base64.StdEncoding.EncodeToString(k.Audio.GetData()), k.Audio.GetMimeType()))
-		case *pluginv1.Content_ResourceLink:
-			l := k.ResourceLink
-			out.Content = append(out.Content, mcp.NewResourceLink(l.GetUri(), l.GetName(), l.GetDescription(), l.GetMimeType()))
-		case *pluginv1.Content_Resource:
-			res := k.Resource
-			if len(res.GetBlob()) > 0 {
+// ToMCP converts a result to MCP. An item that came from an MCP server
+// (Raw set) goes out exactly as it came, and so do structured content and
+// the result's _meta, so nothing a client could use is lost on the way
+// through the host.
+func ToMCP(r *toolcall.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
+	for _, c := range r.Content {
+		if len(c.Raw) > 0 {
+			out.Content = append(out.Content, rawContent{raw: c.Raw})
+			continue
+		}
+		switch c.Type {
+		case toolcall.TypeText:
+			out.Content = append(out.Content, mcp.NewTextContent(c.Text))
+		case toolcall.TypeImage:
+			out.Content = append(out.Content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType))
+		case toolcall.TypeAudio:
+			out.Content = append(out.Content, mcp.NewAudioContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType))
+		case toolcall.TypeResourceLink:
+			out.Content = append(out.Content, mcp.NewResourceLink(c.URI, c.Name, c.Description, c.MIMEType))
+		case toolcall.TypeResource:
+			if len(c.Blob) > 0 {
 				out.Content = append(out.Content, mcp.NewEmbeddedResource(mcp.BlobResourceContents{
-					URI: res.GetUri(), MIMEType: res.GetMimeType(), Blob: base64.StdEncoding.EncodeToString(res.GetBlob()),
+					URI: c.URI, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Blob),
 				}))
 			} else {
 				out.Content = append(out.Content, mcp.NewEmbeddedResource(mcp.TextResourceContents{
-					URI: res.GetUri(), MIMEType: res.GetMimeType(), Text: res.GetText(),
+					URI: c.URI, MIMEType: c.MIMEType, Text: c.Text,
 				}))
 			}
 		}
 	}
-	if len(r.GetStructuredContent()) > 0 {
-		out.StructuredContent = json.RawMessage(r.GetStructuredContent())
+	if len(r.StructuredContent) > 0 {
+		out.StructuredContent = r.StructuredContent
+	}
+	if len(r.Meta) > 0 {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(r.Meta, &fields) == nil && fields != nil {
+			meta := &mcp.Meta{AdditionalFields: make(map[string]any, len(fields))}
+			for k, v := range fields {
+				meta.AdditionalFields[k] = v // raw: each value goes out as it came
+			}
+			out.Meta = meta
+		}
 	}
 	return out
 }
+
+// rawContent is a content item sent exactly as an MCP server sent it. It
+// embeds a TextContent only to be an mcp.Content; MarshalJSON is what goes
+// on the wire.
+type rawContent struct {
+	mcp.TextContent
+	raw json.RawMessage
+}
+
+// MarshalJSON returns the item as it came.
+func (c rawContent) MarshalJSON() ([]byte, error) { return c.raw, nil }

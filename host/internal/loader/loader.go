@@ -659,3 +659,16 @@ func externalSandbox(cfg *config.Config, x *config.External) *sandbox.Sandbox {
 	}
 	return Confinement(cfg, registry.KindExternal, x.Name, x.Sandbox, nil, "", self)
 }
+
+// The instances the loader hands the supervisor, with the optional
+// capabilities the supervisor passes on (PID, protocol version and
+// confinement for inspect and status): a type assertion that stopped
+// matching would fail silently, so it fails the build instead.
+var (
+	_ supervisor.Instance = (*launcher.Plugin)(nil)
+	_ supervisor.Instance = (*external.Server)(nil)
+	_ registry.Process    = (*launcher.Plugin)(nil)
+	_ registry.Process    = (*external.Server)(nil)
+	_ registry.Confined   = (*launcher.Plugin)(nil)
+	_ registry.Confined   = (*external.Server)(nil)
+)

@@ -19,8 +19,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }
@@ -60,11 +60,7 @@ func call(t *testing.T, reg *registry.Registry, name, args string) string {
 	if err != nil {
 		t.Fatalf("Call(%s): %v", name, err)
 	}
-	var parts []string
-	for _, c := range res.GetContent() {
-		parts = append(parts, c.GetText().GetText())
-	}
-	return strings.Join(parts, "\n")
+	return res.Text()
 }
 
 func TestBuiltinsAndPlugins(t *testing.T) {
@@ -230,7 +226,7 @@ func TestShutdownCancelsInFlight(t *testing.T) {
 	inFlight := make(chan struct{})
 	var once sync.Once
 	go func() {
-		_, err := reg.Call(context.Background(), "fx.sleep", []byte(`{"ms":60000}`), func(*pluginv1.Progress) {
+		_, err := reg.Call(context.Background(), "fx.sleep", []byte(`{"ms":60000}`), func(toolcall.Progress) {
 			once.Do(func() { close(inFlight) }) // the handler is running
 		})
 		done <- err
@@ -253,8 +249,10 @@ func TestShutdownCancelsInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("in-flight call did not end at shutdown")
 	}
-	if _, err := reg.Call(context.Background(), "fx.echo", []byte(`{}`), nil); !errors.Is(err, protocol.ErrUnavailable) {
-		t.Errorf("call after shutdown err = %v, want unavailable", err)
+	// Shutting down is not a passing outage: the error says so.
+	_, err := reg.Call(context.Background(), "fx.echo", []byte(`{}`), nil)
+	if !errors.Is(err, protocol.ErrShuttingDown) || errors.Is(err, protocol.ErrUnavailable) {
+		t.Errorf("call after shutdown err = %v, want ErrShuttingDown and not ErrUnavailable", err)
 	}
 	if alive := fixtures.WaitGone([]int{pid}, 5*time.Second); len(alive) > 0 {
 		t.Errorf("plugin %d alive after Shutdown", pid)
@@ -381,5 +379,25 @@ func eventually(d time.Duration, cond func() bool) bool {
 			return false
 		}
 		time.Sleep(wait)
+	}
+}
+
+// A plugin's coded refusal to give permission patterns keeps its code
+// through the registry, and the call does not run.
+func TestPermissionPatternCodesReachTheCaller(t *testing.T) {
+	reg, err := start(t, `
+plugin "fx" { path = "$FIXTURE" }
+permissions { default = "allow" }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*protocol.Error{protocol.ErrPermissionDenied, protocol.ErrUnavailable} {
+		_, err := reg.Call(t.Context(), "fx.guarded", []byte(`{"code":"`+want.Code.String()+`"}`), nil)
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), "fixture cannot judge the call") {
+			t.Errorf("fx.guarded with a %s refusal: err = %v, want that code and the plugin's message", want.Code, err)
+		}
+	}
+	if got := call(t, reg, "fx.guarded", `{"code":""}`); got != "ok" {
+		t.Errorf("fx.guarded = %q, want ok", got)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // NameRE is what a server name must match: lowercase letters, digits, '_'
@@ -43,23 +44,28 @@ const (
 	KindBuiltin  Kind = "builtin"
 )
 
-// Server is what the registry routes to. Implementations must be safe for
-// concurrent Calls; Close may be called more than once.
+// Server is what the registry routes to: a tool server (toolcall.Server,
+// whose contract it keeps) with a name and a description. Implementations
+// must be safe for concurrent Calls; Close may be called more than once.
 type Server interface {
+	toolcall.Server
 	Name() string
 	Describe() *pluginv1.DescribeResponse
-	// Call runs one tool call. onProgress, if not nil, asks for progress
-	// and receives it; the caller's identity travels in ctx (package
-	// caller).
-	Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error)
-	PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error)
-	Close(ctx context.Context) error
 }
 
 // Readiness is implemented by servers that can be temporarily unable to
 // take calls (supervised ones); their tools are not listed meanwhile.
 type Readiness interface {
 	Ready() bool
+}
+
+// Availability is implemented by servers that can explain why they take no
+// calls right now (supervised ones). Lookup returns that explanation, a
+// *protocol.Error with CodeUnavailable, for a tool it does not know: a
+// server that is down may not have told its tools yet.
+type Availability interface {
+	// Unavailable returns nil when the server takes calls.
+	Unavailable() error
 }
 
 // Confined is implemented by servers that can say what confines their
@@ -79,7 +85,12 @@ type Process interface {
 // Errors returned by Call, each an *protocol.Error with a code, so that the
 // front ends can tell "never ran" from "ran and failed".
 var (
-	ErrShuttingDown = protocol.Errorf(protocol.CodeUnavailable, "registry: the host is shutting down")
+	// ErrShuttingDown refuses calls and registrations once Shutdown has
+	// begun. It has CodeShuttingDown, so errors.Is(err,
+	// protocol.ErrShuttingDown) is true and errors.Is(err,
+	// protocol.ErrUnavailable) is false: unlike a server that is down,
+	// the host will not come back.
+	ErrShuttingDown = protocol.Errorf(protocol.CodeShuttingDown, "registry: the host is shutting down")
 )
 
 // CollisionError refuses a server whose name is taken.
@@ -413,7 +424,7 @@ func (r *Registry) Lookup(name string) (Tool, error) {
 	}
 	if t == nil {
 		// A server that is down may simply not have told us its tools yet.
-		if u, ok := e.Server.(interface{ Unavailable() error }); ok {
+		if u, ok := e.Server.(Availability); ok {
 			if err := u.Unavailable(); err != nil {
 				return Tool{}, err
 			}
@@ -444,7 +455,7 @@ func (r *Registry) names() []string {
 // An error means the tool did not run, or was cut short; it is a
 // *protocol.Error, an *ApprovalRequiredError, or the refusal an Approver
 // returned. A result with IsError means the tool ran and failed.
-func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgress func(*pluginv1.Progress)) (res *pluginv1.Result, err error) {
+func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgress toolcall.ProgressFunc) (res *toolcall.Result, err error) {
 	start := time.Now()
 	args = normalizeArgs(args)
 	argsSum := sha256Hex(args)
@@ -456,7 +467,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 			rec.Outcome, rec.Error = "error", err.Error()
 		case err != nil:
 			rec.Error = err.Error()
-		case res.GetIsError():
+		case res != nil && res.IsError:
 			rec.Outcome = "tool_error"
 		default:
 			rec.Outcome = "ok"
@@ -551,7 +562,13 @@ func (r *Registry) decide(ctx context.Context, pol rules, t Tool, args []byte) (
 		defer cancel()
 		pats, err := t.Entry.Server.PermissionPatterns(pctx, t.Tool.GetName(), args)
 		if err != nil {
-			return Decision{Verdict: Deny, Reason: ByPatternError}, protocol.Errorf(protocol.CodeInvalidArguments, "%s: cannot judge the call's permissions: %v", t.Name, err)
+			// The plugin's code says why (a refusal, a plugin going away);
+			// an error without one is about the arguments.
+			code := protocol.CodeInvalidArguments
+			if perr := (*protocol.Error)(nil); errors.As(err, &perr) {
+				code = perr.Code
+			}
+			return Decision{Verdict: Deny, Reason: ByPatternError}, protocol.Errorf(code, "%s: cannot judge the call's permissions: %v", t.Name, err)
 		}
 		if len(pats) == 0 {
 			pats = []string{t.Tool.GetName()}

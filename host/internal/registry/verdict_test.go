@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // TestDecide is the policy's table: rules and a call's patterns in, the
@@ -207,9 +208,9 @@ func (s *countingServer) Describe() *pluginv1.DescribeResponse {
 	}}
 }
 
-func (s *countingServer) Call(context.Context, string, []byte, func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+func (s *countingServer) Call(context.Context, string, []byte, toolcall.ProgressFunc) (*toolcall.Result, error) {
 	s.calls.Add(1)
-	return &pluginv1.Result{}, nil
+	return &toolcall.Result{}, nil
 }
 
 func (s *countingServer) PermissionPatterns(_ context.Context, _ string, args []byte) ([]string, error) {

@@ -122,11 +122,7 @@ func attack(t *testing.T, p *launcher.Plugin, args string) string {
 	if err != nil {
 		t.Fatalf("attack %s: %v", args, err)
 	}
-	var parts []string
-	for _, c := range res.GetContent() {
-		parts = append(parts, c.GetText().GetText())
-	}
-	return strings.Join(parts, "\n")
+	return res.Text()
 }
 
 func jsonArgs(kv ...string) string {

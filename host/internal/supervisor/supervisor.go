@@ -20,8 +20,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // State is a server's state.
@@ -73,17 +75,51 @@ func (b Backoff) Delay(n int) time.Duration {
 	return d
 }
 
-// Instance is one running incarnation of a server.
+// Instance is one running incarnation of a server: a launcher.Plugin or an
+// external.Server. An instance that also implements registry.Process or
+// registry.Confined has its answers passed on by the Server.
 type Instance interface {
+	toolcall.Server
 	Describe() *pluginv1.DescribeResponse
-	Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error)
-	PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error)
-	Close(ctx context.Context) error
 	// Done is closed when the instance has exited.
 	Done() <-chan struct{}
 	// Ping checks that the instance answers.
 	Ping(ctx context.Context) error
 }
+
+// Clock is the supervisor's source of time: the real one, or a fake in
+// tests. Its methods are safe for concurrent use.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls fn on its own goroutine once d has passed; Stop
+	// on the returned Timer cancels a call that has not started.
+	AfterFunc(d time.Duration, fn func()) Timer
+	// Ticker delivers the time every d until stop is called.
+	Ticker(d time.Duration) (ticks <-chan time.Time, stop func())
+}
+
+// Timer is a pending AfterFunc.
+type Timer interface {
+	Stop() bool
+}
+
+// realClock is the wall clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) AfterFunc(d time.Duration, fn func()) Timer { return time.AfterFunc(d, fn) }
+
+func (realClock) Ticker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
+// Option configures a Supervisor.
+type Option func(*Supervisor)
+
+// WithClock makes the supervisor keep time with c (tests).
+func WithClock(c Clock) Option { return func(s *Supervisor) { s.clock = c } }
 
 // Starter starts a fresh instance.
 type Starter func(ctx context.Context) (Instance, error)
@@ -91,6 +127,7 @@ type Starter func(ctx context.Context) (Instance, error)
 // Supervisor runs the state machine of its servers on one goroutine.
 type Supervisor struct {
 	log      hclog.Logger
+	clock    Clock
 	onChange func(name string)
 	events   chan func()
 	stop     chan struct{}
@@ -103,11 +140,14 @@ type Supervisor struct {
 
 // New starts a supervisor. onChange is called (on the supervisor's
 // goroutine) after a server's state or tools change.
-func New(log hclog.Logger, onChange func(name string)) *Supervisor {
+func New(log hclog.Logger, onChange func(name string), opts ...Option) *Supervisor {
 	if onChange == nil {
 		onChange = func(string) {}
 	}
-	s := &Supervisor{log: log, onChange: onChange, events: make(chan func(), 64), stop: make(chan struct{}), servers: map[*Server]bool{}}
+	s := &Supervisor{log: log, clock: realClock{}, onChange: onChange, events: make(chan func(), 64), stop: make(chan struct{}), servers: map[*Server]bool{}}
+	for _, o := range opts {
+		o(s)
+	}
 	s.wg.Add(2)
 	go s.loop()
 	go s.healthLoop()
@@ -160,13 +200,13 @@ func (s *Supervisor) Stop() {
 // and handled like an exit.
 func (s *Supervisor) healthLoop() {
 	defer s.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
+	ticks, stop := s.clock.Ticker(time.Second)
+	defer stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case now := <-t.C:
+		case now := <-ticks:
 			s.mu.Lock()
 			var due []*Server
 			for srv := range s.servers {
@@ -203,13 +243,14 @@ type Server struct {
 	lastErr    string
 	readySince time.Time
 	lastPing   time.Time
-	timer      *time.Timer
+	timer      Timer
 	pinging    bool
 }
 
 // Add supervises a server whose first instance is already running.
 func (s *Supervisor) Add(name string, first Instance, start Starter, b Backoff) *Server {
-	srv := &Server{sup: s, name: name, start: start, backoff: b, inst: first, desc: first.Describe(), state: Ready, readySince: time.Now(), lastPing: time.Now(), gen: 1}
+	now := s.clock.Now()
+	srv := &Server{sup: s, name: name, start: start, backoff: b, inst: first, desc: first.Describe(), state: Ready, readySince: now, lastPing: now, gen: 1}
 	s.mu.Lock()
 	s.servers[srv] = true
 	s.mu.Unlock()
@@ -273,7 +314,7 @@ func (srv *Server) lost(gen int, why string) {
 	old := srv.inst
 	srv.gen++
 	srv.lastErr = why
-	if !srv.readySince.IsZero() && time.Since(srv.readySince) >= srv.backoff.StableAfter {
+	if !srv.readySince.IsZero() && srv.sup.clock.Now().Sub(srv.readySince) >= srv.backoff.StableAfter {
 		srv.attempt = 0
 	}
 	srv.readySince = time.Time{}
@@ -301,9 +342,9 @@ func (srv *Server) scheduleRetry() {
 	delay := srv.backoff.Delay(srv.attempt)
 	srv.state = Reconnecting
 	srv.inst = nil
-	srv.nextTry = time.Now().Add(delay)
+	srv.nextTry = srv.sup.clock.Now().Add(delay)
 	gen := srv.gen
-	srv.timer = time.AfterFunc(delay, func() { srv.sup.do(func() { srv.launch(gen) }) })
+	srv.timer = srv.sup.clock.AfterFunc(delay, func() { srv.sup.do(func() { srv.launch(gen) }) })
 	srv.mu.Unlock()
 	srv.sup.log.Info("server reconnecting", "server", srv.name, "attempt", srv.attempt, "in", delay.Round(time.Millisecond))
 	srv.sup.onChange(srv.name)
@@ -344,7 +385,8 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 	srv.gen++
 	srv.inst, srv.desc = inst, inst.Describe()
 	srv.state = Ready
-	srv.readySince, srv.lastPing = time.Now(), time.Now()
+	now := srv.sup.clock.Now()
+	srv.readySince, srv.lastPing = now, now
 	srv.restarts++
 	g := srv.gen
 	srv.mu.Unlock()
@@ -425,7 +467,8 @@ func (srv *Server) Status() Status {
 }
 
 // Unavailable explains why the server takes no calls, or returns nil
-// when it is ready.
+// when it is ready: an error with CodeUnavailable while it is starting,
+// reconnecting or failed, and with CodeShuttingDown once it is stopped.
 func (srv *Server) Unavailable() error {
 	if srv.Ready() {
 		return nil
@@ -438,12 +481,14 @@ func (srv *Server) unavailable() error {
 	st := srv.Status()
 	switch st.State {
 	case Reconnecting:
-		wait := time.Until(st.NextTry).Round(time.Second)
+		wait := st.NextTry.Sub(srv.sup.clock.Now()).Round(time.Second)
 		return protocol.Errorf(protocol.CodeUnavailable, "%s is reconnecting: attempt %d, next try in %s (last error: %s)", srv.name, st.Attempt, max(wait, 0), st.LastErr)
 	case Failed:
 		return protocol.Errorf(protocol.CodeUnavailable, "%s failed and is not being restarted (last error: %s); fix it and run `switchboard restart %s`", srv.name, st.LastErr, srv.name)
 	case Stopped:
-		return protocol.Errorf(protocol.CodeUnavailable, "%s is stopped", srv.name)
+		// Closed for good (a shutdown, a reload that removed it): not
+		// worth waiting for.
+		return protocol.Errorf(protocol.CodeShuttingDown, "%s is stopped", srv.name)
 	default:
 		return protocol.Errorf(protocol.CodeUnavailable, "%s is %s; try again in a moment", srv.name, st.State)
 	}
@@ -460,7 +505,7 @@ func (srv *Server) current() (Instance, error) {
 }
 
 // Call runs a call on the current instance.
-func (srv *Server) Call(ctx context.Context, tool string, args []byte, onProgress func(*pluginv1.Progress)) (*pluginv1.Result, error) {
+func (srv *Server) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
 	inst, err := srv.current()
 	if err != nil {
 		return nil, err
@@ -507,28 +552,18 @@ func (srv *Server) String() string {
 	return fmt.Sprintf("%s: %s (attempt %d, restarts %d)", srv.name, st.State, st.Attempt, st.Restarts)
 }
 
-// process is what launcher.Plugin offers beyond an Instance.
-type process interface {
-	PID() int
-	ProtocolVersion() int
-	Exited() bool
-}
-
 // PID returns the current instance's process id (0 when none).
 func (srv *Server) PID() int {
-	if p, ok := srv.Status().Instance.(process); ok {
+	if p, ok := srv.Status().Instance.(registry.Process); ok {
 		return p.PID()
 	}
 	return 0
 }
 
-// confined is an instance that says what confines it (registry.Confined).
-type confined interface{ Confinement() string }
-
 // Confinement describes what confines the current instance ("" when
 // there is none).
 func (srv *Server) Confinement() string {
-	if c, ok := srv.Status().Instance.(confined); ok {
+	if c, ok := srv.Status().Instance.(registry.Confined); ok {
 		return c.Confinement()
 	}
 	return ""
@@ -536,7 +571,7 @@ func (srv *Server) Confinement() string {
 
 // ProtocolVersion returns the current instance's protocol version.
 func (srv *Server) ProtocolVersion() int {
-	if p, ok := srv.Status().Instance.(process); ok {
+	if p, ok := srv.Status().Instance.(registry.Process); ok {
 		return p.ProtocolVersion()
 	}
 	return 0
@@ -544,8 +579,16 @@ func (srv *Server) ProtocolVersion() int {
 
 // Exited reports whether there is no live instance.
 func (srv *Server) Exited() bool {
-	if p, ok := srv.Status().Instance.(process); ok {
+	if p, ok := srv.Status().Instance.(registry.Process); ok {
 		return p.Exited()
 	}
 	return true
 }
+
+var (
+	_ registry.Server       = (*Server)(nil)
+	_ registry.Readiness    = (*Server)(nil)
+	_ registry.Availability = (*Server)(nil)
+	_ registry.Confined     = (*Server)(nil)
+	_ registry.Process      = (*Server)(nil)
+)
