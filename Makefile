@@ -15,10 +15,12 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 all: build
 
 ## build: bin/switchboard and every bin/switchboard-plugin-*
+## (the host and the sandbox helper static: the helper runs before every
+## confined start, and a dynamic loader would add to each)
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard ./host/cmd/switchboard
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-sandbox ./host/cmd/switchboard-sandbox
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard ./host/cmd/switchboard
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-sandbox ./host/cmd/switchboard-sandbox
 	@for p in $(PLUGINS); do \
 		echo "$(GO) build -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; \
