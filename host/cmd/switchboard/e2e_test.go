@@ -245,7 +245,7 @@ func TestMCPClientOverStdio(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				// Distinct arguments: the duplicate-call guard would refuse the third identical call.
+				// Distinct arguments: identical ones would have their identical results shortened.
 				_, _ = callTool(ctx, c, "fx__sleep", map[string]any{"ms": 60000 + i}, fmt.Sprintf("slow-%d", i))
 			}()
 		}

@@ -89,7 +89,7 @@ func mustCall(t *testing.T, c *client.Client, tool string, args map[string]any) 
 const guardConfig = `
 permissions {
   default = "ask"
-  allow   = ["hello.*", "fx.calls", "filesystem.read_*"]
+  allow   = ["hello.*", "fx.calls", "fx.clock", "filesystem.read_*"]
   deny    = ["fx.count"]
 }`
 
@@ -196,18 +196,27 @@ func TestGuards(t *testing.T) {
 			t.Errorf("bad head = %q", got)
 		}
 	})
-	t.Run("duplicate guard", func(t *testing.T) {
-		for i := 1; i <= 3; i++ {
+	t.Run("repeated calls", func(t *testing.T) {
+		// Identical results: the second is a short note, the third the
+		// loop breaker's error; each call ran.
+		for i, want := range []string{"Hello, Rep!", "Unchanged: hello.greet returned exactly the same result", "3 times in a row"} {
 			got, isErr := mustCall(t, c, "hello__greet", map[string]any{"name": "Rep"})
-			if i < 3 && isErr {
-				t.Errorf("call %d refused: %q", i, got)
-			}
-			if i == 3 && (!isErr || !strings.Contains(got, "3 times in a row")) {
-				t.Errorf("third identical call = %q, want refused", got)
+			if !strings.Contains(got, want) || isErr != (i == 2) {
+				t.Errorf("identical call %d = %q (isError %v), want %q", i+1, got, isErr, want)
 			}
 		}
-		if _, isErr := mustCall(t, c, "hello__greet", map[string]any{"name": "Other"}); isErr {
-			t.Error("a different call after the repeats was refused")
+		if got, isErr := mustCall(t, c, "hello__greet", map[string]any{"name": "Other"}); isErr || !strings.Contains(got, "Other") {
+			t.Errorf("a different call after the repeats = %q", got)
+		}
+		// A tool whose result changes is never refused or shortened,
+		// however often it is called with the same arguments.
+		seen := map[string]bool{}
+		for i := 0; i < 4; i++ {
+			got, isErr := mustCall(t, c, "fx__clock", nil)
+			if isErr || seen[got] || strings.Contains(got, "Unchanged") {
+				t.Errorf("clock call %d = %q (isError %v), want a new time", i+1, got, isErr)
+			}
+			seen[got] = true
 		}
 		for i := 0; i < 4; i++ { // calls skips the check
 			if got, isErr := mustCall(t, c, "fx__calls", nil); isErr {
@@ -217,10 +226,10 @@ func TestGuards(t *testing.T) {
 	})
 	t.Run("one audit line per decision", func(t *testing.T) {
 		path := filepath.Join(filepath.Dir(e.config), "state", "audit.jsonl")
-		// Records are written in the background: wait for all 13.
+		// Records are written in the background: wait for all 17.
 		eventually(5*time.Second, func() bool {
 			b, _ := os.ReadFile(path)
-			return strings.Count(string(b), "\n") >= 13
+			return strings.Count(string(b), "\n") >= 17
 		})
 		f, err := os.Open(path)
 		if err != nil {
@@ -244,17 +253,17 @@ func TestGuards(t *testing.T) {
 			counts[r.Decision]++
 			lines++
 		}
-		// progress: ask; count: deny; calls: allow; two invalid; greet three
-		// times (allow, allow, duplicate); greet Other: allow; calls four
-		// times: allow. 13 calls, 13 lines.
-		want := map[string]int{"ask": 1, "deny": 1, "invalid": 2, "duplicate": 1, "allow": 1 + 2 + 1 + 4}
+		// progress: ask; count: deny; calls: allow; two invalid; greet
+		// three times, greet Other, clock four times and calls four times:
+		// allow (repeats run). 17 calls, 17 lines.
+		want := map[string]int{"ask": 1, "deny": 1, "invalid": 2, "allow": 1 + 3 + 1 + 4 + 4}
 		for k, v := range want {
 			if counts[k] != v {
 				t.Errorf("audit decisions %q = %d, want %d (all: %v)", k, counts[k], v, counts)
 			}
 		}
-		if lines != 13 {
-			t.Errorf("audit has %d lines for 13 calls", lines)
+		if lines != 17 {
+			t.Errorf("audit has %d lines for 17 calls", lines)
 		}
 	})
 }

@@ -63,8 +63,9 @@ type Config struct {
 	Externals []*External
 	// Permissions are the call rules; nil when there is no block.
 	Permissions *Permissions
-	// DuplicateCallLimit refuses the n-th identical call in a row from one
-	// client; 0 turns the guard off.
+	// DuplicateCallLimit is the loop breaker: the n-th identical result in
+	// a row for one client's identical calls is an error result (calls still
+	// run; identical results before it are shortened to a note); 0 = off.
 	DuplicateCallLimit int
 	// AuditMaxBytes rotates audit.jsonl past this size.
 	AuditMaxBytes int64

@@ -18,13 +18,17 @@ type AuditRecord struct {
 	Tool       string    `json:"tool"`
 	ArgsSHA256 string    `json:"args_sha256"`
 	ArgsSize   int       `json:"args_size"`
-	// Decision is allow, deny, ask, approved, invalid, unknown or duplicate.
+	// Decision is allow, deny, ask, approved, invalid or unknown.
 	Decision   string  `json:"decision"`
 	Rule       string  `json:"rule,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
 	// Outcome is ok, tool_error, refused, or error.
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
+	// Repeats counts the calls in a row, this one included, with the same
+	// tool and arguments that returned the same result (0 or absent for a
+	// new result); the answer was a note, or the loop breaker's error.
+	Repeats int `json:"repeats,omitempty"`
 
 	// Action is set for a control-socket request instead of a tool call
 	// (Tool is then empty): status, restart, reload, connect, disconnect.

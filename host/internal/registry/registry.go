@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -152,8 +153,9 @@ type Registry struct {
 }
 
 type dupState struct {
-	key   string
-	count int
+	key    string // tool and arguments
+	result string // hash of what the call returned
+	count  int    // identical calls with identical results in a row
 }
 
 // Option configures a Registry.
@@ -162,9 +164,13 @@ type Option func(*Registry)
 // WithAudit records every call in a.
 func WithAudit(a *Audit) Option { return func(r *Registry) { r.audit = a } }
 
-// WithDuplicateLimit refuses the n-th identical call in a row from one
-// client (same tool and arguments), unless the tool skips the check. 0
-// turns the guard off.
+// WithDuplicateLimit sets the loop breaker: when one client's n-th call in
+// a row with the same tool and arguments returns, again, a byte-identical
+// result, the answer is an error result saying the client is looping. Calls
+// are never refused for repeating: a command or a file may change between
+// calls. Before the n-th, an identical result is answered with a short note
+// instead of the whole result again. Tools that skip the duplicate check
+// (polled ones) are left alone. 0 turns both off.
 func WithDuplicateLimit(n int) Option { return func(r *Registry) { r.dupLimit = n } }
 
 // WithWarnings sends problems that do not stop anything (a tool schema
@@ -507,16 +513,16 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		rec.Outcome = "refused"
 		return nil, err
 	}
-	if err := r.checkDuplicate(ctx, t, argsSum); err != nil {
-		rec.Decision, rec.Outcome = "duplicate", "refused"
-		return nil, err
-	}
 	// The call ends when the caller cancels or when shutdown gives up on it.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(base, cancel)
 	defer stop()
-	return t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, onProgress)
+	res, err = t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, onProgress)
+	if err == nil && res != nil {
+		res = r.repeated(ctx, t, argsSum, res, &rec)
+	}
+	return res, err
 }
 
 // Audit writes one record that is not a call routed by Call: a control
@@ -609,31 +615,59 @@ func (r *Registry) settle(ctx context.Context, pol rules, t Tool, args []byte, d
 	return pol.refusal(t.Name, d)
 }
 
-// checkDuplicate refuses the dupLimit-th identical call in a row.
-func (r *Registry) checkDuplicate(ctx context.Context, t Tool, argsSum string) error {
+// repeated compares a call's result with the result of the same client's
+// previous call, when that call had the same tool and arguments. A new
+// result goes out as it is. A byte-identical one is answered with a short
+// note instead (saving the client's context), and once dupLimit calls in a
+// row have returned the same thing, with an error result that tells the
+// model it is looping. A tool with an output schema keeps its result (its
+// clients may require the structured content) until the loop breaker.
+func (r *Registry) repeated(ctx context.Context, t Tool, argsSum string, res *toolcall.Result, rec *AuditRecord) *toolcall.Result {
 	if t.Tool.GetSkipDuplicateCheck() {
-		return nil
+		return res
 	}
-	client := clientOf(ctx)
-	key := t.Name + "\x00" + argsSum
 	r.dupMu.Lock()
-	defer r.dupMu.Unlock()
-	if r.dupLimit <= 0 {
-		return nil
+	limit := r.dupLimit
+	if limit <= 0 {
+		r.dupMu.Unlock()
+		return res
 	}
+	client, key, sum := clientOf(ctx), t.Name+"\x00"+argsSum, resultSum(res)
 	st := r.last[client]
-	if st.key == key {
+	if st.key == key && st.result == sum {
 		st.count++
 	} else {
-		st = dupState{key: key, count: 1}
+		st = dupState{key: key, result: sum, count: 1}
 	}
 	r.last[client] = st
-	if st.count >= r.dupLimit {
-		return protocol.Errorf(protocol.CodeInvalidArguments,
-			"%s was called %d times in a row with the same arguments; the result will not change, so this call was refused. Change the arguments or do something else",
-			t.Name, st.count)
+	r.dupMu.Unlock()
+
+	switch {
+	case st.count == 1:
+		return res
+	case st.count >= limit:
+		rec.Repeats = st.count
+		return &toolcall.Result{IsError: true, Content: []toolcall.Content{toolcall.TextContent(fmt.Sprintf(
+			"%s returned exactly the same result %d times in a row for the same arguments: this looks like a loop. The earlier result stands; change the arguments or do something else.",
+			t.Name, st.count))}}
+	case len(t.Tool.GetOutputSchema()) > 0:
+		rec.Repeats = st.count
+		return res
+	default:
+		rec.Repeats = st.count
+		return &toolcall.Result{IsError: res.IsError, Content: []toolcall.Content{toolcall.TextContent(fmt.Sprintf(
+			"Unchanged: %s returned exactly the same result as your previous call with these arguments (%d identical results in a row), so it is not repeated here.",
+			t.Name, st.count))}}
 	}
-	return nil
+}
+
+// resultSum hashes everything a client sees of a result.
+func resultSum(res *toolcall.Result) string {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return ""
+	}
+	return sha256Hex(b)
 }
 
 // normalizeArgs treats absent and null arguments as an empty object, as MCP

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +72,84 @@ func TestShuttingDownIsNotUnavailable(t *testing.T) {
 	}
 	if err := reg.Register(&stubServer{name: "late"}, KindPlugin, "test"); !errors.Is(err, protocol.ErrShuttingDown) {
 		t.Errorf("Register during shutdown: err = %v, want ErrShuttingDown", err)
+	}
+}
+
+// sequenceServer answers the n-th call with results[n] (the last one
+// repeated), counting the calls that reached it.
+type sequenceServer struct {
+	stubServer
+	results []string
+	calls   int
+	schema  bool
+}
+
+func (s *sequenceServer) Describe() *pluginv1.DescribeResponse {
+	d := s.stubServer.Describe()
+	if s.schema {
+		d.Tools[0].OutputSchema = []byte(`{"type":"object"}`)
+	}
+	return d
+}
+
+func (s *sequenceServer) Call(context.Context, string, []byte, toolcall.ProgressFunc) (*toolcall.Result, error) {
+	r := s.results[min(s.calls, len(s.results)-1)]
+	s.calls++
+	return &toolcall.Result{Content: []toolcall.Content{toolcall.TextContent(r)}}, nil
+}
+
+// Repeating a call is never refused: every call runs, because a command's
+// or a file's result may change. Only an identical result is shortened to a
+// note, and the limit-th identical result in a row is the loop breaker's
+// error. A different result, or different arguments, start over.
+func TestRepeatedCallsRunAndIdenticalResultsAreNoted(t *testing.T) {
+	srv := &sequenceServer{stubServer: stubServer{name: "s"}, results: []string{"a", "a", "a", "b", "b", "c"}}
+	reg := New(nil, WithDuplicateLimit(3))
+	if err := reg.Register(srv, KindPlugin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	call := func(args string) *toolcall.Result {
+		t.Helper()
+		res, err := reg.Call(t.Context(), "s.echo", []byte(args), nil)
+		if err != nil {
+			t.Fatalf("call refused: %v", err)
+		}
+		return res
+	}
+	steps := []struct {
+		args, want string
+		isError    bool
+	}{
+		{`{}`, "a", false},
+		{`{}`, "Unchanged: s.echo returned exactly the same result", false},
+		{`{}`, "3 times in a row", true}, // loop breaker
+		{`{}`, "b", false},               // changed: out as it is
+		{`{}`, "Unchanged", false},
+		{`{}`, "c", false},
+	}
+	for i, st := range steps {
+		res := call(st.args)
+		if !strings.Contains(res.Text(), st.want) || res.IsError != st.isError {
+			t.Errorf("call %d = %q (isError %v), want %q (isError %v)", i+1, res.Text(), res.IsError, st.want, st.isError)
+		}
+	}
+	if srv.calls != len(steps) {
+		t.Errorf("the server saw %d calls, want all %d", srv.calls, len(steps))
+	}
+	// Other arguments are another call.
+	if res := call(`{"x":1}`); res.Text() != "c" {
+		t.Errorf("other arguments = %q, want the full result", res.Text())
+	}
+
+	// A tool with an output schema keeps its result until the loop breaker.
+	typed := &sequenceServer{stubServer: stubServer{name: "t"}, results: []string{"same"}, schema: true}
+	if err := reg.Register(typed, KindPlugin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"same", "same", "3 times in a row"} {
+		res, err := reg.Call(t.Context(), "t.echo", []byte(`{}`), nil)
+		if err != nil || !strings.Contains(res.Text(), want) {
+			t.Errorf("typed call %d = %v, %v; want %q", i+1, res, err, want)
+		}
 	}
 }
