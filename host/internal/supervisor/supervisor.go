@@ -48,15 +48,17 @@ type Backoff struct {
 	// server is failed; 0 means no limit.
 	MaxAttempts int
 	// StableAfter resets the attempt counter once an instance has been
-	// ready this long.
+	// ready this long, and makes the first restart after it immediate.
 	StableAfter time.Duration
 	// HealthInterval is how often a ready instance is pinged (0 = never);
 	// HealthTimeout bounds one ping.
 	HealthInterval, HealthTimeout time.Duration
 }
 
-// DefaultBackoff is 1 s doubling to 30 s with 0-10 % jitter, 10 attempts,
-// stable after a minute, a health check every 15 s.
+// DefaultBackoff is 1 s doubling to 30 s with 0-10 % jitter (1, 2, 4, 8,
+// 16, 30, 30 … s), 10 attempts, stable after a minute (a server lost after
+// a minute up restarts at once, and the count starts over), a health check
+// every 15 s.
 var DefaultBackoff = Backoff{
 	Base: time.Second, Max: 30 * time.Second, Jitter: 0.1, MaxAttempts: 10,
 	StableAfter: time.Minute, HealthInterval: 15 * time.Second, HealthTimeout: 5 * time.Second,
@@ -267,7 +269,7 @@ func (s *Supervisor) AddPending(name string, start Starter, b Backoff, why strin
 	s.mu.Lock()
 	s.servers[srv] = true
 	s.mu.Unlock()
-	s.do(srv.scheduleRetry)
+	s.do(func() { srv.scheduleRetry(false) })
 	return srv
 }
 
@@ -314,7 +316,10 @@ func (srv *Server) lost(gen int, why string) {
 	old := srv.inst
 	srv.gen++
 	srv.lastErr = why
-	if !srv.readySince.IsZero() && srv.sup.clock.Now().Sub(srv.readySince) >= srv.backoff.StableAfter {
+	// After a long healthy run the first restart is immediate: the loss is
+	// news, not a crash loop. Backoff is for a server that keeps dying.
+	stable := !srv.readySince.IsZero() && srv.sup.clock.Now().Sub(srv.readySince) >= srv.backoff.StableAfter
+	if stable {
 		srv.attempt = 0
 	}
 	srv.readySince = time.Time{}
@@ -323,12 +328,12 @@ func (srv *Server) lost(gen int, why string) {
 	if old != nil {
 		go func() { _ = old.Close(context.Background()) }()
 	}
-	srv.scheduleRetry()
+	srv.scheduleRetry(stable)
 }
 
-// scheduleRetry counts an attempt and waits before it, or gives up
-// (supervisor goroutine).
-func (srv *Server) scheduleRetry() {
+// scheduleRetry counts an attempt and waits before it (not at all when
+// immediate), or gives up (supervisor goroutine).
+func (srv *Server) scheduleRetry(immediate bool) {
 	srv.mu.Lock()
 	srv.attempt++
 	if srv.backoff.MaxAttempts > 0 && srv.attempt > srv.backoff.MaxAttempts {
@@ -340,12 +345,20 @@ func (srv *Server) scheduleRetry() {
 		return
 	}
 	delay := srv.backoff.Delay(srv.attempt)
+	if immediate {
+		delay = 0
+	}
 	srv.state = Reconnecting
 	srv.inst = nil
 	srv.nextTry = srv.sup.clock.Now().Add(delay)
 	gen := srv.gen
-	srv.timer = srv.sup.clock.AfterFunc(delay, func() { srv.sup.do(func() { srv.launch(gen) }) })
+	if !immediate {
+		srv.timer = srv.sup.clock.AfterFunc(delay, func() { srv.sup.do(func() { srv.launch(gen) }) })
+	}
 	srv.mu.Unlock()
+	if immediate {
+		srv.launch(gen)
+	}
 	srv.sup.log.Info("server reconnecting", "server", srv.name, "attempt", srv.attempt, "in", delay.Round(time.Millisecond))
 	srv.sup.onChange(srv.name)
 }
@@ -379,7 +392,7 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 		srv.lastErr = err.Error()
 		srv.mu.Unlock()
 		srv.sup.log.Warn("server did not start", "server", srv.name, "error", err)
-		srv.scheduleRetry()
+		srv.scheduleRetry(false)
 		return
 	}
 	srv.gen++

@@ -475,13 +475,17 @@ func TestBackoffResetsOnceStable(t *testing.T) {
 	}
 	back(2 * time.Second)
 
-	// Lost after StableAfter of being ready: the count starts over.
+	// Lost after StableAfter of being ready: the count starts over and the
+	// first restart is immediate.
 	h.clock.Advance(noJitter.StableAfter)
-	if s := lose(st.last()); s.Attempt != 1 || s.NextTry.Sub(h.clock.Now()) != time.Second {
-		t.Errorf("loss after a stable minute: attempt %d in %s, want 1 in 1s", s.Attempt, s.NextTry.Sub(h.clock.Now()))
+	st.last().exit()
+	h.waitFor(t, srv, "ready again at once", func(s Status) bool { return s.State == Ready && s.Instance == st.last() && s.Restarts == 3 })
+	if s := srv.Status(); s.Attempt != 1 {
+		t.Errorf("loss after a stable minute: attempt %d, want 1 (the count started over)", s.Attempt)
 	}
-	back(time.Second)
-	if s := srv.Status(); s.Restarts != 3 {
-		t.Errorf("restarts = %d, want 3", s.Restarts)
+	// Lost again right away: backoff resumes from its start.
+	if s := lose(st.last()); s.Attempt != 2 || s.NextTry.Sub(h.clock.Now()) != 2*time.Second {
+		t.Errorf("loss right after the immediate restart: attempt %d in %s, want 2 in 2s", s.Attempt, s.NextTry.Sub(h.clock.Now()))
 	}
+	back(2 * time.Second)
 }
