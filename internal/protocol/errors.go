@@ -120,6 +120,9 @@ func toWireOr(err error, plain Code) *pluginv1.Error {
 // gets the same *Error back (see rpcError). An error without a code gets
 // plain.
 func statusError(err error, plain Code) error {
+	if err == nil {
+		return nil
+	}
 	w := toWireOr(err, plain)
 	w.Message = err.Error() // with whatever context wraps the *Error
 	st := status.New(grpcCode(w.GetCode()), w.GetMessage())
