@@ -82,7 +82,8 @@ func (b *builder) claim(kind, name string, r hcl.Range) (prev hcl.Range, dup boo
 	return hcl.Range{}, false
 }
 
-// limits reads duplicate_call_limit, watch_config and audit_max_bytes.
+// limits reads duplicate_call_limit, watch_config, audit_max_bytes and
+// audit_durable.
 func (b *builder) limits(fs *fileSchema) {
 	if fs.DuplicateCallLimit != nil {
 		if *fs.DuplicateCallLimit < 0 || *fs.DuplicateCallLimit == 1 {
@@ -97,6 +98,7 @@ func (b *builder) limits(fs *fileSchema) {
 		}
 		b.cfg.AuditMaxBytes = *fs.AuditMaxBytes
 	}
+	b.cfg.AuditDurable = fs.AuditDurable == nil || *fs.AuditDurable
 }
 
 // folders resolves project_dir (which must exist; symlinks resolved),

@@ -69,6 +69,9 @@ type Config struct {
 	DuplicateCallLimit int
 	// AuditMaxBytes rotates audit.jsonl past this size.
 	AuditMaxBytes int64
+	// AuditDurable writes a call's audit record to the file before the
+	// call is answered (default); false writes records in the background.
+	AuditDurable bool
 	// Restart is the default restart policy (the top-level restart block).
 	Restart Restart
 	// WatchConfig reloads the config when the file changes.
@@ -317,6 +320,7 @@ type fileSchema struct {
 	ShutdownGrace      *string          `hcl:"shutdown_grace,optional"`
 	DuplicateCallLimit *int             `hcl:"duplicate_call_limit,optional"`
 	AuditMaxBytes      *int64           `hcl:"audit_max_bytes,optional"`
+	AuditDurable       *bool            `hcl:"audit_durable,optional"`
 	WatchConfig        *bool            `hcl:"watch_config,optional"`
 	Restart            []restartSchema  `hcl:"restart,block"`
 	Builtins           []builtinSchema  `hcl:"builtin,block"`

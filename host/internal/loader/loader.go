@@ -120,7 +120,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	if err := policy.Load(filepath.Join(cfg.DataDir, PermissionsFile)); err != nil {
 		return nil, err
 	}
-	audit, err := registry.OpenAudit(filepath.Join(cfg.DataDir, AuditFile), cfg.AuditMaxBytes, 3)
+	audit, err := registry.OpenAudit(filepath.Join(cfg.DataDir, AuditFile), cfg.AuditMaxBytes, 3, cfg.AuditDurable)
 	if err != nil {
 		return nil, err
 	}
@@ -370,6 +370,9 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	}
 	if next.AuditMaxBytes != h.cfg.AuditMaxBytes {
 		out.Warnings = append(out.Warnings, "audit_max_bytes changes on the next restart of the host")
+	}
+	if next.AuditDurable != h.cfg.AuditDurable {
+		out.Warnings = append(out.Warnings, "audit_durable changes on the next restart of the host")
 	}
 	next.DataDir = h.cfg.DataDir
 

@@ -47,11 +47,16 @@ type AuditPeer struct {
 	UID int `json:"uid"`
 }
 
-// Audit appends records to a file, one JSON line each. Records are queued
-// and written by a background goroutine, off the calls' path; Close drains
-// the queue first, so a clean shutdown loses nothing. (A full queue makes
-// Write wait rather than drop a record.) The file is rotated to FILE.1 …
-// FILE.keep when it grows past maxBytes.
+// Audit appends records to a file, one JSON line each, written by one
+// goroutine that batches what is queued into one write. Durable (the
+// default), Write returns once its record has been written to the file
+// (handed to the OS: it survives the host being killed, though not the
+// machine losing power), so a call's record exists before its answer is
+// sent; callers arriving together share one write. Otherwise records are
+// written in the background after a short linger, and a killed host can
+// lose the last few. Close drains the queue, so a clean shutdown loses
+// nothing; a full queue makes Write wait rather than drop a record. The
+// file is rotated to FILE.1 … FILE.keep when it grows past maxBytes.
 type Audit struct {
 	mu       sync.Mutex
 	path     string
@@ -60,7 +65,8 @@ type Audit struct {
 	maxBytes int64
 	keep     int
 
-	queue   chan AuditRecord
+	durable bool
+	queue   chan auditEntry
 	stopped chan struct{}
 	closing sync.Once
 	closed  bool
@@ -76,9 +82,17 @@ const auditLinger = 20 * time.Millisecond
 // switched off (see internal/ablate).
 var closedTime = func() <-chan time.Time { c := make(chan time.Time); close(c); return c }()
 
-// OpenAudit opens (appends to) the audit log at path.
-func OpenAudit(path string, maxBytes int64, keep int) (*Audit, error) {
-	a := &Audit{path: path, maxBytes: maxBytes, keep: keep, queue: make(chan AuditRecord, 4096), stopped: make(chan struct{}), errFn: func(error) {}}
+// auditEntry is a queued record; done, when set, is closed once the record
+// is written.
+type auditEntry struct {
+	rec  AuditRecord
+	done chan struct{}
+}
+
+// OpenAudit opens (appends to) the audit log at path. durable makes Write
+// wait until its record is written (see Audit).
+func OpenAudit(path string, maxBytes int64, keep int, durable bool) (*Audit, error) {
+	a := &Audit{path: path, maxBytes: maxBytes, keep: keep, durable: durable, queue: make(chan auditEntry, 4096), stopped: make(chan struct{}), errFn: func(error) {}}
 	if err := a.open(); err != nil {
 		return nil, err
 	}
@@ -87,15 +101,15 @@ func OpenAudit(path string, maxBytes int64, keep int) (*Audit, error) {
 }
 
 // writer writes queued records, batching what is already queued into one
-// write.
+// write. While someone waits for a record, it writes at once; otherwise it
+// lingers briefly so that a busy host writes (and wakes this goroutine)
+// once per batch, not once per call.
 func (a *Audit) writer() {
 	defer close(a.stopped)
 	var buf []byte
-	for r := range a.queue {
-		buf = a.appendRecord(buf[:0], r)
-		// Linger briefly so that a busy host writes (and wakes this
-		// goroutine) once per batch, not once per call; closing the queue
-		// ends the wait at once.
+	var waiters []chan struct{}
+	for e := range a.queue {
+		buf, waiters = a.appendRecord(buf[:0], e.rec), appendWaiter(waiters[:0], e)
 		linger := time.NewTimer(auditLinger)
 		var now <-chan time.Time // ablate.AuditLinger: no wait, only what is queued
 		if ablate.Off(ablate.AuditLinger) {
@@ -104,20 +118,23 @@ func (a *Audit) writer() {
 	more:
 		for len(buf) < 64<<10 {
 			select {
-			case r, ok := <-a.queue:
+			case e, ok := <-a.queue:
 				if !ok {
 					break more
 				}
-				buf = a.appendRecord(buf, r)
+				buf, waiters = a.appendRecord(buf, e.rec), appendWaiter(waiters, e)
 				continue
 			default:
 			}
+			if len(waiters) > 0 {
+				break more // a call is waiting for its record: write now
+			}
 			select {
-			case r, ok := <-a.queue:
+			case e, ok := <-a.queue:
 				if !ok {
 					break more
 				}
-				buf = a.appendRecord(buf, r)
+				buf, waiters = a.appendRecord(buf, e.rec), appendWaiter(waiters, e)
 			case <-now:
 				break more
 			case <-linger.C:
@@ -131,7 +148,17 @@ func (a *Audit) writer() {
 			a.mu.Unlock()
 			report(err)
 		}
+		for _, w := range waiters {
+			close(w)
+		}
 	}
+}
+
+func appendWaiter(ws []chan struct{}, e auditEntry) []chan struct{} {
+	if e.done != nil {
+		ws = append(ws, e.done)
+	}
+	return ws
 }
 
 func (a *Audit) appendRecord(buf []byte, r AuditRecord) []byte {
@@ -163,17 +190,26 @@ func (a *Audit) OnError(fn func(error)) {
 	a.mu.Unlock()
 }
 
-// Write queues one record.
+// Write queues one record and, for a durable log, waits until it is
+// written.
 func (a *Audit) Write(r AuditRecord) error {
 	if a == nil {
 		return nil
 	}
+	e := auditEntry{rec: r}
+	if a.durable {
+		e.done = make(chan struct{})
+	}
 	a.qmu.RLock()
-	defer a.qmu.RUnlock()
 	if a.closed {
+		a.qmu.RUnlock()
 		return fmt.Errorf("registry: audit log is closed")
 	}
-	a.queue <- r
+	a.queue <- e
+	a.qmu.RUnlock()
+	if e.done != nil {
+		<-e.done
+	}
 	return nil
 }
 

@@ -46,7 +46,7 @@ func TestRememberSurvivesReload(t *testing.T) {
 
 func TestAuditRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	a, err := OpenAudit(path, 4096, 2)
+	a, err := OpenAudit(path, 4096, 2, false)
 	if err != nil {
 		t.Fatal(err)
 	}

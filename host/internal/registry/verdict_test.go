@@ -267,7 +267,7 @@ func TestCallEvaluatesPolicyOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			audit, err := OpenAudit(filepath.Join(dir, "audit.jsonl"), 1<<20, 1)
+			audit, err := OpenAudit(filepath.Join(dir, "audit.jsonl"), 1<<20, 1, true)
 			if err != nil {
 				t.Fatal(err)
 			}
