@@ -145,7 +145,7 @@ type Plugin struct {
 	info    *pluginv1.DescribeResponse
 	version int
 	unmet   []string
-	offered offeredVersions // what the plugin said it speaks, on a mismatch
+	stderr  stderrWatch // the plugin's raw stderr: its tail, and its versions on a mismatch
 
 	closeOnce sync.Once
 }
@@ -206,7 +206,7 @@ func (s Spec) withDefaults() (Spec, error) {
 func (p *Plugin) start(log hclog.Logger) error {
 	spec := p.spec
 	env := cleanEnv(spec.Env, log)
-	pluginLog := log.Named("plugin")
+	pluginLog := newLimitedLogger(log.Named("plugin"))
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:     protocol.Handshake,
 		VersionedPlugins:    protocol.PluginSets(nil, spec.Versions),
@@ -217,7 +217,7 @@ func (p *Plugin) start(log hclog.Logger) error {
 		StartTimeout:        spec.StartTimeout,
 		Logger:              pluginLog,
 		PluginLogBufferSize: 1 << 20,
-		Stderr:              &p.offered,
+		Stderr:              &p.stderr,
 		SyncStdout:          pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),
 		SyncStderr:          pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
 		// go-plugin hands RunnerFunc a placeholder command carrying only
@@ -383,7 +383,7 @@ func (p *Plugin) startError(err error, versions []int) error {
 		// plugin says all of them on stderr, read in full once the
 		// process is gone.
 		p.client.Kill()
-		offered := p.offered.versions()
+		offered := p.stderr.versions()
 		if offered == nil {
 			v, _ := strconv.Atoi(m[1])
 			offered = []int{v}
@@ -393,10 +393,17 @@ func (p *Plugin) startError(err error, versions []int) error {
 	if errors.Is(err, ErrChecksum) {
 		return err
 	}
-	if strings.Contains(msg, "timeout while waiting for plugin to start") {
-		return fmt.Errorf("%w: plugin %s (%s) did not complete the handshake within %s; raise start_timeout if it is just slow", ErrStart, p.spec.Name, p.spec.Path, p.spec.StartTimeout)
+	said := ""
+	if p.client != nil {
+		p.client.Kill() // its stderr is then read to the end
 	}
-	return fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.spec.Name, p.spec.Path, err)
+	if tail := p.stderr.last(); tail != "" {
+		said = "; its stderr ended with: " + tail
+	}
+	if strings.Contains(msg, "timeout while waiting for plugin to start") {
+		return fmt.Errorf("%w: plugin %s (%s) did not complete the handshake within %s; raise start_timeout if it is just slow%s", ErrStart, p.spec.Name, p.spec.Path, p.spec.StartTimeout, said)
+	}
+	return fmt.Errorf("%w: plugin %s (%s): %v%s", ErrStart, p.spec.Name, p.spec.Path, err, said)
 }
 
 func cleanEnv(extra map[string]string, log hclog.Logger) []string {

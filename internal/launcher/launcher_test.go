@@ -1,6 +1,7 @@
 package launcher_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -361,5 +363,72 @@ func TestErrorCodesSurviveEveryRPC(t *testing.T) {
 	}
 	if pats, err := p.PermissionPatterns(t.Context(), "guarded", []byte(`{}`)); err != nil || strings.Join(pats, ",") != "ok" {
 		t.Errorf("PermissionPatterns without a code = %v, %v; want [ok]", pats, err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A plugin flooding stderr (50 MB of 10 KB lines) costs the host's log a
+// bounded number of lines, each cut short, and the host says lines were
+// dropped; the plugin keeps answering.
+func TestStderrFloodIsLimited(t *testing.T) {
+	var out lockedBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug})
+	start := time.Now()
+	p, err := launcher.Launch(t.Context(), launcher.Spec{
+		Name: "flood", Path: fixtures.Build(t).TestPlugin, ProjectDir: t.TempDir(),
+		Env: map[string]string{"FIXTURE_STDERR_FLOOD": "5000"},
+	}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "lines dropped") && time.Now().Before(deadline) {
+		if _, err := p.Call(t.Context(), "echo", []byte(`{"text":"still here"}`), nil); err != nil {
+			t.Fatalf("echo during the flood: %v", err)
+		}
+	}
+	logged := out.String()
+	elapsed := time.Since(start).Seconds()
+	if !strings.Contains(logged, "lines dropped") {
+		t.Errorf("no report of dropped lines in %d bytes of log", len(logged))
+	}
+	lines := strings.Count(logged, "\n")
+	if limit := 400 + int(200*elapsed) + 100; lines > limit {
+		t.Errorf("the host logged %d lines in %.1fs of flood, want at most %d", lines, elapsed, limit)
+	}
+	for _, l := range strings.Split(logged, "\n") {
+		if len(l) > 4096+512 {
+			t.Fatalf("a logged line of %d bytes: lines must be cut at 4096", len(l))
+		}
+	}
+}
+
+// A plugin that dies before its handshake is reported with what it said on
+// stderr, which is usually why.
+func TestFailedStartKeepsStderr(t *testing.T) {
+	_, err := launcher.Launch(t.Context(), launcher.Spec{
+		Name: "broken", Path: fixtures.Build(t).TestPlugin, ProjectDir: t.TempDir(),
+		Env: map[string]string{"FIXTURE_FAIL_START": "cannot read /etc/fixture.conf: no such file"},
+	}, hclog.NewNullLogger())
+	if err == nil || !errors.Is(err, launcher.ErrStart) || !strings.Contains(err.Error(), "cannot read /etc/fixture.conf: no such file") {
+		t.Errorf("Launch err = %v, want ErrStart with the plugin's own words", err)
 	}
 }
