@@ -134,6 +134,46 @@ permissions {
 	if got, isErr := mustCall(t, c, "fx2__echo", map[string]any{"text": "still"}); isErr || got != "still" {
 		t.Errorf("after an invalid reload fx2__echo = %q", got)
 	}
+
+	// Settings a built-in refuses are refused by the reload too (the same
+	// check as validate), before anything changes: bash keeps running
+	// with its old settings and is not restarted into a retry loop.
+	if err := os.WriteFile(e.config, []byte(strings.Replace(valid, `timeout = "1m"`, `timeout = 30`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = run(t, e, "reload", "--config", e.config)
+	if code != 1 || !strings.Contains(errOut, `Built-in "bash" refuses its settings`) || !strings.Contains(errOut, "keeps running") {
+		t.Errorf("reload to refused bash settings = %d %q", code, errOut)
+	}
+	if still := readyPIDs(t, e); fmt.Sprint(still) != fmt.Sprint(after) {
+		t.Errorf("a refused reload changed the servers: %v → %v", after, still)
+	}
+}
+
+// validate runs the same checks as the host: settings a built-in refuses
+// and names the host would refuse are errors, with the block's line.
+func TestValidateAgreesWithTheHost(t *testing.T) {
+	for _, tt := range []struct{ name, block, want string }{
+		{"bash timeout without a unit", `builtin "bash" { timeout = 30 }`, `Built-in "bash" refuses its settings`},
+		{"web network that is not a CIDR", `builtin "web" { allow_private_networks = ["intranet"] }`, `Built-in "web" refuses its settings`},
+		{"missing filesystem root", `builtin "filesystem" { roots = ["/no/such/root"] }`, `Built-in "filesystem" refuses its settings`},
+		{"plugin named like a built-in", `plugin "git" { path = "/bin/true" }`, `Plugin named like a built-in`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, "project"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := filepath.Join(dir, "config.hcl")
+			if err := os.WriteFile(cfg, []byte("project_dir = \"project\"\ndata_dir = \"state\"\n"+tt.block+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := run(t, env{bins: fixtures.Build(t), config: cfg}, "validate", "--config", cfg)
+			if code != 1 || !strings.Contains(errOut, tt.want) || !strings.Contains(errOut, "config.hcl:3") {
+				t.Errorf("validate = %d %q %q, want exit 1 naming %q at config.hcl:3", code, out, errOut, tt.want)
+			}
+		})
+	}
 }
 
 func TestStatusWithoutHost(t *testing.T) {

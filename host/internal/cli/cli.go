@@ -37,6 +37,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 	"github.com/switchboard-mcp/switchboard/internal/tuning"
 	"github.com/switchboard-mcp/switchboard/sdk"
@@ -646,6 +647,7 @@ func (a *app) validateCmd() *cobra.Command {
 			res := config.Load(path)
 			if res.Config != nil {
 				res.Diags = append(res.Diags, loader.Check(res.Config)...)
+				res.Diags = append(res.Diags, loader.CheckSettings(res.Config)...)
 			}
 			if len(res.Diags) > 0 {
 				_ = res.WriteDiagnostics(a.stderr)
@@ -665,7 +667,7 @@ func (a *app) versionCmd() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		Run: func(*cobra.Command, []string) {
-			fmt.Fprintf(a.stdout, "switchboard %s (plugin protocol %v, sdk %s)\n", Version, []int{1}, sdk.Version)
+			fmt.Fprintf(a.stdout, "switchboard %s (plugin protocol %v, sdk %s)\n", Version, protocol.SupportedVersions, sdk.Version)
 		},
 	}
 }

@@ -242,6 +242,10 @@ func (b *builder) plugin(p pluginSchema) {
 		b.errAt(p.Range, "Invalid plugin name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-' (at most 48, starting with a letter or digit).", p.Name))
 		return
 	}
+	if _, taken := builtins.Lookup(p.Name); taken {
+		b.errAt(p.Range, "Plugin named like a built-in", fmt.Sprintf("%q is the name of a built-in (enabled with builtin %q {}); give the plugin another name.", p.Name, p.Name))
+		return
+	}
 	if prev, dup := b.claim("plugin", p.Name, p.Range); dup {
 		b.errAt(p.Range, "Duplicate plugin block", fmt.Sprintf("plugin %q is already configured at %s; give each plugin its own name.", p.Name, prev))
 		return
@@ -287,6 +291,10 @@ func (b *builder) plugin(p pluginSchema) {
 func (b *builder) external(x externalSchema) {
 	if !registry.NameRE.MatchString(x.Name) {
 		b.errAt(x.Range, "Invalid external server name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-'.", x.Name))
+		return
+	}
+	if _, taken := builtins.Lookup(x.Name); taken {
+		b.errAt(x.Range, "External server named like a built-in", fmt.Sprintf("%q is the name of a built-in (enabled with builtin %q {}); give the external server another name.", x.Name, x.Name))
 		return
 	}
 	if prev, dup := b.claim("external", x.Name, x.Range); dup {

@@ -360,6 +360,11 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	res := config.Load(h.cfg.File)
+	if !res.Diags.HasErrors() {
+		// The same check as validate: settings a built-in refuses are
+		// refused here, before anything changes.
+		res.Diags = append(res.Diags, CheckSettings(res.Config)...)
+	}
 	if res.Diags.HasErrors() {
 		return nil, &InvalidConfigError{Result: res}
 	}
