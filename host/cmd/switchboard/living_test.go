@@ -158,6 +158,14 @@ func TestCrashLoopBacksOffAndFails(t *testing.T) {
 			t.Errorf("delays %v do not grow", delays)
 		}
 	}
+	// A failed server makes status exit non-zero, for scripts, after the
+	// whole report.
+	for _, args := range [][]string{{"status", "--config", e.config}, {"status", "--json", "--config", e.config}} {
+		out, errOut, code := run(t, e, args...)
+		if code != 1 || !strings.Contains(errOut, "1 server(s) failed: crashy") || !strings.Contains(out, "hello") {
+			t.Errorf("%v with a failed server = %d, %q, %q; want exit 1 naming crashy after the full report", args, code, out, errOut)
+		}
+	}
 }
 
 // TestInterruptCancelsCalls: SIGINT on serve cancels in-flight calls at

@@ -521,6 +521,21 @@ type ServerInfo struct {
 // a person runs `switchboard approve NAME`.
 const StatusAwaitingApproval = "awaiting approval"
 
+// failedExit is the exit of inspect and status: 1, naming them, when some
+// server failed, so that a script can tell; nil otherwise.
+func failedExit(rows []ServerInfo) error {
+	var failed []string
+	for _, r := range rows {
+		if r.Status == string(supervisor.Failed) || r.Status == "failed" {
+			failed = append(failed, r.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return fail(1, "%d server(s) failed: %s", len(failed), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
 // ServerInfos describes every server of a registry, failures included.
 func ServerInfos(reg *registry.Registry) []ServerInfo {
 	var rows []ServerInfo
@@ -538,7 +553,12 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		}
 		if s, ok := e.Server.(*supervisor.Server); ok {
 			st := s.Status()
-			si.Status, si.Restarts, si.Error = string(st.State), st.Restarts, st.LastErr
+			si.Status, si.Restarts = string(st.State), st.Restarts
+			if st.State != supervisor.Ready {
+				// A ready server has no error: the last one is history
+				// (the log has it).
+				si.Error = st.LastErr
+			}
 			if st.State == supervisor.Reconnecting {
 				si.Attempt = st.Attempt
 			}
@@ -613,10 +633,13 @@ func (a *app) inspectCmd() *cobra.Command {
 			defer a.stop(reg, cfg)
 			rows := ServerInfos(reg)
 			if a.jsonOut {
-				return a.printJSON(rows)
+				if err := a.printJSON(rows); err != nil {
+					return err
+				}
+			} else {
+				PrintServers(a.stdout, rows)
 			}
-			PrintServers(a.stdout, rows)
-			return nil
+			return failedExit(rows)
 		},
 	}
 	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print JSON")

@@ -336,8 +336,15 @@ func (a *app) statusCmd() *cobra.Command {
 				}
 				all = append(all, hs)
 			}
+			var rows []ServerInfo
+			for _, hs := range all {
+				rows = append(rows, hs.Servers...)
+			}
 			if a.jsonOut {
-				return a.printJSON(all)
+				if err := a.printJSON(all); err != nil {
+					return err
+				}
+				return failedExit(rows)
 			}
 			for i, hs := range all {
 				if i > 0 {
@@ -349,7 +356,7 @@ func (a *app) statusCmd() *cobra.Command {
 				}
 				PrintServers(a.stdout, hs.Servers)
 			}
-			return nil
+			return failedExit(rows)
 		},
 	}
 	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print JSON")
