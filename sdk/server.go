@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/invopop/jsonschema"
 
@@ -54,6 +55,13 @@ type Tool struct {
 	// SkipDuplicateCheck exempts the tool from the host's detection of
 	// repeated identical calls (for tools meant to be polled).
 	SkipDuplicateCheck bool
+
+	// MaxDuration is the longest a call may legitimately run when the
+	// tool has a limit of its own (a command timeout the caller may raise):
+	// the host's call_timeout never cuts such a call shorter. Zero: the
+	// host's limit applies. A tool added in OnConfigure can set it from
+	// the plugin's settings.
+	MaxDuration time.Duration
 
 	// PermissionPattern, if set, returns the patterns a call is judged by
 	// ("<server>.<tool>:<pattern>" rules). Without it the tool name alone
@@ -427,6 +435,7 @@ func describeTool(e *toolEntry) *pluginv1.Tool {
 		Access:                  access,
 		SkipDuplicateCheck:      t.SkipDuplicateCheck,
 		CustomPermissionPattern: t.PermissionPattern != nil,
+		MaxDurationMs:           uint64(max(t.MaxDuration, 0) / time.Millisecond),
 	}
 }
 

@@ -1638,8 +1638,12 @@ type Tool struct {
 	// The plugin answers PermissionPattern for this tool; otherwise the
 	// pattern is the tool name alone.
 	CustomPermissionPattern bool `protobuf:"varint,9,opt,name=custom_permission_pattern,json=customPermissionPattern,proto3" json:"custom_permission_pattern,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The longest a call of this tool may legitimately run (its own limit,
+	// such as bash's max_timeout), in milliseconds; the host's call_timeout
+	// never cuts such a call shorter. 0: no limit of its own.
+	MaxDurationMs uint64 `protobuf:"varint,10,opt,name=max_duration_ms,json=maxDurationMs,proto3" json:"max_duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Tool) Reset() {
@@ -1733,6 +1737,13 @@ func (x *Tool) GetCustomPermissionPattern() bool {
 		return x.CustomPermissionPattern
 	}
 	return false
+}
+
+func (x *Tool) GetMaxDurationMs() uint64 {
+	if x != nil {
+		return x.MaxDurationMs
+	}
+	return 0
 }
 
 // Annotations are MCP tool annotations; unset fields stay unset.
@@ -3103,7 +3114,7 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\fSandboxNeeds\x12\x12\n" +
 	"\x04read\x18\x01 \x03(\tR\x04read\x12\x14\n" +
 	"\x05write\x18\x02 \x03(\tR\x05write\x12\x18\n" +
-	"\anetwork\x18\x03 \x01(\bR\anetwork\"\x85\x03\n" +
+	"\anetwork\x18\x03 \x01(\bR\anetwork\"\xad\x03\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -3113,7 +3124,9 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vannotations\x18\x06 \x01(\v2\".switchboard.plugin.v1.AnnotationsR\vannotations\x125\n" +
 	"\x06access\x18\a \x01(\x0e2\x1d.switchboard.plugin.v1.AccessR\x06access\x120\n" +
 	"\x14skip_duplicate_check\x18\b \x01(\bR\x12skipDuplicateCheck\x12:\n" +
-	"\x19custom_permission_pattern\x18\t \x01(\bR\x17customPermissionPattern\"\xb8\x02\n" +
+	"\x19custom_permission_pattern\x18\t \x01(\bR\x17customPermissionPattern\x12&\n" +
+	"\x0fmax_duration_ms\x18\n" +
+	" \x01(\x04R\rmaxDurationMs\"\xb8\x02\n" +
 	"\vAnnotations\x12\x19\n" +
 	"\x05title\x18\x01 \x01(\tH\x00R\x05title\x88\x01\x01\x12)\n" +
 	"\x0eread_only_hint\x18\x02 \x01(\bH\x01R\freadOnlyHint\x88\x01\x01\x12.\n" +

@@ -92,16 +92,24 @@ func New() *sdk.Server {
 		"Runs bash commands in the project directory. Commands get no stdin and a clean environment."))
 	p := &plugin{}
 	p.jobs = newJobs(p)
-	s.OnConfigure(func(_ context.Context, cfg sdk.Config) error { return p.configure(cfg) })
+	s.OnConfigure(func(_ context.Context, cfg sdk.Config) error {
+		if err := p.configure(cfg); err != nil {
+			return err
+		}
+		// run is added once its limit is known: the host's call_timeout
+		// must not cut a command the caller gave a longer timeout_ms.
+		sdk.AddTool(s, sdk.Tool{
+			Name:              "run",
+			Title:             "Run a bash command",
+			Description:       "Run a command with bash -c in the project directory (or cwd inside it). Returns the exit code and stdout+stderr in arrival order; long output is cut in the middle and saved whole to a file the result names. On timeout the whole process group is killed. For long-running commands use start.",
+			Destructive:       sdk.Bool(true),
+			OpenWorld:         sdk.Bool(true),
+			PermissionPattern: commandPatterns,
+			MaxDuration:       p.maxTime,
+		}, p.run)
+		return nil
+	})
 	s.OnShutdown(p.jobs.killAll)
-	sdk.AddTool(s, sdk.Tool{
-		Name:              "run",
-		Title:             "Run a bash command",
-		Description:       "Run a command with bash -c in the project directory (or cwd inside it). Returns the exit code and stdout+stderr in arrival order; long output is cut in the middle and saved whole to a file the result names. On timeout the whole process group is killed. For long-running commands use start.",
-		Destructive:       sdk.Bool(true),
-		OpenWorld:         sdk.Bool(true),
-		PermissionPattern: commandPatterns,
-	}, p.run)
 	p.jobs.addTools(s)
 	return s
 }

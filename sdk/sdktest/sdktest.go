@@ -82,6 +82,8 @@ type Tool struct {
 	SkipDuplicateCheck                 bool
 	// CustomPermissionPattern says the tool has a PermissionPattern function.
 	CustomPermissionPattern bool
+	// MaxDuration is the tool's own limit (sdk.Tool.MaxDuration).
+	MaxDuration time.Duration
 }
 
 // Result is a tool's result as the host receives it.
@@ -422,6 +424,7 @@ func described(t testing.TB, info *pluginv1.DescribeResponse) *Plugin {
 			Access:   sdk.AccessWrite,
 			ReadOnly: a.GetReadOnlyHint(), SkipDuplicateCheck: wt.GetSkipDuplicateCheck(),
 			CustomPermissionPattern: wt.GetCustomPermissionPattern(),
+			MaxDuration:             time.Duration(wt.GetMaxDurationMs()) * time.Millisecond,
 		}
 		if wt.GetAccess() == pluginv1.Access_ACCESS_READ {
 			tool.Access = sdk.AccessRead

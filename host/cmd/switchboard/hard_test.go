@@ -285,3 +285,36 @@ func TestAuditSurvivesAKilledHost(t *testing.T) {
 		t.Errorf("%d calls answered, %d in the audit log after SIGKILL; want all %d", answered.Load(), got, calls)
 	}
 }
+
+// TestCallTimeoutCancelsInThePlugin: a call past its tool's call_timeout is
+// answered with an error that says so, the plugin sees the cancellation,
+// and the audit log records a timeout. Before, a call to a stuck plugin
+// waited for the health check, or forever.
+func TestCallTimeoutCancelsInThePlugin(t *testing.T) {
+	e := setupWith(t, `permissions { default = "allow" }`)
+	if err := os.WriteFile(e.config, []byte(strings.Replace(mustRead(t, e.config), `plugin "fx" {`, `plugin "fx" {
+  tool "sleep" {
+    call_timeout = "700ms"
+  }`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	start := time.Now()
+	res, err := callTool(t.Context(), c, "fx__sleep", map[string]any{"ms": 60000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(res); !res.IsError || !strings.Contains(got, "did not finish within 700ms") || !strings.Contains(got, `tool "sleep" { call_timeout } in the fx block`) {
+		t.Errorf("timed-out call = %q (isError %v)", got, res.IsError)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Errorf("the call took %s", waited)
+	}
+	if !waitFile(e.marker, 10*time.Second) {
+		t.Error("the plugin never saw the call cancelled")
+	}
+	if recs, ok := auditRecords(t, e, func(r map[string]any) bool { return r["tool"] == "fx.sleep" && r["outcome"] == "timeout" }); !ok {
+		t.Errorf("no timeout in the audit log: %v", recs)
+	}
+}

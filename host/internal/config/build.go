@@ -36,7 +36,7 @@ type builder struct {
 func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics) {
 	b := &builder{
 		abs: abs, dir: filepath.Dir(abs), body: body, seen: map[string]hcl.Range{},
-		cfg: &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20},
+		cfg: &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20, CallTimeout: DefaultCallTimeout},
 	}
 	b.limits(fs)
 	b.folders(fs)
@@ -99,6 +99,50 @@ func (b *builder) limits(fs *fileSchema) {
 		b.cfg.AuditMaxBytes = *fs.AuditMaxBytes
 	}
 	b.cfg.AuditDurable = fs.AuditDurable == nil || *fs.AuditDurable
+	if fs.CallTimeout != nil {
+		if d, ok := b.duration(b.at("call_timeout"), "call_timeout", *fs.CallTimeout); ok {
+			b.cfg.CallTimeout = d
+		}
+	}
+}
+
+// DefaultCallTimeout bounds a call when the config sets no call_timeout:
+// generous for real work, but a call to a hung plugin ends.
+const DefaultCallTimeout = 10 * time.Minute
+
+// duration parses a positive duration attribute, reporting it at r.
+func (b *builder) duration(r hcl.Range, name, v string) (time.Duration, bool) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		b.errAt(r, "Invalid "+name, fmt.Sprintf("%s = %q is not a positive duration such as \"90s\" or \"10m\".", name, v))
+		return 0, false
+	}
+	return d, true
+}
+
+// serverTimeouts reads a server block's call_timeout and its tool blocks.
+func (b *builder) serverTimeouts(def hcl.Range, callTimeout *string, tools []toolSchema) registry.Timeouts {
+	var t registry.Timeouts
+	if callTimeout != nil {
+		t.Call, _ = b.duration(b.in(def, "call_timeout"), "call_timeout", *callTimeout)
+	}
+	seen := map[string]bool{}
+	for _, tb := range tools {
+		if seen[tb.Name] {
+			b.errAt(tb.Range, "Duplicate tool block", fmt.Sprintf("tool %q has two blocks in this server; merge them.", tb.Name))
+			continue
+		}
+		seen[tb.Name] = true
+		if tb.CallTimeout != nil {
+			if d, ok := b.duration(b.in(tb.Range, "call_timeout"), "call_timeout", *tb.CallTimeout); ok {
+				if t.Tools == nil {
+					t.Tools = map[string]time.Duration{}
+				}
+				t.Tools[tb.Name] = d
+			}
+		}
+	}
+	return t
 }
 
 // folders resolves project_dir (which must exist; symlinks resolved),
@@ -233,7 +277,8 @@ func (b *builder) builtin(s builtinSchema) {
 		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: s.Name, Kind: "builtin", Range: s.Range})
 		return
 	}
-	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox)})
+	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox),
+		Timeouts: b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
 }
 
 // plugin reads one plugin block.
@@ -254,7 +299,8 @@ func (b *builder) plugin(p pluginSchema) {
 		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: p.Name, Kind: "plugin", Range: p.Range})
 		return
 	}
-	pl := &Plugin{Name: p.Name, Path: resolve(b.dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox)}
+	pl := &Plugin{Name: p.Name, Path: resolve(b.dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox),
+		Timeouts: b.serverTimeouts(p.Range, p.CallTimeout, p.Tools)}
 	if p.Path == "" {
 		b.errAt(p.Range, "Missing plugin path", fmt.Sprintf("plugin %q needs path = \"...\" pointing at its binary.", p.Name))
 	}
@@ -301,7 +347,8 @@ func (b *builder) external(x externalSchema) {
 		b.errAt(x.Range, "Duplicate external block", fmt.Sprintf("external %q is already configured at %s.", x.Name, prev))
 		return
 	}
-	ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: b.serverRestart(x.Restart), Sandbox: b.serverSandbox(x.Sandbox)}
+	ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: b.serverRestart(x.Restart), Sandbox: b.serverSandbox(x.Sandbox),
+		Timeouts: b.serverTimeouts(x.Range, x.CallTimeout, x.Tools)}
 	if x.Command != nil {
 		ext.Command = *x.Command
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/zclconf/go-cty/cty/function"
 )
 
@@ -69,6 +71,9 @@ type Config struct {
 	DuplicateCallLimit int
 	// AuditMaxBytes rotates audit.jsonl past this size.
 	AuditMaxBytes int64
+	// CallTimeout bounds every call (default DefaultCallTimeout); a
+	// server's block and its tool blocks may set their own.
+	CallTimeout time.Duration
 	// AuditDurable writes a call's audit record to the file before the
 	// call is answered (default); false writes records in the background.
 	AuditDurable bool
@@ -182,9 +187,10 @@ type sandboxSchema struct {
 
 // Builtin is one enabled `builtin "NAME" {}` block.
 type Builtin struct {
-	Name    string
-	Restart Restart
-	Sandbox Sandbox
+	Name     string
+	Restart  Restart
+	Sandbox  Sandbox
+	Timeouts registry.Timeouts
 	// Settings are the block's attributes as a JSON object for the plugin.
 	Settings []byte
 	Range    hcl.Range
@@ -195,6 +201,7 @@ type Plugin struct {
 	Name         string
 	Restart      Restart
 	Sandbox      Sandbox
+	Timeouts     registry.Timeouts
 	Path         string
 	Args         []string
 	Env          map[string]string
@@ -207,15 +214,16 @@ type Plugin struct {
 // External is one `external "NAME" {}` block (or an entry of .mcp.json):
 // an MCP server reached over stdio (Command) or streamable HTTP (URL).
 type External struct {
-	Name    string
-	Command string
-	Args    []string
-	Env     map[string]string
-	URL     string
-	Headers map[string]string
-	Timeout time.Duration
-	Restart Restart
-	Sandbox Sandbox
+	Name     string
+	Timeouts registry.Timeouts
+	Command  string
+	Args     []string
+	Env      map[string]string
+	URL      string
+	Headers  map[string]string
+	Timeout  time.Duration
+	Restart  Restart
+	Sandbox  Sandbox
 	// FromMCPJSON is set for servers read from .mcp.json.
 	FromMCPJSON bool
 	Range       hcl.Range
@@ -320,6 +328,7 @@ type fileSchema struct {
 	ShutdownGrace      *string          `hcl:"shutdown_grace,optional"`
 	DuplicateCallLimit *int             `hcl:"duplicate_call_limit,optional"`
 	AuditMaxBytes      *int64           `hcl:"audit_max_bytes,optional"`
+	CallTimeout        *string          `hcl:"call_timeout,optional"`
 	AuditDurable       *bool            `hcl:"audit_durable,optional"`
 	WatchConfig        *bool            `hcl:"watch_config,optional"`
 	Restart            []restartSchema  `hcl:"restart,block"`
@@ -331,12 +340,22 @@ type fileSchema struct {
 }
 
 type builtinSchema struct {
-	Name    string          `hcl:"name,label"`
-	Enabled *bool           `hcl:"enabled,optional"`
-	Restart []restartSchema `hcl:"restart,block"`
-	Sandbox []sandboxSchema `hcl:"sandbox,block"`
-	Rest    hcl.Body        `hcl:",remain"`
-	Range   hcl.Range       `hcl:",def_range"`
+	Name        string          `hcl:"name,label"`
+	Enabled     *bool           `hcl:"enabled,optional"`
+	CallTimeout *string         `hcl:"call_timeout,optional"`
+	Tools       []toolSchema    `hcl:"tool,block"`
+	Restart     []restartSchema `hcl:"restart,block"`
+	Sandbox     []sandboxSchema `hcl:"sandbox,block"`
+	Rest        hcl.Body        `hcl:",remain"`
+	Range       hcl.Range       `hcl:",def_range"`
+}
+
+// toolSchema is a `tool "NAME" {}` block inside a server's block:
+// settings for one of its tools.
+type toolSchema struct {
+	Name        string    `hcl:"name,label"`
+	CallTimeout *string   `hcl:"call_timeout,optional"`
+	Range       hcl.Range `hcl:",def_range"`
 }
 
 type pluginSchema struct {
@@ -348,23 +367,27 @@ type pluginSchema struct {
 	SHA256       *string           `hcl:"sha256,optional"`
 	Settings     *cty.Value        `hcl:"config,optional"`
 	StartTimeout *string           `hcl:"start_timeout,optional"`
+	CallTimeout  *string           `hcl:"call_timeout,optional"`
+	Tools        []toolSchema      `hcl:"tool,block"`
 	Restart      []restartSchema   `hcl:"restart,block"`
 	Sandbox      []sandboxSchema   `hcl:"sandbox,block"`
 	Range        hcl.Range         `hcl:",def_range"`
 }
 
 type externalSchema struct {
-	Name    string            `hcl:"name,label"`
-	Enabled *bool             `hcl:"enabled,optional"`
-	Command *string           `hcl:"command,optional"`
-	Args    []string          `hcl:"args,optional"`
-	Env     map[string]string `hcl:"env,optional"`
-	URL     *string           `hcl:"url,optional"`
-	Headers map[string]string `hcl:"headers,optional"`
-	Timeout *string           `hcl:"timeout,optional"`
-	Restart []restartSchema   `hcl:"restart,block"`
-	Sandbox []sandboxSchema   `hcl:"sandbox,block"`
-	Range   hcl.Range         `hcl:",def_range"`
+	Name        string            `hcl:"name,label"`
+	Enabled     *bool             `hcl:"enabled,optional"`
+	Command     *string           `hcl:"command,optional"`
+	Args        []string          `hcl:"args,optional"`
+	Env         map[string]string `hcl:"env,optional"`
+	URL         *string           `hcl:"url,optional"`
+	Headers     map[string]string `hcl:"headers,optional"`
+	Timeout     *string           `hcl:"timeout,optional"`
+	CallTimeout *string           `hcl:"call_timeout,optional"`
+	Tools       []toolSchema      `hcl:"tool,block"`
+	Restart     []restartSchema   `hcl:"restart,block"`
+	Sandbox     []sandboxSchema   `hcl:"sandbox,block"`
+	Range       hcl.Range         `hcl:",def_range"`
 }
 
 type permSchema struct {

@@ -128,6 +128,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		registry.WithAudit(audit),
 		registry.WithDuplicateLimit(cfg.DuplicateCallLimit),
 		registry.WithWarnings(log.Warn))
+	reg.SetCallTimeouts(CallTimeouts(cfg))
 	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg)}
 	h.sup = supervisor.New(log, reg.Refresh)
 	reg.AtShutdown(h.sup.Stop)
@@ -394,6 +395,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 		h.reg.Refresh("")
 	}
 	h.reg.SetDuplicateLimit(next.DuplicateCallLimit)
+	h.reg.SetCallTimeouts(CallTimeouts(next))
 	run, pending := gateMCPJSON(next)
 	h.reg.SetDisabled(append(disabledOf(next), pending...))
 
@@ -561,6 +563,21 @@ func (e *InvalidConfigError) Error() string {
 	var b strings.Builder
 	_ = e.Result.WriteDiagnostics(&b)
 	return "the config is invalid, so the host keeps running on the previous one:\n" + b.String()
+}
+
+// CallTimeouts are the config's call limits, as the registry takes them.
+func CallTimeouts(cfg *config.Config) (time.Duration, map[string]registry.Timeouts) {
+	per := map[string]registry.Timeouts{}
+	for _, b := range cfg.Builtins {
+		per[b.Name] = b.Timeouts
+	}
+	for _, p := range cfg.Plugins {
+		per[p.Name] = p.Timeouts
+	}
+	for _, x := range cfg.Externals {
+		per[x.Name] = x.Timeouts
+	}
+	return cfg.CallTimeout, per
 }
 
 // Jobs lists what Start starts, in registration order.

@@ -22,7 +22,7 @@ type AuditRecord struct {
 	Decision   string  `json:"decision"`
 	Rule       string  `json:"rule,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
-	// Outcome is ok, tool_error, refused, or error.
+	// Outcome is ok, tool_error, refused, timeout (call_timeout), or error.
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	// Repeats counts the calls in a row, this one included, with the same

@@ -130,6 +130,10 @@ type Registry struct {
 	policy   *Policy
 	audit    *Audit
 	dupLimit int
+
+	toMu       sync.RWMutex
+	callLimit  time.Duration       // every call, unless a server or tool says otherwise
+	serverLims map[string]Timeouts // by server name
 	log      func(msg string, args ...any)
 
 	dupMu sync.Mutex
@@ -176,6 +180,43 @@ func WithDuplicateLimit(n int) Option { return func(r *Registry) { r.dupLimit = 
 // WithWarnings sends problems that do not stop anything (a tool schema
 // that does not compile) to fn.
 func WithWarnings(fn func(msg string, args ...any)) Option { return func(r *Registry) { r.log = fn } }
+
+// Timeouts are a server's call limits: Call for all its tools, Tools for
+// single tools (0 or absent: the next level up decides).
+type Timeouts struct {
+	Call  time.Duration
+	Tools map[string]time.Duration
+}
+
+// SetCallTimeouts sets how long a call may run: def for every call, per
+// for a server's calls and single tools. A tool that declares a longer
+// limit of its own (bash's max_timeout) keeps it. A call that runs out is
+// cancelled in the plugin and answered with an error that says so.
+func (r *Registry) SetCallTimeouts(def time.Duration, per map[string]Timeouts) {
+	r.toMu.Lock()
+	r.callLimit, r.serverLims = def, per
+	r.toMu.Unlock()
+}
+
+// callTimeout is the limit for one call of t and what set it.
+func (r *Registry) callTimeout(t Tool) (time.Duration, string) {
+	r.toMu.RLock()
+	d, by := r.callLimit, "call_timeout"
+	if st, ok := r.serverLims[t.Server]; ok {
+		if st.Call > 0 {
+			d, by = st.Call, fmt.Sprintf("the %s block's call_timeout", t.Server)
+		}
+		if td := st.Tools[t.Tool.GetName()]; td > 0 {
+			d, by = td, fmt.Sprintf("tool %q { call_timeout } in the %s block", t.Tool.GetName(), t.Server)
+		}
+	}
+	r.toMu.RUnlock()
+	if own := time.Duration(t.Tool.GetMaxDurationMs()) * time.Millisecond; d > 0 && own > d {
+		// The tool's own limit, plus a moment to report it.
+		d, by = own+5*time.Second, "the tool's own limit"
+	}
+	return d, by
+}
 
 // DefaultDuplicateLimit is the duplicate guard's default.
 const DefaultDuplicateLimit = 3
@@ -513,17 +554,32 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		rec.Outcome = "refused"
 		return nil, err
 	}
-	// The call ends when the caller cancels or when shutdown gives up on it.
+	// The call ends when the caller cancels, when its time is up, or when
+	// shutdown gives up on it.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	limit, by := r.callTimeout(t)
+	if limit > 0 {
+		var cancelT context.CancelFunc
+		callCtx, cancelT = context.WithTimeoutCause(callCtx, limit, errCallTimeout)
+		defer cancelT()
+	}
 	stop := context.AfterFunc(base, cancel)
 	defer stop()
 	res, err = t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, onProgress)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(callCtx), errCallTimeout) {
+		rec.Outcome = "timeout"
+		return nil, protocol.Errorf(protocol.CodeDeadline, "%s did not finish within %s (%s), so it was cancelled in its server. Ask for less, or raise the limit: %v",
+			t.Name, limit, by, err)
+	}
 	if err == nil && res != nil {
 		res = r.repeated(ctx, t, argsSum, res, &rec)
 	}
 	return res, err
 }
+
+// errCallTimeout is the cause of a call's context that ran out of time.
+var errCallTimeout = errors.New("call_timeout reached")
 
 // Audit writes one record that is not a call routed by Call: a control
 // action, or a refusal made before the registry saw the call (an unknown

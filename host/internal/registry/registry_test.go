@@ -153,3 +153,62 @@ func TestRepeatedCallsRunAndIdenticalResultsAreNoted(t *testing.T) {
 		}
 	}
 }
+
+// slowServer's calls take delay, or until cancelled; maxMS is its tool's
+// own limit.
+type slowServer struct {
+	stubServer
+	delay time.Duration
+	maxMS uint64
+	saw   chan error
+}
+
+func (s *slowServer) Describe() *pluginv1.DescribeResponse {
+	d := s.stubServer.Describe()
+	d.Tools[0].MaxDurationMs = s.maxMS
+	return d
+}
+
+func (s *slowServer) Call(ctx context.Context, _ string, _ []byte, _ toolcall.ProgressFunc) (*toolcall.Result, error) {
+	select {
+	case <-time.After(s.delay):
+		return &toolcall.Result{Content: []toolcall.Content{toolcall.TextContent("done")}}, nil
+	case <-ctx.Done():
+		s.saw <- ctx.Err()
+		return nil, protocol.Errorf(protocol.CodeCancelled, "call cancelled")
+	}
+}
+
+// A call that outlives its call_timeout is cancelled in its server and
+// answered with an error naming the limit and where it was set; a server's
+// and a tool's own settings win over the default, and a tool's own longer
+// limit (bash's max_timeout) is kept.
+func TestCallTimeout(t *testing.T) {
+	reg := New(nil, WithDuplicateLimit(0))
+	hung := &slowServer{stubServer: stubServer{name: "hung"}, delay: time.Hour, saw: make(chan error, 1)}
+	long := &slowServer{stubServer: stubServer{name: "long"}, delay: 300 * time.Millisecond, maxMS: 2000, saw: make(chan error, 1)}
+	for _, s := range []*slowServer{hung, long} {
+		if err := reg.Register(s, KindPlugin, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg.SetCallTimeouts(time.Hour, map[string]Timeouts{
+		"hung": {Call: time.Hour, Tools: map[string]time.Duration{"echo": 100 * time.Millisecond}},
+		"long": {Call: 100 * time.Millisecond},
+	})
+	_, err := reg.Call(t.Context(), "hung.echo", []byte(`{}`), nil)
+	if !errors.Is(err, protocol.ErrDeadline) || !strings.Contains(err.Error(), "did not finish within 100ms") || !strings.Contains(err.Error(), `tool "echo" { call_timeout }`) {
+		t.Errorf("hung call err = %v, want a deadline error naming the tool's call_timeout", err)
+	}
+	select {
+	case got := <-hung.saw:
+		if !errors.Is(got, context.DeadlineExceeded) {
+			t.Errorf("the server saw %v, want its context's deadline", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the server never saw the call cancelled")
+	}
+	if res, err := reg.Call(t.Context(), "long.echo", []byte(`{}`), nil); err != nil || res.Text() != "done" {
+		t.Errorf("a tool within its own longer limit = %v, %v; want done", res, err)
+	}
+}
