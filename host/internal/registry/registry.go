@@ -134,7 +134,7 @@ type Registry struct {
 	toMu       sync.RWMutex
 	callLimit  time.Duration       // every call, unless a server or tool says otherwise
 	serverLims map[string]Timeouts // by server name
-	log      func(msg string, args ...any)
+	log        func(msg string, args ...any)
 
 	dupMu sync.Mutex
 	last  map[string]dupState // client -> its last call
