@@ -241,3 +241,54 @@ func TestHungPluginIsReplaced(t *testing.T) {
 		t.Errorf("the hung plugin %d was replaced but is still alive", pid)
 	}
 }
+
+// TestSlowPluginJoinsLater: a plugin whose handshake takes long does not
+// hold up the host: initialize is answered with the servers that are up,
+// the slow one shows as starting, and it joins with list_changed.
+func TestSlowPluginJoinsLater(t *testing.T) {
+	bins := fixtures.Build(t)
+	e := setupWith(t, `plugin "slow" {
+  path = "`+bins.TestPlugin+`"
+  env  = { FIXTURE_START_DELAY_MS = "9000" }
+}`)
+	c, _ := mcpClient(t, e)
+	changed := make(chan struct{}, 8)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/tools/list_changed" {
+			changed <- struct{}{}
+		}
+	})
+	initialize(t, c)
+	has := func(name string) bool {
+		res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range res.Tools {
+			if tool.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if has("slow__echo") {
+		t.Fatal("initialize waited for the slow plugin")
+	}
+	if !has("hello__greet") {
+		t.Error("the servers that were up are not listed")
+	}
+	st := status(t, e)
+	for _, s := range st.Servers {
+		if s.Name == "slow" && s.Status != "starting" {
+			t.Errorf("slow is %q, want starting", s.Status)
+		}
+	}
+	select {
+	case <-changed:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no list_changed when the slow plugin came up")
+	}
+	if !eventually(10*time.Second, func() bool { return has("slow__echo") }) {
+		t.Error("the slow plugin's tools never appeared")
+	}
+}

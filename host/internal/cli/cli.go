@@ -182,7 +182,7 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 		return nil, nil, nil, fail(2, "data_dir: %v", err)
 	}
 	launcher.HostVersion = Version
-	h, err := loader.Start(ctx, cfg, loader.Options{Logger: log})
+	h, err := loader.Start(ctx, cfg, loader.Options{Logger: log, WaitAll: oneShot})
 	if h == nil {
 		return nil, nil, nil, fail(2, "%v", err)
 	}

@@ -54,6 +54,10 @@ type Options struct {
 	Self string
 	// Logger is the host's root logger.
 	Logger hclog.Logger
+	// WaitAll waits for every server's first start (one-shot commands:
+	// tools, call, inspect). Otherwise servers not up within StartWait
+	// join later (serve).
+	WaitAll bool
 }
 
 type job struct {
@@ -139,7 +143,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	for _, j := range jobs {
 		h.jobs[jobKey(j)] = j
 	}
-	return h, h.startJobs(ctx, jobs)
+	return h, h.startJobs(ctx, jobs, opts.WaitAll)
 }
 
 // Registry returns the host's registry.
@@ -159,62 +163,114 @@ func jobKey(j job) string {
 	return j.spec.Name
 }
 
-// startJobs launches jobs in parallel and registers them in order.
-func (h *Host) startJobs(ctx context.Context, jobs []job) error {
-	results := make([]supervisor.Instance, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
+// StartWait is how long the host waits for its servers' first starts
+// before it serves: a server still starting then (a slow handshake, up to
+// its start_timeout) joins later, and clients get tools/list_changed.
+var StartWait = 3 * time.Second
+
+// startJobs launches jobs in parallel and registers them in order. Those
+// not started within StartWait are registered as starting and join when
+// they are up (a plugin found in plugin_dirs is always waited for: its
+// name comes from its answer).
+func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
+	results := make([]chan supervisor.StartResult, len(jobs))
 	for i, j := range jobs {
-		wg.Add(1)
+		results[i] = make(chan supervisor.StartResult, 1)
 		go func() {
-			defer wg.Done()
-			results[i], errs[i] = start(ctx, j, h.log)
+			inst, err := start(ctx, j, h.log)
+			results[i] <- supervisor.StartResult{Inst: inst, Err: err}
 		}()
 	}
-	wg.Wait()
+	timeUp := make(chan struct{}) // closed once StartWait has passed
+	if !waitAll {
+		t := time.AfterFunc(StartWait, func() { close(timeUp) })
+		defer t.Stop()
+	}
 
 	var first error
 	for i, j := range jobs {
-		inst, err := results[i], errs[i]
-		name := j.spec.Name
-		if err == nil && j.discovered {
-			p := inst.(*launcher.Plugin)
-			if reported := p.Describe().GetName(); registry.NameRE.MatchString(reported) {
-				p.Rename(reported)
-				name = reported
-			} else {
-				_ = p.Close(ctx)
-				err = fmt.Errorf("loader: plugin %s reports the name %q, which is not a valid server name ([a-z0-9_-]); give it a plugin block with a label", j.spec.Path, reported)
+		var r supervisor.StartResult
+		select {
+		case r = <-results[i]:
+		case <-timeUp:
+			r, first = h.lateOrNow(ctx, j, results[i], first)
+			if r.Inst == nil && r.Err == nil {
+				continue // registered as starting
 			}
 		}
-		switch {
-		case err == nil:
-			srv := h.sup.Add(name, inst, starter(j, name, h.log), Backoff(j.restart))
-			err = h.reg.Register(srv, j.kind, j.source)
-			if err != nil {
-				_ = srv.Close(ctx)
-			}
-		case transient(j, err):
-			// Keep trying in the background, like a server that was lost.
-			srv := h.sup.AddPending(name, starter(j, name, h.log), Backoff(j.restart), err.Error())
-			if rerr := h.reg.Register(srv, j.kind, j.source); rerr != nil {
-				_ = srv.Close(ctx)
-				err = rerr
-			} else {
-				h.log.Warn("server did not start; retrying in the background", "server", name, "error", err)
-				if first == nil {
-					first = err
-				}
-				continue
-			}
-		default:
-			h.reg.Fail(registry.Failure{Name: name, Kind: j.kind, Source: j.source, Err: err})
+		first = h.register(ctx, j, r, first)
+	}
+	return first
+}
+
+// lateOrNow takes a job's result if it is there; otherwise (and unless the
+// job must be waited for) it registers the server as starting and returns
+// the zero result.
+func (h *Host) lateOrNow(ctx context.Context, j job, res chan supervisor.StartResult, first error) (supervisor.StartResult, error) {
+	select {
+	case r := <-res:
+		return r, first
+	default:
+	}
+	if j.discovered {
+		return <-res, first
+	}
+	name := j.spec.Name
+	srv := h.sup.AddStarting(name, starter(j, name, h.log), Backoff(j.restart), res, func(err error) bool { return !transient(j, err) })
+	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
+		_ = srv.Close(ctx)
+		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
+		if first == nil {
+			first = err
 		}
+		return supervisor.StartResult{}, first
+	}
+	h.log.Warn("server still starting; serving without it until it is up", "server", name, "waited", StartWait)
+	return supervisor.StartResult{}, first
+}
+
+// register registers a job's started server, or records why it did not
+// start. It returns the first error so far.
+func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, first error) error {
+	inst, err := r.Inst, r.Err
+	name := j.spec.Name
+	if err == nil && j.discovered {
+		p := inst.(*launcher.Plugin)
+		if reported := p.Describe().GetName(); registry.NameRE.MatchString(reported) {
+			p.Rename(reported)
+			name = reported
+		} else {
+			_ = p.Close(ctx)
+			err = fmt.Errorf("loader: plugin %s reports the name %q, which is not a valid server name ([a-z0-9_-]); give it a plugin block with a label", j.spec.Path, reported)
+		}
+	}
+	switch {
+	case err == nil:
+		srv := h.sup.Add(name, inst, starter(j, name, h.log), Backoff(j.restart))
+		err = h.reg.Register(srv, j.kind, j.source)
 		if err != nil {
-			h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
+			_ = srv.Close(ctx)
+		}
+	case transient(j, err):
+		// Keep trying in the background, like a server that was lost.
+		srv := h.sup.AddPending(name, starter(j, name, h.log), Backoff(j.restart), err.Error())
+		if rerr := h.reg.Register(srv, j.kind, j.source); rerr != nil {
+			_ = srv.Close(ctx)
+			err = rerr
+		} else {
+			h.log.Warn("server did not start; retrying in the background", "server", name, "error", err)
 			if first == nil {
 				first = err
 			}
+			return first
+		}
+	default:
+		h.reg.Fail(registry.Failure{Name: name, Kind: j.kind, Source: j.source, Err: err})
+	}
+	if err != nil {
+		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
+		if first == nil {
+			first = err
 		}
 	}
 	return first
@@ -278,7 +334,7 @@ func (h *Host) ConnectExternal(ctx context.Context, x config.External) error {
 	}
 	x.Restart = h.cfg.Restart
 	j := externalJob(h.cfg, &x, "runtime")
-	if err := h.startJobs(ctx, []job{j}); err != nil {
+	if err := h.startJobs(ctx, []job{j}, true); err != nil {
 		h.reg.ClearFailures(x.Name)
 		return err
 	}
@@ -331,7 +387,7 @@ func (h *Host) Restart(name string) error {
 		for _, j := range h.jobs {
 			if j.spec.Name == name && !j.discovered {
 				h.reg.ClearFailures(name)
-				err := h.startJobs(context.Background(), []job{j})
+				err := h.startJobs(context.Background(), []job{j}, true)
 				h.reg.Refresh("")
 				return err
 			}
@@ -441,7 +497,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	h.jobs = byKey
 	h.cfg = next
 	if len(toStart) > 0 {
-		if err := h.startJobs(ctx, toStart); err != nil {
+		if err := h.startJobs(ctx, toStart, false); err != nil {
 			h.log.Warn("reload: a new server did not start", "error", err)
 		}
 		h.reg.Refresh("")

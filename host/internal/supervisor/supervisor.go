@@ -273,6 +273,74 @@ func (s *Supervisor) AddPending(name string, start Starter, b Backoff, why strin
 	return srv
 }
 
+// StartResult is the outcome of a start.
+type StartResult struct {
+	Inst Instance
+	Err  error
+}
+
+// AddStarting supervises a server whose first start is still under way (a
+// slow handshake): the host serves without it meanwhile, its state is
+// starting, and it joins when first delivers. A start that failed for good
+// (permanent reports which) leaves it failed; any other failure is retried
+// like a lost server.
+func (s *Supervisor) AddStarting(name string, start Starter, b Backoff, first <-chan StartResult, permanent func(error) bool) *Server {
+	srv := &Server{sup: s, name: name, start: start, backoff: b, desc: &pluginv1.DescribeResponse{Name: name}, state: Starting, gen: 1}
+	s.mu.Lock()
+	s.servers[srv] = true
+	s.mu.Unlock()
+	go func() {
+		select {
+		case r := <-first:
+			s.do(func() { srv.firstStart(r, permanent) })
+		case <-s.stop:
+			go func() { // the start may still deliver: close what it made
+				if r := <-first; r.Inst != nil {
+					_ = r.Inst.Close(context.Background())
+				}
+			}()
+		}
+	}()
+	return srv
+}
+
+// firstStart takes the outcome of a server's first start (supervisor
+// goroutine).
+func (srv *Server) firstStart(r StartResult, permanent func(error) bool) {
+	srv.mu.Lock()
+	if srv.state != Starting {
+		srv.mu.Unlock()
+		if r.Inst != nil {
+			go func() { _ = r.Inst.Close(context.Background()) }()
+		}
+		return
+	}
+	if r.Err != nil {
+		srv.lastErr = r.Err.Error()
+		if permanent(r.Err) {
+			srv.state = Failed
+			srv.mu.Unlock()
+			srv.sup.log.Error("server failed to start", "server", srv.name, "error", r.Err)
+			srv.sup.onChange(srv.name)
+			return
+		}
+		srv.mu.Unlock()
+		srv.sup.log.Warn("server did not start; retrying in the background", "server", srv.name, "error", r.Err)
+		srv.scheduleRetry(false)
+		return
+	}
+	srv.gen++
+	srv.inst, srv.desc = r.Inst, r.Inst.Describe()
+	srv.state = Ready
+	now := srv.sup.clock.Now()
+	srv.readySince, srv.lastPing = now, now
+	g := srv.gen
+	srv.mu.Unlock()
+	srv.watch(r.Inst, g)
+	srv.sup.log.Info("server ready (joined after the host started serving)", "server", srv.name)
+	srv.sup.onChange(srv.name)
+}
+
 // watch reports the instance's exit to the supervisor.
 func (srv *Server) watch(inst Instance, gen int) {
 	go func() {
