@@ -166,6 +166,14 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (_ *Plugin, err er
 			p.kill()
 		}
 	}()
+	if spec.DataDir != "" {
+		// The plugin's own state folder exists before it is told about it
+		// (sdktest makes one too: a plugin that passed its tests must not
+		// fail its first real call on a missing folder).
+		if err := os.MkdirAll(spec.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: plugin %s: its data directory %s: %v", ErrStart, spec.Name, spec.DataDir, err)
+		}
+	}
 	if err := p.start(log); err != nil {
 		return nil, err
 	}

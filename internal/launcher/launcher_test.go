@@ -432,3 +432,13 @@ func TestFailedStartKeepsStderr(t *testing.T) {
 		t.Errorf("Launch err = %v, want ErrStart with the plugin's own words", err)
 	}
 }
+
+// The plugin's data directory exists before the plugin is configured, with
+// no sandbox to make it.
+func TestDataDirIsCreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "plugins", "fixture")
+	launch(t, launcher.Spec{DataDir: dir})
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Errorf("data dir %s: %v, %v; want a 0700 folder", dir, st, err)
+	}
+}
