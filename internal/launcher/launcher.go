@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -95,6 +96,10 @@ type Spec struct {
 	// Sandbox, if set, confines the plugin process and everything it
 	// starts. Without one the plugin runs with the host's privileges.
 	Sandbox Sandbox
+	// Reattach, if set, uses a plugin started by hand in debug mode
+	// instead of starting one: no process is started, checked, sandboxed
+	// or stopped by the launcher (Path, SHA256 and Sandbox are unused).
+	Reattach *protocol.Reattach
 }
 
 // Sandbox confines a plugin process. The launcher hands Wrap the command it
@@ -146,6 +151,11 @@ type Plugin struct {
 	version int
 	unmet   []string
 	stderr  stderrWatch // the plugin's raw stderr: its tail, and its versions on a mismatch
+	// reattached is the pid of a plugin started by hand (Spec.Reattach);
+	// reattachedDone is closed when that process is gone.
+	reattached     int
+	reattachedDone chan struct{}
+	unwatch        chan struct{} // closed by Close
 
 	closeOnce sync.Once
 }
@@ -215,6 +225,9 @@ func (p *Plugin) start(log hclog.Logger) error {
 	spec := p.spec
 	env := cleanEnv(spec.Env, log)
 	pluginLog := newLimitedLogger(log.Named("plugin"))
+	if spec.Reattach != nil {
+		return p.reattach(pluginLog)
+	}
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:     protocol.Handshake,
 		VersionedPlugins:    protocol.PluginSets(nil, spec.Versions),
@@ -257,6 +270,53 @@ func (p *Plugin) start(log hclog.Logger) error {
 		return p.startError(err, spec.Versions)
 	}
 	p.version = p.client.NegotiatedVersion()
+	return p.dispense(rpc)
+}
+
+// reattach connects to a plugin started by hand (Spec.Reattach).
+func (p *Plugin) reattach(log hclog.Logger) error {
+	spec := p.spec
+	rc, err := spec.Reattach.Config()
+	if err != nil {
+		return fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
+	}
+	if !slices.Contains(spec.Versions, rc.ProtocolVersion) {
+		return &ProtocolMismatchError{Plugin: spec.Name, Path: "pid " + strconv.Itoa(rc.Pid), PluginVersions: []int{rc.ProtocolVersion}, HostVersions: spec.Versions}
+	}
+	p.client = plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  protocol.Handshake,
+		Plugins:          protocol.PluginSets(nil, []int{rc.ProtocolVersion})[rc.ProtocolVersion],
+		Reattach:         rc,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		GRPCDialOptions:  protocol.GRPCDialOptions(),
+		Logger:           log,
+	})
+	rpc, err := p.client.Client()
+	if err != nil {
+		return fmt.Errorf("%w: plugin %s: reattaching to pid %d at %s: %v (is it still running in debug mode?)", ErrStart, spec.Name, rc.Pid, rc.Addr, err)
+	}
+	p.version, p.reattached = rc.ProtocolVersion, rc.Pid
+	p.reattachedDone = make(chan struct{})
+	p.unwatch = make(chan struct{})
+	go func() {
+		// Not our child: watch for its end (until the host lets go).
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for syscall.Kill(rc.Pid, 0) == nil {
+			select {
+			case <-t.C:
+			case <-p.unwatch:
+				return
+			}
+		}
+		close(p.reattachedDone)
+	}()
+	return p.dispense(rpc)
+}
+
+// dispense takes the protocol client from go-plugin's connection.
+func (p *Plugin) dispense(rpc plugin.ClientProtocol) error {
+	spec := p.spec
 	raw, err := rpc.Dispense(protocol.PluginName)
 	if err != nil {
 		return fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
@@ -463,6 +523,9 @@ func (p *Plugin) ProtocolVersion() int { return p.version }
 
 // PID returns the plugin's process id.
 func (p *Plugin) PID() int {
+	if p.reattached != 0 {
+		return p.reattached
+	}
 	if p.runner == nil {
 		return 0
 	}
@@ -548,6 +611,12 @@ func (p *Plugin) Close(ctx context.Context) error {
 		if p.proto != nil {
 			_ = p.proto.Close()
 		}
+		if p.reattached != 0 {
+			// Started by hand: it stays for the next host (go-plugin's
+			// Kill would ask it to shut down).
+			close(p.unwatch)
+			return
+		}
 		killed := make(chan struct{})
 		go func() {
 			p.client.Kill()
@@ -591,6 +660,9 @@ func (p *Plugin) Rename(name string) {
 
 // Done is closed when the plugin process exits.
 func (p *Plugin) Done() <-chan struct{} {
+	if p.reattachedDone != nil {
+		return p.reattachedDone
+	}
 	if p.runner == nil {
 		c := make(chan struct{})
 		close(c)

@@ -7,10 +7,13 @@ package pluginserve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -91,6 +94,10 @@ func Serve(h protocol.Handler, opts ...Option) {
 		o(&cfg)
 	}
 	log := Logger()
+	if cfg.test == nil && debugMode() {
+		serveDebug(h, cfg, log)
+		return
+	}
 	sets := protocol.PluginSets(h, cfg.versions)
 	if cfg.test != nil {
 		// go-plugin's test mode has no host to negotiate with and would
@@ -208,4 +215,35 @@ func exitNow(code int, orphaned bool) {
 		}
 	}
 	os.Exit(code)
+}
+
+// debugMode reports whether the plugin was started by hand to be debugged:
+// --debug among its arguments, or SWITCHBOARD_PLUGIN_DEBUG=1.
+func debugMode() bool {
+	return os.Getenv(protocol.EnvPluginDebug) == "1" || slices.Contains(os.Args[1:], "--debug")
+}
+
+// serveDebug serves h without a host to start it (go-plugin's reattach
+// mode), prints how to point a host at it, and runs until interrupted: so
+// that it can sit at a breakpoint under a debugger while a host calls it.
+func serveDebug(h protocol.Handler, cfg serveConfig, log hclog.Logger) {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	reattach := make(chan *plugin.ReattachConfig, 1)
+	closed := make(chan struct{})
+	cfg.test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}
+	protocol.KeepFirstConfigure = true
+	go func() {
+		select {
+		case rc := <-reattach:
+			name := strings.TrimPrefix(filepath.Base(os.Args[0]), "switchboard-plugin-")
+			name, _, _ = strings.Cut(name, "_v")
+			b, _ := json.Marshal(map[string]protocol.Reattach{name: protocol.ReattachOf(rc)})
+			fmt.Fprintf(os.Stdout, "Serving in debug mode (pid %d). Point a host at this plugin with (the key is the plugin's name in your config):\n\n  export %s='%s'\n\nthen start switchboard in that shell. Interrupt to stop.\n", os.Getpid(), protocol.EnvReattach, b)
+		case <-ctx.Done():
+		}
+	}()
+	log.Info("serving in debug mode")
+	Serve(h, WithProtocolVersions(cfg.versions...), WithTestConfig(cfg.test))
+	<-closed
 }

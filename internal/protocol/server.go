@@ -27,6 +27,10 @@ type server struct {
 	configured bool
 }
 
+// KeepFirstConfigure makes a plugin answer a second Configure (another
+// host attaching to a plugin in debug mode) without configuring it again.
+var KeepFirstConfigure bool
+
 func newServer(impl Handler, version int, versions []int) *server {
 	return &server{impl: impl, version: version, versions: versions}
 }
@@ -35,6 +39,11 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.configured {
+		if KeepFirstConfigure {
+			// A plugin in debug mode serves host after host; it keeps
+			// the configuration of the first.
+			return &pluginv1.ConfigureResponse{}, nil
+		}
 		return nil, status.Error(codes.FailedPrecondition, "plugin is already configured")
 	}
 	if err := s.impl.Configure(ctx, req); err != nil {

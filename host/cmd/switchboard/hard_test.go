@@ -5,13 +5,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -316,5 +319,50 @@ func TestCallTimeoutCancelsInThePlugin(t *testing.T) {
 	}
 	if recs, ok := auditRecords(t, e, func(r map[string]any) bool { return r["tool"] == "fx.sleep" && r["outcome"] == "timeout" }); !ok {
 		t.Errorf("no timeout in the audit log: %v", recs)
+	}
+}
+
+// TestReattachToAPluginStartedByHand: a plugin started with --debug serves
+// without a host and prints the SWITCHBOARD_REATTACH line; hosts given it
+// call that very process (one after the other: it outlives each) instead
+// of starting one.
+func TestReattachToAPluginStartedByHand(t *testing.T) {
+	e := setupWith(t, `permissions { default = "allow" }`)
+	plug := exec.Command(e.bins.TestPlugin, "--debug")
+	stdout, err := plug.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plug.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = plug.Process.Signal(os.Interrupt)
+		_ = plug.Wait()
+	})
+	var line string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, "export SWITCHBOARD_REATTACH=") {
+			line = l
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	raw := strings.Trim(strings.TrimPrefix(line, "export SWITCHBOARD_REATTACH="), "'")
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m["fixture"] == nil {
+		t.Fatalf("debug mode printed %q, want an export line keyed by the plugin's name", line)
+	}
+	// The config calls it fx.
+	t.Setenv("SWITCHBOARD_REATTACH", `{"fx":`+string(m["fixture"])+`}`)
+	for i := 0; i < 2; i++ {
+		out, errOut, code := run(t, e, "call", "--config", e.config, "fx.pid")
+		if code != 0 || strings.TrimSpace(out) != strconv.Itoa(plug.Process.Pid) {
+			t.Fatalf("host %d: fx.pid = %d %q %q, want the pid of the plugin started by hand (%d)", i+1, code, out, errOut, plug.Process.Pid)
+		}
+	}
+	if err := plug.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the plugin started by hand did not outlive the hosts: %v", err)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // PluginPrefix is the file name prefix of plugin binaries.
@@ -292,6 +293,10 @@ func transient(j job, err error) bool {
 func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
 	if j.ext != nil {
 		return external.Connect(ctx, *j.ext, log.Named("external"))
+	}
+	if j.spec.Reattach != nil {
+		log.Warn("using a plugin started by hand in debug mode: not sandboxed, not health-checked", "server", j.spec.Name, "pid", j.spec.Reattach.Pid, "variable", protocol.EnvReattach)
+		return launcher.Launch(ctx, j.spec, log)
 	}
 	if _, err := os.Stat(j.spec.Path); err == nil && j.kind == registry.KindPlugin {
 		// A binary (or folder) another user can change would run whatever
@@ -636,6 +641,29 @@ func CallTimeouts(cfg *config.Config) (time.Duration, map[string]registry.Timeou
 	return cfg.CallTimeout, per
 }
 
+// withReattach points the jobs named in SWITCHBOARD_REATTACH at the
+// plugins started by hand in debug mode: nothing is started, sandboxed or
+// health-checked for them (a plugin at a breakpoint does not answer pings).
+func withReattach(jobs []job) []job {
+	v := os.Getenv(protocol.EnvReattach)
+	if v == "" {
+		return jobs
+	}
+	m, err := protocol.ParseReattach(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "switchboard: ignoring %v\n", err)
+		return jobs
+	}
+	for i := range jobs {
+		if r, ok := m[jobs[i].spec.Name]; ok && jobs[i].ext == nil {
+			jobs[i].spec.Reattach = &r
+			jobs[i].spec.Sandbox = nil
+			jobs[i].restart.HealthInterval = 0
+		}
+	}
+	return jobs
+}
+
 // Jobs lists what Start starts, in registration order.
 func Jobs(cfg *config.Config, self string) []job {
 	var jobs []job
@@ -695,7 +723,7 @@ func Jobs(cfg *config.Config, self string) []job {
 			restart:    cfg.Restart,
 		})
 	}
-	return jobs
+	return withReattach(jobs)
 }
 
 // Discover lists the executable switchboard-plugin-* files in dirs, sorted.
