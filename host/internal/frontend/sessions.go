@@ -61,9 +61,9 @@ func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 // envelope is what enforceSessions reads of a POSTed message.
 type envelope struct {
 	JSONRPC string          `json:"jsonrpc"`
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
 }
 
 // enforceSessions answers the session rules mcp-go leaves out (400 for a
