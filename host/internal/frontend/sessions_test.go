@@ -3,8 +3,10 @@ package frontend
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -192,4 +194,58 @@ func TestHTTPCancelledCallUnanswered(t *testing.T) {
 		}
 	}
 	waitFile(t, marker)
+}
+
+// On the wire, a call's progress and its result share the POST's response:
+// an SSE stream with every progress event first and the result last, in
+// both eras, also when mcp-go chose a JSON response for the result (the
+// tool answers right after its last progress).
+func TestHTTPProgressThenResultOnTheWire(t *testing.T) {
+	reg, _ := fixtureRegistry(t, nil)
+	url, _ := serveRegistryHTTP(t, reg, HTTPOptions{})
+	h := newRawHTTP(t, url)
+	session := h.initialize()
+	const modernMeta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},`
+	for _, era := range []struct {
+		name, meta string
+		header     map[string]string
+	}{
+		{"legacy 2025-11-25", "", legacyHeader(session)},
+		{"2026-07-28", modernMeta, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "fx__progress_values"}},
+	} {
+		t.Run(era.name, func(t *testing.T) {
+			for i := range progressRounds {
+				resp := h.do(http.MethodPost, `{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"fx__progress_values","arguments":{"values":[0,50,100],"total":100},"_meta":{`+era.meta+`"progressToken":"w"}}}`, era.header)
+				b, _ := io.ReadAll(resp.Body)
+				if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+					t.Fatalf("HTTP %d, %s: %s", resp.StatusCode, ct, b)
+				}
+				var got []string
+				for _, line := range strings.Split(string(b), "\n") {
+					data, ok := strings.CutPrefix(line, "data: ")
+					if !ok {
+						continue
+					}
+					var m struct {
+						ID     string `json:"id"`
+						Params struct {
+							Progress float64 `json:"progress"`
+						} `json:"params"`
+						Method string `json:"method"`
+					}
+					if err := json.Unmarshal([]byte(data), &m); err != nil {
+						t.Fatalf("event %q: %v", data, err)
+					}
+					if m.Method == "notifications/progress" {
+						got = append(got, fmt.Sprint(m.Params.Progress))
+					} else {
+						got = append(got, "result "+m.ID)
+					}
+				}
+				if want := []string{"0", "50", "100", "result p"}; !reflect.DeepEqual(got, want) {
+					t.Errorf("round %d: events %v, want %v", i, got, want)
+				}
+			}
+		})
+	}
 }
