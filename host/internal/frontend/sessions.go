@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -20,7 +21,8 @@ import (
 //     must carry it. A request without one gets 400, one with an ID the
 //     host did not mint, or whose session was ended (by DELETE, or idle for
 //     HTTPOptions.SessionIdleTTL), gets 404, which tells the client to
-//     start over with initialize. mcp-go's default session manager mints
+//     start over with initialize. A session's end also ends its open
+//     requests (its GET stream, its running calls). mcp-go's default session manager mints
 //     IDs but accepts any well-formed one and forgets nothing on DELETE;
 //     sessionIDs and enforceSessions are the host's.
 //   - From 2026-07-28 there are no sessions: requests carry their protocol
@@ -32,21 +34,31 @@ import (
 var errUnknownSession = errors.New("frontend: unknown or ended session")
 
 // sessionIDs mints session IDs and remembers the live ones until they are
-// terminated.
-type sessionIDs struct{ live sync.Map }
+// terminated (DELETE, or idle too long: mcp-go's sweeper terminates them).
+// Ending a session ends its requests still open: its GET stream and the
+// calls it has running.
+type sessionIDs struct {
+	mu   sync.Mutex
+	live map[string]chan struct{} // closed when the session ends
+}
 
 var _ server.SessionIdManager = (*sessionIDs)(nil)
 
 // Generate mints the ID of a new session.
 func (s *sessionIDs) Generate() string {
 	id := "mcp-session-" + rand.Text()
-	s.live.Store(id, struct{}{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live == nil {
+		s.live = map[string]chan struct{}{}
+	}
+	s.live[id] = make(chan struct{})
 	return id
 }
 
 // Validate fails for an ID that is not live.
 func (s *sessionIDs) Validate(id string) (isTerminated bool, err error) {
-	if _, ok := s.live.Load(id); !ok {
+	if s.ended(id) == nil {
 		return false, errUnknownSession
 	}
 	return false, nil
@@ -54,8 +66,24 @@ func (s *sessionIDs) Validate(id string) (isTerminated bool, err error) {
 
 // Terminate ends session id; later requests with it get 404.
 func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
-	s.live.Delete(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if end, ok := s.live[id]; ok {
+		close(end)
+		delete(s.live, id)
+	}
 	return false, nil
+}
+
+// ended returns the channel closed when session id ends, or nil if it is
+// not live.
+func (s *sessionIDs) ended(id string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if end, ok := s.live[id]; ok {
+		return end
+	}
+	return nil
 }
 
 // envelope is what enforceSessions reads of a POSTed message.
@@ -106,9 +134,23 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				http.Error(w, "Bad Request: Mcp-Session-Id header is required (send initialize first to start a session)", http.StatusBadRequest)
 				return
 			}
-			if _, err := ids.Validate(id); err != nil {
+			end := ids.ended(id)
+			if end == nil {
 				http.Error(w, "Not Found: no such session (it ended, or was never started): send initialize to start a new one", http.StatusNotFound)
 				return
+			}
+			if r.Method != http.MethodDelete {
+				// The request ends with its session.
+				ctx, cancel := context.WithCancel(r.Context())
+				defer cancel()
+				go func() {
+					select {
+					case <-end:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+				r = r.WithContext(ctx)
 			}
 		}
 		next.ServeHTTP(w, r)

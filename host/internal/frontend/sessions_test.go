@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
@@ -89,8 +90,8 @@ const listTools = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 
 // Sessions of the 2025-11-25 era are enforced as the spec says: a request
 // without Mcp-Session-Id gets 400, one with an ID the host did not mint or
-// has ended gets 404, and DELETE ends the session. (mcp-go alone accepted
-// any well-formed ID, and DELETE changed nothing.) The 2026-07-28 era has
+// has ended gets 404, and DELETE ends the session, its GET stream included.
+// (mcp-go alone accepted any well-formed ID, and DELETE changed nothing.) The 2026-07-28 era has
 // no sessions: its requests need no ID.
 func TestHTTPSessions(t *testing.T) {
 	url, _ := serveHTTP(t, HTTPOptions{})
@@ -110,7 +111,23 @@ func TestHTTPSessions(t *testing.T) {
 	check("GET without a session", h.status(http.MethodGet, "", legacyHeader("")), http.StatusBadRequest)
 	check("GET with a forged session", h.status(http.MethodGet, "", legacyHeader(forged)), http.StatusNotFound)
 	check("DELETE with a forged session", h.status(http.MethodDelete, "", legacyHeader(forged)), http.StatusNotFound)
+	stream := h.do(http.MethodGet, "", legacyHeader(id))
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET with the session: HTTP %d", stream.StatusCode)
+	}
+	streamEnded := make(chan struct{})
+	go func() {
+		defer close(streamEnded)
+		_, _ = io.Copy(io.Discard, stream.Body)
+	}()
 	check("DELETE", h.status(http.MethodDelete, "", legacyHeader(id)), http.StatusOK)
+	select {
+	case <-streamEnded:
+	case <-time.After(10 * time.Second):
+		t.Error("the session's GET stream stayed open after DELETE")
+		stream.Body.Close()
+		<-streamEnded
+	}
 	check("POST after DELETE", h.status(http.MethodPost, listTools, legacyHeader(id)), http.StatusNotFound)
 	check("GET after DELETE", h.status(http.MethodGet, "", legacyHeader(id)), http.StatusNotFound)
 	check("DELETE after DELETE", h.status(http.MethodDelete, "", legacyHeader(id)), http.StatusNotFound)
