@@ -267,8 +267,15 @@ func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Re
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	// New output lines go to the caller as progress, a batch at a time.
+	// New output lines go to the caller as progress, a batch at a time;
+	// the progress value counts the batches (it must increase: the host
+	// drops a report that does not).
 	var tick <-chan time.Time
+	batches := 0.0
+	report := func(msg string) {
+		batches++
+		req.Progress(batches, 0, msg)
+	}
 	if req.WantsProgress() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
@@ -284,7 +291,7 @@ wait:
 			break wait
 		case <-tick:
 			if msg := out.takeLines(); msg != "" {
-				req.Progress(0, 0, msg)
+				report(msg)
 			}
 		case <-timer.C:
 			killed = fmt.Sprintf("timed out after %s", timeout)
@@ -299,7 +306,7 @@ wait:
 	// Children that outlived bash (a background `sleep &`) die with it.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	if msg := out.takeLines(); msg != "" && req.WantsProgress() {
-		req.Progress(0, 0, msg)
+		report(msg)
 	}
 
 	code := 0

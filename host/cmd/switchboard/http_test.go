@@ -122,3 +122,42 @@ func TestServeHTTPRefusesRemoteBind(t *testing.T) {
 		t.Errorf("serve --http 0.0.0.0:0 = %d %q", code, errOut)
 	}
 }
+
+// serve --http logs that it serves over HTTP, with its URL, and never that
+// it serves over stdio (it did: issue 16).
+func TestServeHTTPLogsHTTP(t *testing.T) {
+	e := setup(t)
+	cmd := exec.Command(e.bins.Switchboard, "serve", "--config", e.config, "--http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=info")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var lines []string
+	url := ""
+	for url == "" && sc.Scan() {
+		lines = append(lines, sc.Text())
+		if u, ok := strings.CutPrefix(sc.Text(), "switchboard: serving MCP at "); ok {
+			url = u
+		}
+	}
+	if url == "" {
+		t.Fatalf("no URL announced; stderr:\n%s", strings.Join(lines, "\n"))
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	log := strings.Join(lines, "\n")
+	if !strings.Contains(log, "serving MCP over HTTP at "+url) {
+		t.Errorf("no log line %q; stderr:\n%s", "serving MCP over HTTP at "+url, log)
+	}
+	if strings.Contains(log, "over stdio") {
+		t.Errorf("serve --http logged that it serves over stdio; stderr:\n%s", log)
+	}
+}

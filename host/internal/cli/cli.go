@@ -248,10 +248,10 @@ func (a *app) serve(opts serveOptions) error {
 	fe.SetServerApprover(serverApprover{h: h, watch: watch})
 	tuning.Host()
 	n := len(reg.Tools()) - len(fe.Refusals())
-	log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
 	if ln != nil {
-		return a.serveHTTP(ctx, fe, ln, opts, log)
+		return a.serveHTTP(ctx, fe, ln, opts, log.With("servers", len(reg.Entries()), "tools", n, "config", cfg.File))
 	}
+	log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
 	if a.isTerminal() {
 		fmt.Fprintf(a.stderr, "%s", connectHelp(cfg, len(reg.Entries()), n))
 	}
@@ -304,7 +304,7 @@ func (a *app) startControl(ctx context.Context, cfg *config.Config, h *loader.Ho
 // serveHTTP serves MCP over streamable HTTP on ln until ctx ends.
 func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Listener, opts serveOptions, log hclog.Logger) error {
 	url := "http://" + ln.Addr().String() + frontend.EndpointPath
-	log.Info("serving MCP over streamable HTTP", "url", url)
+	log.Info("serving MCP over HTTP at " + url)
 	fmt.Fprintf(a.stderr, "switchboard: serving MCP at %s\n", url)
 	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: opts.allowRemote}); err != nil {
 		return fail(2, "serve: %v", err)

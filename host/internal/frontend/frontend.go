@@ -232,22 +232,9 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 	}
 	var onProgress toolcall.ProgressFunc
 	if token != nil {
-		var n float64
-		onProgress = func(p toolcall.Progress) {
-			// Progress must increase even when the plugin only sends
-			// messages (progress 0).
-			n = max(n+1, p.Progress)
-			params := map[string]any{"progressToken": token, "progress": n}
-			if p.Total > 0 {
-				params["total"] = p.Total
-			}
-			if p.Message != "" {
-				params["message"] = p.Message
-			}
-			if err := f.srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
-				f.log.Trace("progress not delivered", "tool", canonical, "error", err)
-			}
-		}
+		var stop func()
+		onProgress, stop = f.progress(ctx, canonical, token)
+		defer stop()
 	}
 	ctx = registry.WithClient(ctx, clientID(ctx))
 	// A call the policy asks about is put to the person through the
@@ -256,6 +243,13 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 	// evaluation of the call.
 	ctx = registry.WithApprover(ctx, approvals.NewApprover(f.reg.Policy(), approvals.Elicitation{Request: req}))
 	res, err := f.reg.Call(ctx, canonical, args, onProgress)
+	if ctx.Err() != nil {
+		// Cancelled (by notifications/cancelled, or the client went
+		// away): MCP says the request gets no response.
+		if d, ok := streamFrom(ctx).(responseDropper); ok {
+			d.dropResponse()
+		}
+	}
 	if ask, ok := errors.AsType[*approvals.InputRequiredError](err); ok {
 		return ask.Result, nil
 	}
@@ -266,6 +260,52 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	return ToMCP(res), nil
+}
+
+// progress returns the function that forwards a call's progress to the
+// client under token, and stop, which the handler must call before it
+// returns. The plugin's values pass through as they are: making them
+// increase is the plugin's business (the SDK's), and a value that does
+// not increase on the last one sent is dropped, not rewritten, since the
+// spec requires progress to increase with each notification. Each
+// notification is written before the function returns (see callStream),
+// and none after stop: progress never follows the call's result.
+func (f *Frontend) progress(ctx context.Context, canonical string, token mcp.ProgressToken) (onProgress toolcall.ProgressFunc, stop func()) {
+	var (
+		mu   sync.Mutex
+		last float64
+		sent bool
+		done bool
+	)
+	onProgress = func(p toolcall.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case done:
+			f.log.Trace("progress after the result dropped", "tool", canonical, "progress", p.Progress)
+			return
+		case sent && p.Progress <= last:
+			f.log.Trace("progress that does not increase dropped", "tool", canonical, "progress", p.Progress, "last", last)
+			return
+		}
+		sent, last = true, p.Progress
+		params := map[string]any{"progressToken": token, "progress": p.Progress}
+		if p.Total > 0 {
+			params["total"] = p.Total
+		}
+		if p.Message != "" {
+			params["message"] = p.Message
+		}
+		if err := f.notifyCall(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
+			f.log.Trace("progress not delivered", "tool", canonical, "error", err)
+		}
+	}
+	stop = func() {
+		mu.Lock()
+		done = true
+		mu.Unlock()
+	}
+	return onProgress, stop
 }
 
 // clientID identifies the MCP client for the duplicate guard and the audit

@@ -77,7 +77,9 @@ func isLoopbackHost(h string) bool {
 // another port of this machine, are refused (403), and so are requests
 // whose Host is not the listener's, so a web page cannot drive the host
 // through the user's browser (DNS rebinding). Bodies are limited in size
-// (413) and in time (408).
+// (413) and in time (408). Sessions are enforced as sessions.go describes,
+// and a call's progress goes out in its own response, before its result
+// (see httpStream).
 func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
 	if opts.SessionIdleTTL <= 0 {
 		opts.SessionIdleTTL = 30 * time.Minute
@@ -88,13 +90,16 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = DefaultBodyTimeout
 	}
+	ids := &sessionIDs{}
 	mcpHTTP := server.NewStreamableHTTPServer(f.srv,
 		server.WithEndpointPath(EndpointPath),
+		server.WithSessionIdManager(ids),
 		server.WithSessionIdleTTL(opts.SessionIdleTTL),
 		server.WithHeartbeatInterval(30*time.Second),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(EndpointPath, checkOrigin(ln.Addr(), opts.AllowRemote, limitBody(opts.MaxBodyBytes, opts.BodyTimeout, mcpHTTP)))
+	mux.Handle(EndpointPath, checkOrigin(ln.Addr(), opts.AllowRemote,
+		limitBody(opts.MaxBodyBytes, opts.BodyTimeout, enforceSessions(ids, streamPosts(mcpHTTP)))))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -21,7 +21,12 @@ import (
 // port until the test ends, and returns its base URL and port.
 func serveHTTP(t *testing.T, opts HTTPOptions) (string, int) {
 	t.Helper()
-	reg := registry.New(nil)
+	return serveRegistryHTTP(t, registry.New(nil), opts)
+}
+
+// serveRegistryHTTP is serveHTTP for reg.
+func serveRegistryHTTP(t *testing.T, reg *registry.Registry, opts HTTPOptions) (string, int) {
+	t.Helper()
 	f := New(reg, "test", hclog.NewNullLogger())
 	ln, err := ListenHTTP("127.0.0.1:0", opts)
 	if err != nil {

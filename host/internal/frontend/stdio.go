@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -38,11 +39,15 @@ func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 		}
 	}
 	w := &lineWriter{w: out}
+	filter := newCancelFilter(w)
 	sessionCtx := make(chan context.Context, 1)
 	s := server.NewStdioServer(f.srv)
 	server.WithWorkerPoolSize(Workers)(s)
 	server.WithQueueSize(QueueSize)(s)
 	server.WithStdioContextFunc(func(ctx context.Context) context.Context {
+		// Calls write their progress straight to the output (see
+		// callStream).
+		ctx = withStream(ctx, stdioStream{w: w})
 		sessionCtx <- ctx // the context mcp-go's handlers get: it carries the session
 		return ctx
 	})(s)
@@ -51,14 +56,14 @@ func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 	pr, pw := io.Pipe()
 	listenDone := make(chan error, 1)
 	go func() {
-		err := s.Listen(ctx, pr, w)
+		err := s.Listen(ctx, pr, filter)
 		_ = pr.CloseWithError(io.EOF) // unblock a forward still in progress
 		listenDone <- err
 	}()
 	var fp *fastPath
 	select {
 	case c := <-sessionCtx:
-		fp = newFastPath(f, c, w, pw)
+		fp = newFastPath(f, c, w, pw, filter)
 	case err := <-listenDone:
 		return stdioErr(err)
 	}
@@ -110,16 +115,23 @@ type fastPath struct {
 	cancel  context.CancelFunc
 	w       io.Writer
 	forward io.Writer
+	filter  *cancelFilter // mcp-go's output
 
 	mu       sync.Mutex
-	inflight map[string]context.CancelFunc // by raw request id
+	inflight map[string]*inflightCall // by idKey
 	wg       sync.WaitGroup
 	pool     *workpool.Pool // calls run on reused goroutines (warm stacks)
 }
 
-func newFastPath(f *Frontend, sessionCtx context.Context, w, forward io.Writer) *fastPath {
+// inflightCall is a call running on the short path.
+type inflightCall struct {
+	cancel    context.CancelFunc
+	cancelled atomic.Bool // by the client: the call gets no response
+}
+
+func newFastPath(f *Frontend, sessionCtx context.Context, w, forward io.Writer, filter *cancelFilter) *fastPath {
 	ctx, cancel := context.WithCancel(sessionCtx)
-	return &fastPath{f: f, ctx: ctx, cancel: cancel, w: w, forward: forward, inflight: map[string]context.CancelFunc{}, pool: workpool.New(Workers)}
+	return &fastPath{f: f, ctx: ctx, cancel: cancel, w: w, forward: forward, filter: filter, inflight: map[string]*inflightCall{}, pool: workpool.New(Workers)}
 }
 
 // maxLine bounds one incoming message kept whole in memory for the short
@@ -142,6 +154,7 @@ func (p *fastPath) read(in io.Reader) error {
 			line = long
 		}
 		if len(line) > 0 && !p.handle(line) {
+			p.filter.track(line)
 			if _, werr := p.forward.Write(line); werr != nil {
 				return werr
 			}
@@ -288,8 +301,9 @@ func (p *fastPath) handle(line []byte) bool {
 	p.f.short.Add(1)
 	ctx, cancel := context.WithCancel(c.ctx)
 	key := idKey(c.id)
+	call := &inflightCall{cancel: cancel}
 	p.mu.Lock()
-	p.inflight[key] = cancel
+	p.inflight[key] = call
 	p.mu.Unlock()
 	p.wg.Add(1)
 	p.pool.Go(func() {
@@ -301,6 +315,9 @@ func (p *fastPath) handle(line []byte) bool {
 			cancel()
 		}()
 		res := p.run(ctx, c)
+		if call.cancelled.Load() {
+			return // MCP: a cancelled request gets no response
+		}
 		if r, ok := res.(*mcp.CallToolResult); ok && c.modern {
 			p.decorate(r)
 		}
@@ -401,7 +418,9 @@ func (p *fastPath) respond(id json.RawMessage, res any) {
 	}
 }
 
-// cancelled cancels a short-path call named by a notifications/cancelled.
+// cancelled cancels a short-path call named by a notifications/cancelled,
+// which then gets no response; a request of mcp-go's gets none either (see
+// cancelFilter).
 func (p *fastPath) cancelled(line []byte) {
 	var n struct {
 		Params struct {
@@ -412,11 +431,80 @@ func (p *fastPath) cancelled(line []byte) {
 		return
 	}
 	p.mu.Lock()
-	cancel := p.inflight[idKey(n.Params.RequestID)]
+	call := p.inflight[idKey(n.Params.RequestID)]
 	p.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if call == nil {
+		p.filter.cancel(n.Params.RequestID)
+		return
 	}
+	call.cancelled.Store(true)
+	call.cancel()
+}
+
+// cancelFilter is the writer mcp-go answers stdio requests through. MCP
+// says a cancelled request gets no response, but mcp-go answers a tool call
+// whose handler was cancelled like any other: cancelFilter notes the
+// requests given to mcp-go, and drops the response of one the client
+// cancelled.
+type cancelFilter struct {
+	w io.Writer
+
+	mu      sync.Mutex
+	pending map[string]bool // unanswered requests by idKey; true once cancelled
+}
+
+func newCancelFilter(w io.Writer) *cancelFilter {
+	return &cancelFilter{w: w, pending: map[string]bool{}}
+}
+
+// message is the part of a JSON-RPC message that tells a request or a
+// notification (method) from a response, and names it.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+// track notes line, on its way to mcp-go, if it is a request.
+func (c *cancelFilter) track(line []byte) {
+	var m message
+	if !bytes.Contains(line, []byte(`"method"`)) || json.Unmarshal(line, &m) != nil || m.Method == "" || !plainID(m.ID) {
+		return
+	}
+	c.mu.Lock()
+	c.pending[idKey(m.ID)] = false
+	c.mu.Unlock()
+}
+
+// cancel marks request id cancelled, if mcp-go has it and has not answered.
+func (c *cancelFilter) cancel(id json.RawMessage) {
+	k := idKey(id)
+	c.mu.Lock()
+	if _, ok := c.pending[k]; ok {
+		c.pending[k] = true
+	}
+	c.mu.Unlock()
+}
+
+// Write writes one message of mcp-go's, unless it answers a cancelled
+// request.
+func (c *cancelFilter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	waiting := len(c.pending) > 0
+	c.mu.Unlock()
+	if waiting {
+		var m message
+		if json.Unmarshal(p, &m) == nil && m.Method == "" && plainID(m.ID) {
+			k := idKey(m.ID)
+			c.mu.Lock()
+			cancelled := c.pending[k]
+			delete(c.pending, k)
+			c.mu.Unlock()
+			if cancelled {
+				return len(p), nil
+			}
+		}
+	}
+	return c.w.Write(p)
 }
 
 // idKey names a request id for the in-flight map: a string as written, a

@@ -61,7 +61,17 @@ func startSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdi
 // writes to tap, when it is not nil.
 func tapSession(t *testing.T, policy *registry.Policy, noShortPath bool, tap io.WriteCloser) *stdioSession {
 	t.Helper()
-	marker := filepath.Join(t.TempDir(), "cancelled")
+	reg, marker := fixtureRegistry(t, policy)
+	s := serveSession(t, reg, noShortPath, tap)
+	s.marker = marker
+	return s
+}
+
+// fixtureRegistry is a registry with the test plugin registered as "fx",
+// and the file its sleep tool writes when it sees a cancellation.
+func fixtureRegistry(t *testing.T, policy *registry.Policy) (reg *registry.Registry, marker string) {
+	t.Helper()
+	marker = filepath.Join(t.TempDir(), "cancelled")
 	p, err := launcher.Launch(t.Context(), launcher.Spec{
 		Name: "fx", Path: fixtures.Build(t).TestPlugin, ProjectDir: t.TempDir(),
 		Env: map[string]string{"FIXTURE_CANCEL_MARKER": marker},
@@ -69,14 +79,12 @@ func tapSession(t *testing.T, policy *registry.Policy, noShortPath bool, tap io.
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := registry.New(policy, registry.WithDuplicateLimit(0))
+	reg = registry.New(policy, registry.WithDuplicateLimit(0))
 	if err := reg.Register(p, registry.KindPlugin, "test"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reg.Shutdown(context.Background(), 5*time.Second) })
-	s := serveSession(t, reg, noShortPath, tap)
-	s.marker = marker
-	return s
+	return reg, marker
 }
 
 // serveSession serves reg over stdio pipes; tap, when not nil, gets a copy
@@ -230,22 +238,33 @@ func (s *stdioSession) waitProgress(token string) {
 	}
 }
 
-// Cancellation reaches a call on the short path, and the plugin's handler.
-func TestShortPathCancellation(t *testing.T) {
-	s := newStdioSession(t, nil)
-	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000},"_meta":{"progressToken":"slow"}}}`)
-	s.waitProgress("slow")
-	start := time.Now()
-	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"changed my mind"}}`)
-	resp, _ := s.response("slow")
-	if time.Since(start) > 10*time.Second {
-		t.Errorf("the cancelled call took %v to end", time.Since(start))
-	}
-	if res, _ := resp["result"].(map[string]any); res["isError"] != true {
-		t.Errorf("cancelled call answered %v, want an error result", resp)
-	}
-	if b, err := os.ReadFile(s.marker); err != nil || !strings.Contains(string(b), "canceled") {
-		t.Errorf("the plugin's handler did not see the cancellation: %q, %v", b, err)
+// Cancellation reaches a call, on the short path and on mcp-go's route,
+// and the plugin's handler; the cancelled call gets no response (MCP: "the
+// receiver SHOULD NOT send a response for the cancelled request").
+func TestCancellation(t *testing.T) {
+	for _, route := range []struct {
+		name        string
+		noShortPath bool
+	}{{"short path", false}, {"mcp-go", true}} {
+		t.Run(route.name, func(t *testing.T) {
+			s := newSession(t, nil, route.noShortPath)
+			s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000},"_meta":{"progressToken":"slow"}}}`)
+			s.waitProgress("slow")
+			start := time.Now()
+			s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"changed my mind"}}`)
+			s.send(`{"jsonrpc":"2.0","id":"next","method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"next"}}}`)
+			if resp, _ := s.response("next"); resp["result"] == nil {
+				t.Errorf("the call after the cancellation answered %v", resp)
+			}
+			waitFile(t, s.marker)
+			if time.Since(start) > 10*time.Second {
+				t.Errorf("the cancelled call took %v to end", time.Since(start))
+			}
+			if b, err := os.ReadFile(s.marker); err != nil || !strings.Contains(string(b), "canceled") {
+				t.Errorf("the plugin's handler did not see the cancellation: %q, %v", b, err)
+			}
+			s.noResponse("slow")
+		})
 	}
 }
 
@@ -255,9 +274,35 @@ func TestShortPathCancellationByNumericID(t *testing.T) {
 	s.send(`{"jsonrpc":"2.0","id":70,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":30000},"_meta":{"progressToken":"t70"}}}`)
 	s.waitProgress("t70")
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7e1}}`)
-	resp, _ := s.response(70)
-	if res, _ := resp["result"].(map[string]any); res["isError"] != true {
-		t.Errorf("cancelled call answered %v, want an error result", resp)
+	waitFile(t, s.marker)
+	s.noResponse(70)
+}
+
+// waitFile waits for the file at path to have content.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// noResponse ends the session's input and reads the rest of its output,
+// which comes after every call ended (ServeStdio waits for them): none of
+// it may answer id.
+func (s *stdioSession) noResponse(id any) {
+	s.t.Helper()
+	_ = s.in.Close()
+	for m := range s.lines {
+		if m["method"] == nil && fmt.Sprint(m["id"]) == fmt.Sprint(id) {
+			s.t.Errorf("the cancelled request %v was answered: %v", id, m)
+		}
 	}
 }
 
