@@ -197,6 +197,7 @@ func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
 type serveOptions struct {
 	httpAddr    string
 	allowRemote bool
+	maxSessions int
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -209,6 +210,7 @@ func (a *app) serveCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&opts.httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio")
 	cmd.Flags().BoolVar(&opts.allowRemote, "allow-remote", false, "let --http listen beyond loopback (there is no authentication)")
+	cmd.Flags().IntVar(&opts.maxSessions, "max-sessions", frontend.DefaultMaxSessions, "most HTTP sessions kept at once; a new one then ends the idle session used longest ago, or is refused (503) when all are busy")
 	return cmd
 }
 
@@ -306,7 +308,7 @@ func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Liste
 	url := "http://" + ln.Addr().String() + frontend.EndpointPath
 	log.Info("serving MCP over HTTP at " + url)
 	fmt.Fprintf(a.stderr, "switchboard: serving MCP at %s\n", url)
-	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: opts.allowRemote}); err != nil {
+	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions}); err != nil {
 		return fail(2, "serve: %v", err)
 	}
 	return nil

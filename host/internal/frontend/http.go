@@ -27,6 +27,10 @@ type HTTPOptions struct {
 	// MaxBodyBytes caps a request's body (default DefaultMaxBodyBytes); a
 	// larger one gets 413 without being read into memory.
 	MaxBodyBytes int64
+	// MaxSessions caps live sessions (default DefaultMaxSessions): a new
+	// session ends the idle one used longest ago, or gets 503 when every
+	// session has a request open.
+	MaxSessions int
 	// BodyTimeout is how long a request's body may take to arrive
 	// (default DefaultBodyTimeout); a slower one gets 408 and the
 	// connection is closed.
@@ -90,7 +94,7 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = DefaultBodyTimeout
 	}
-	ids := &sessionIDs{}
+	ids := &sessionIDs{max: opts.MaxSessions}
 	mcpHTTP := server.NewStreamableHTTPServer(f.srv,
 		server.WithEndpointPath(EndpointPath),
 		server.WithSessionIdManager(ids),

@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -40,7 +42,20 @@ var errUnknownSession = errors.New("frontend: unknown or ended session")
 type sessionIDs struct {
 	mu   sync.Mutex
 	live map[string]chan struct{} // closed when the session ends
+	// use is each live session's open requests and last activity, for
+	// the cap: the idle session used longest ago is ended first.
+	use map[string]*sessionUse
+	max int // most live sessions; 0 = DefaultMaxSessions
 }
+
+type sessionUse struct {
+	open     int
+	lastSeen time.Time
+}
+
+// DefaultMaxSessions caps the HTTP front end's live sessions (each holds
+// some 20-40 KB in the host until it ends or idles out).
+const DefaultMaxSessions = 1000
 
 var _ server.SessionIdManager = (*sessionIDs)(nil)
 
@@ -53,7 +68,59 @@ func (s *sessionIDs) Generate() string {
 		s.live = map[string]chan struct{}{}
 	}
 	s.live[id] = make(chan struct{})
+	if s.use == nil {
+		s.use = map[string]*sessionUse{}
+	}
+	s.use[id] = &sessionUse{lastSeen: time.Now()}
 	return id
+}
+
+// count is the number of live sessions.
+func (s *sessionIDs) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live)
+}
+
+// begin and end bracket a request of session id.
+func (s *sessionIDs) begin(id string) {
+	s.mu.Lock()
+	if u := s.use[id]; u != nil {
+		u.open++
+		u.lastSeen = time.Now()
+	}
+	s.mu.Unlock()
+}
+
+func (s *sessionIDs) end(id string) {
+	s.mu.Lock()
+	if u := s.use[id]; u != nil {
+		u.open--
+		u.lastSeen = time.Now()
+	}
+	s.mu.Unlock()
+}
+
+// full reports whether a new session would exceed the cap, and if so the
+// idle session used longest ago that may be ended to make room ("" when
+// every session has a request open).
+func (s *sessionIDs) full() (bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limit := s.max
+	if limit <= 0 {
+		limit = DefaultMaxSessions
+	}
+	if len(s.live) < limit {
+		return false, ""
+	}
+	victim, oldest := "", time.Time{}
+	for id, u := range s.use {
+		if u.open == 0 && (victim == "" || u.lastSeen.Before(oldest)) {
+			victim, oldest = id, u.lastSeen
+		}
+	}
+	return true, victim
 }
 
 // Validate fails for an ID that is not live.
@@ -72,6 +139,7 @@ func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 		close(end)
 		delete(s.live, id)
 	}
+	delete(s.use, id)
 	return false, nil
 }
 
@@ -119,6 +187,17 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				}
 				return
 			}
+			if m.Method == string(mcp.MethodInitialize) && !mcp.IsModernProtocol(metaVersion(m.Params)) {
+				if full, victim := ids.full(); full {
+					if victim == "" {
+						http.Error(w, fmt.Sprintf("Service Unavailable: this host has %d sessions open, the most it keeps (--max-sessions), and all are busy; end one (DELETE) or try again later", ids.count()), http.StatusServiceUnavailable)
+						return
+					}
+					// Make room: end the idle session used longest ago,
+					// as its own DELETE would (mcp-go drops its state).
+					evict(next, r, victim)
+				}
+			}
 			if mcp.IsModernProtocol(metaVersion(m.Params)) || m.Method == string(mcp.MethodInitialize) {
 				next.ServeHTTP(w, r)
 				return
@@ -139,6 +218,8 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				http.Error(w, "Not Found: no such session (it ended, or was never started): send initialize to start a new one", http.StatusNotFound)
 				return
 			}
+			ids.begin(id)
+			defer ids.end(id)
 			if r.Method != http.MethodDelete {
 				// The request ends with its session.
 				ctx, cancel := context.WithCancel(r.Context())
@@ -156,6 +237,26 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// evict ends session id through mcp-go's own DELETE handling, so that its
+// state goes too.
+func evict(next http.Handler, r *http.Request, id string) {
+	del, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodDelete, r.URL.String(), nil)
+	if err != nil {
+		return
+	}
+	del.Host = r.Host // mcp-go checks it (DNS rebinding)
+	del.Header.Set(server.HeaderKeySessionID, id)
+	del.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+	next.ServeHTTP(discardResponse{header: http.Header{}}, del)
+}
+
+// discardResponse is a ResponseWriter whose writes go nowhere.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.header }
+func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardResponse) WriteHeader(int)             {}
 
 // metaVersion returns the protocol version in params' _meta, if any.
 func metaVersion(params json.RawMessage) string {

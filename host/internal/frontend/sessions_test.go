@@ -141,6 +141,36 @@ func TestHTTPSessions(t *testing.T) {
 		http.StatusOK)
 }
 
+// Sessions are capped: a new one ends the idle session used longest ago
+// (its ID then gets 404), and when every session has a request open the
+// new one is refused with 503 and a reason. Before, 10,000 sessions held
+// 250 MB until their idle TTL.
+func TestHTTPSessionCap(t *testing.T) {
+	url, _ := serveHTTP(t, HTTPOptions{MaxSessions: 3})
+	h := newRawHTTP(t, url)
+	a, b, c := h.initialize(), h.initialize(), h.initialize()
+	if got := h.status(http.MethodPost, listTools, legacyHeader(a)); got != http.StatusOK { // a is now the most recent
+		t.Fatalf("POST a: %d", got)
+	}
+	d := h.initialize() // full: b, used longest ago, makes room
+	for id, want := range map[string]int{a: http.StatusOK, b: http.StatusNotFound, c: http.StatusOK, d: http.StatusOK} {
+		if got := h.status(http.MethodPost, listTools, legacyHeader(id)); got != want {
+			t.Errorf("session %s after the cap: HTTP %d, want %d", id, got, want)
+		}
+	}
+	// Hold every session busy with an open GET stream: a new one is refused.
+	for _, id := range []string{a, c, d} {
+		if resp := h.do(http.MethodGet, "", legacyHeader(id)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", id, resp.StatusCode)
+		}
+	}
+	resp := h.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "--max-sessions") {
+		t.Errorf("initialize with every session busy: %s %q, want 503 naming --max-sessions", resp.Status, body)
+	}
+}
+
 // A 2026-07-28 client may send notifications and requests without _meta
 // (the Go SDK's notifications/cancelled, ping and logging/setLevel):
 // mcp-go v1.2.1 answered them 400, which ended the Go SDK's session after
