@@ -177,6 +177,12 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			if why, bad := invalidRequest(body); bad {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write(append(mustJSON(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.INVALID_REQUEST, why, nil)), '\n'))
+				return
+			}
 			if json.Unmarshal(body, &m) != nil {
 				next.ServeHTTP(w, r) // mcp-go answers a parse error
 				return

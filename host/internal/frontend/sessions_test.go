@@ -296,3 +296,27 @@ func TestHTTPProgressThenResultOnTheWire(t *testing.T) {
 		})
 	}
 }
+
+// Over HTTP too, a batch or an id that is not a string or an integer is an
+// Invalid Request (-32600, null id), not an echo or a Parse error.
+func TestInvalidRequestsOverHTTP(t *testing.T) {
+	url, _ := serveHTTP(t, HTTPOptions{})
+	h := newRawHTTP(t, url)
+	for _, body := range []string{
+		`[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}]`,
+		`{"jsonrpc":"2.0","id":7.5,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+	} {
+		resp := h.do(http.MethodPost, body, nil)
+		b, _ := io.ReadAll(resp.Body)
+		var m struct {
+			ID    any `json:"id"`
+			Error struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(b, &m) != nil || m.ID != nil || m.Error.Code != -32600 {
+			t.Errorf("%s\n  answered %s %s, want -32600 with a null id", body, resp.Status, b)
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"io"
 	"log"
 	"os"
+	"regexp"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -147,13 +149,28 @@ func (p *fastPath) read(in io.Reader) error {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
+			for errors.Is(err, bufio.ErrBufferFull) && len(long) <= MaxMessageBytes {
 				line, err = r.ReadSlice('\n')
 				long = append(long, line...)
 			}
+			if len(long) > MaxMessageBytes {
+				// Refused while it is read: the rest is skipped, not kept.
+				for errors.Is(err, bufio.ErrBufferFull) {
+					_, err = r.ReadSlice('\n')
+				}
+				p.respond(prefixID(long), mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, fmt.Sprintf("message refused: it is over %d bytes; send less (a large file in parts)", MaxMessageBytes), nil))
+				long = nil
+				debug.FreeOSMemory() // give the memory back now
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			line = long
 		}
-		if len(line) > 0 && !p.handle(line) {
+		// The short path takes valid calls; what it leaves is checked for
+		// the requests mcp-go would accept wrongly, then forwarded.
+		if len(line) > 0 && !p.handle(line) && !p.invalid(line) {
 			p.filter.track(line)
 			if _, werr := p.forward.Write(line); werr != nil {
 				return werr
@@ -170,6 +187,77 @@ func (p *fastPath) read(in io.Reader) error {
 		}
 	}
 }
+
+// MaxMessageBytes bounds one incoming message on stdio, as
+// DefaultMaxBodyBytes does on HTTP: a larger one is refused while it is
+// read, without being kept.
+const MaxMessageBytes = DefaultMaxBodyBytes
+
+// invalid answers a message that is not a valid JSON-RPC request or
+// notification for MCP with Invalid Request (-32600) and reports whether it
+// did: a batch (an array; MCP has none), or an id that is not a string or
+// an integer (7.5, true, an object, an array, null). A line that does not
+// parse is left to mcp-go, which answers Parse error.
+func (p *fastPath) invalid(line []byte) bool {
+	why, bad := invalidRequest(line)
+	if bad {
+		p.respond(json.RawMessage("null"), mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, why, nil))
+	}
+	return bad
+}
+
+// invalidRequest says why a message is an invalid request for MCP (see
+// fastPath.invalid), if it is; both front ends answer it with -32600.
+func invalidRequest(msg []byte) (string, bool) {
+	t := bytes.TrimSpace(msg)
+	if len(t) == 0 {
+		return "", false
+	}
+	if t[0] == '[' {
+		if json.Valid(t) {
+			return "batches are not supported: MCP sends one JSON-RPC message at a time", true
+		}
+		return "", false
+	}
+	var m map[string]json.RawMessage // not a struct: "id": null must be seen
+	if json.Unmarshal(t, &m) != nil {
+		return "", false // not parseable: mcp-go says so
+	}
+	id, ok := m["id"]
+	if !ok || validID(id) {
+		return "", false // a notification, or fine
+	}
+	return "the request id must be a string or an integer, got " + string(id), true
+}
+
+// validID reports whether id is a string or an integer (MCP: not null).
+func validID(id json.RawMessage) bool {
+	if string(bytes.TrimSpace(id)) == "null" {
+		return false // Unmarshal would take it as "" and 0
+	}
+	var s string
+	if json.Unmarshal(id, &s) == nil {
+		return true
+	}
+	var n json.Number
+	if json.Unmarshal(id, &n) != nil {
+		return false
+	}
+	_, err := n.Int64()
+	return err == nil
+}
+
+// prefixID finds the id of a message from its first bytes (a message too
+// large to parse), or null.
+func prefixID(b []byte) json.RawMessage {
+	head := b[:min(len(b), 4096)]
+	if m := idRE.FindSubmatch(head); m != nil && validID(m[1]) {
+		return json.RawMessage(m[1])
+	}
+	return json.RawMessage("null")
+}
+
+var idRE = regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)`)
 
 // stop cancels the short path's calls and waits for them.
 func (p *fastPath) stop() {
@@ -525,5 +613,9 @@ func plainID(id json.RawMessage) bool {
 		return false
 	}
 	c := id[0]
-	return c == '"' || c == '-' || (c >= '0' && c <= '9')
+	if c == '"' {
+		return true
+	}
+	// An integer: anything else (7.5, 1e3) is for invalid to refuse.
+	return (c == '-' || (c >= '0' && c <= '9')) && !bytes.ContainsAny(id, ".eE")
 }

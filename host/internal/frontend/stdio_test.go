@@ -443,3 +443,72 @@ plugin "hi" {
 		t.Errorf("a call while the only server is down:\n  short path %v\n  mcp-go     %v", short, full)
 	}
 }
+
+// next returns the next message the server writes.
+func (s *stdioSession) next() map[string]any {
+	s.t.Helper()
+	select {
+	case m, ok := <-s.lines:
+		if !ok {
+			s.t.Fatal("output ended")
+		}
+		return m
+	case <-time.After(15 * time.Second):
+		s.t.Fatal("no message within 15s")
+	}
+	return nil
+}
+
+// Requests JSON-RPC calls invalid get Invalid Request (-32600) with a null
+// id, not an echo of what was sent: ids 7.5, true, objects, arrays and
+// null, and batches. Before, they were accepted and echoed, and a batch got
+// Parse error. The session goes on.
+func TestInvalidRequestsOverStdio(t *testing.T) {
+	s := newStdioSession(t, nil)
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":7.5,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":true,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":[1],"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":7.5,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}`,
+	} {
+		s.send(line)
+		m := s.next()
+		e, _ := m["error"].(map[string]any)
+		if m["id"] != nil || e == nil || e["code"] != float64(-32600) {
+			t.Errorf("%s\n  answered %v, want error -32600 with a null id", line, m)
+		}
+	}
+	s.send(`{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	if resp, _ := s.response("after"); resp["result"] == nil {
+		t.Errorf("ping after the invalid requests = %v", resp)
+	}
+}
+
+// A message over the limit is refused while it is read (the rest of it is
+// skipped, not kept), with its id when it comes early; the session goes on.
+// Before, a 300 MB line took 26 s and left 2.4 GB behind.
+func TestOversizeMessageRefusedWhileRead(t *testing.T) {
+	s := newStdioSession(t, nil)
+	go func() {
+		w := bufio.NewWriterSize(s.in, 1<<20)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"`)
+		chunk := strings.Repeat("A", 1<<20)
+		for i := 0; i < (MaxMessageBytes>>20)+8; i++ {
+			_, _ = io.WriteString(w, chunk)
+		}
+		_, _ = io.WriteString(w, `"}}}`+"\n")
+		_ = w.Flush()
+	}()
+	resp, _ := s.response(42)
+	e, _ := resp["error"].(map[string]any)
+	if e == nil || e["code"] != float64(-32600) || !strings.Contains(fmt.Sprint(e["message"]), "over") {
+		t.Fatalf("oversize message answered %v, want -32600 saying it is over the limit", resp)
+	}
+	s.send(`{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"fine"}}}`)
+	if resp, _ := s.response("after"); resp["result"] == nil {
+		t.Errorf("call after the oversize message = %v", resp)
+	}
+}
