@@ -74,6 +74,10 @@ type Config struct {
 	WatchConfig bool
 	// Disabled are the blocks turned off with enabled = false.
 	Disabled []Disabled
+	// Prefixes are the `prefix` attributes of the server blocks that set
+	// one: the server's names (tools, prompts) are shown to MCP clients as
+	// "<prefix>__<name>", or bare for "". A server not here uses its name.
+	Prefixes map[string]string
 }
 
 // Disabled is a server block turned off with enabled = false.
@@ -328,6 +332,7 @@ type fileSchema struct {
 type builtinSchema struct {
 	Name    string          `hcl:"name,label"`
 	Enabled *bool           `hcl:"enabled,optional"`
+	Prefix  *string         `hcl:"prefix,optional"`
 	Restart []restartSchema `hcl:"restart,block"`
 	Sandbox []sandboxSchema `hcl:"sandbox,block"`
 	Rest    hcl.Body        `hcl:",remain"`
@@ -337,6 +342,7 @@ type builtinSchema struct {
 type pluginSchema struct {
 	Name         string            `hcl:"name,label"`
 	Enabled      *bool             `hcl:"enabled,optional"`
+	Prefix       *string           `hcl:"prefix,optional"`
 	Path         string            `hcl:"path"`
 	Args         []string          `hcl:"args,optional"`
 	Env          map[string]string `hcl:"env,optional"`
@@ -351,6 +357,7 @@ type pluginSchema struct {
 type externalSchema struct {
 	Name    string            `hcl:"name,label"`
 	Enabled *bool             `hcl:"enabled,optional"`
+	Prefix  *string           `hcl:"prefix,optional"`
 	Command *string           `hcl:"command,optional"`
 	Args    []string          `hcl:"args,optional"`
 	Env     map[string]string `hcl:"env,optional"`

@@ -65,13 +65,16 @@ type Server struct {
 	log    hclog.Logger
 	c      *client.Client
 	tr     transport.Interface
-	info   *pluginv1.DescribeResponse
+	info   atomic.Pointer[pluginv1.DescribeResponse] // replaced when the server's lists change
+	caps   mcp.ServerCapabilities
 	cmd    *exec.Cmd
 	conf   launcher.Confinement // the sandbox of a stdio server's process
 	nextID atomic.Int64
 
 	progressMu sync.Mutex
 	progress   map[string]chan toolcall.Progress
+
+	events chan mcp.JSONRPCNotification // for Watch (features.go)
 
 	done      chan struct{}
 	doneOnce  sync.Once
@@ -97,7 +100,7 @@ func Connect(ctx context.Context, spec Spec, log hclog.Logger) (*Server, error) 
 }
 
 func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Server, error) {
-	s := &Server{spec: spec, log: log.Named(spec.Name), progress: map[string]chan toolcall.Progress{}, done: make(chan struct{})}
+	s := &Server{spec: spec, log: log.Named(spec.Name), progress: map[string]chan toolcall.Progress{}, done: make(chan struct{}), events: make(chan mcp.JSONRPCNotification, eventQueue)}
 	var err error
 	switch {
 	case spec.Command != "":
@@ -160,10 +163,15 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 	if err != nil {
 		return fail(fmt.Errorf("tools/list: %w", err))
 	}
-	s.info = &pluginv1.DescribeResponse{
+	info := &pluginv1.DescribeResponse{
 		Name: spec.Name, PluginVersion: init.ServerInfo.Version, SdkVersion: "mcp " + init.ProtocolVersion,
 		Instructions: init.Instructions, Tools: tools,
 	}
+	s.caps = init.Capabilities
+	if err := s.listFeatures(cctx, info); err != nil {
+		return fail(err)
+	}
+	s.info.Store(info)
 	if s.cmd != nil && s.cmd.Process != nil {
 		go s.watchProcess(s.cmd.Process.Pid)
 	}
@@ -311,6 +319,7 @@ func toolFromRaw(raw json.RawMessage) (*pluginv1.Tool, error) {
 // onNotification runs on the client's read loop: it must never block.
 func (s *Server) onNotification(n mcp.JSONRPCNotification) {
 	if n.Method != string(mcp.MethodNotificationProgress) {
+		s.queueEvent(n)
 		return
 	}
 	f := n.Params.AdditionalFields
@@ -338,7 +347,7 @@ func (s *Server) onNotification(n mcp.JSONRPCNotification) {
 }
 
 // Describe returns the server's tools.
-func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info }
+func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info.Load() }
 
 // Call runs tools/call with our own request id; when ctx ends the server
 // is sent notifications/cancelled naming it, on any transport.

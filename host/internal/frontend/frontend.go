@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/ablate"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
@@ -60,7 +61,8 @@ type Frontend struct {
 
 	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
 
-	askState // pending servers put to clients that can elicit
+	askState  // pending servers put to clients that can elicit
+	featState // resources, templates, prompts, subscriptions (features.go)
 }
 
 // New builds the MCP server for reg. version is the host's version.
@@ -70,7 +72,9 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 	f.srvHooks = f.hooks()
 	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions(Instructions(reg, refusals))...)
 	f.setTools(tools, names, refusals)
+	f.setFeatures()
 	reg.Subscribe(f.Refresh)
+	reg.OnEvent(f.onEvent)
 	return f
 }
 
@@ -78,13 +82,13 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 // here must be honoured by the stdio short path too (see eligible;
 // TestShortPathHonoursEveryServerOption checks).
 func (f *Frontend) serverOptions(instructions string) []server.ServerOption {
-	return []server.ServerOption{
+	return append([]server.ServerOption{
 		server.WithToolCapabilities(true),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 		server.WithToolFilter(f.listReady),
 		server.WithHooks(f.srvHooks),
-	}
+	}, f.featureOptions()...)
 }
 
 // passesFilter reports whether mcp-go's tool filter (listReady) lets a
@@ -98,6 +102,7 @@ func (f *Frontend) passesFilter(ctx context.Context, name string) bool {
 func (f *Frontend) Refresh() {
 	tools, names, refusals := f.serverTools()
 	f.setTools(tools, names, refusals)
+	f.setFeatures()
 }
 
 func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, refusals []Refusal) {
@@ -124,7 +129,7 @@ func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 	}
 	ready := map[string]bool{}
 	for _, t := range f.reg.Tools() {
-		ready[MCPName(t.Server, t.Tool.GetName(), DefaultNameBudget)] = true
+		ready[MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)] = true
 	}
 	out := tools[:0:0]
 	for _, t := range tools {
@@ -138,8 +143,11 @@ func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 // Refusals lists the tools that could not be exposed and why.
 func (f *Frontend) Refusals() []Refusal {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.refusals)
+	out := slices.Clone(f.refusals)
+	f.mu.Unlock()
+	f.featMu.Lock()
+	defer f.featMu.Unlock()
+	return append(out, f.featRefusals...)
 }
 
 // MCPServer returns the underlying mcp-go server.
@@ -177,7 +185,7 @@ func (f *Frontend) serverTools() ([]server.ServerTool, map[string]string, []Refu
 	var refusals []Refusal
 	seen := map[string]string{}
 	for _, t := range f.reg.AllTools() {
-		name := MCPName(t.Server, t.Tool.GetName(), DefaultNameBudget)
+		name := MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)
 		if prev, dup := seen[name]; dup {
 			refusals = append(refusals, Refusal{Tool: t.Name, Reason: fmt.Sprintf("its MCP name %q is already used by %s", name, prev)})
 			continue
@@ -250,6 +258,10 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 		}
 	}
 	ctx = registry.WithClient(ctx, clientID(ctx))
+	// The call's requests to its client (sampling, elicitation, roots) and
+	// its log messages go to the session that made it (features.go).
+	ctx = protocol.WithClientRequester(ctx, f.clientRequester(ctx))
+	ctx = toolcall.WithLog(ctx, f.callLogger(ctx, canonical))
 	// A call the policy asks about is put to the person through the
 	// client (an input request), or refused when the client cannot be
 	// asked: package approvals decides, inside the registry's one
@@ -289,29 +301,8 @@ func sha256Hex(b []byte) string {
 func ToMCP(r *toolcall.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
 	for _, c := range r.Content {
-		if len(c.Raw) > 0 {
-			out.Content = append(out.Content, rawContent{raw: c.Raw})
-			continue
-		}
-		switch c.Type {
-		case toolcall.TypeText:
-			out.Content = append(out.Content, mcp.NewTextContent(c.Text))
-		case toolcall.TypeImage:
-			out.Content = append(out.Content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType))
-		case toolcall.TypeAudio:
-			out.Content = append(out.Content, mcp.NewAudioContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType))
-		case toolcall.TypeResourceLink:
-			out.Content = append(out.Content, mcp.NewResourceLink(c.URI, c.Name, c.Description, c.MIMEType))
-		case toolcall.TypeResource:
-			if len(c.Blob) > 0 {
-				out.Content = append(out.Content, mcp.NewEmbeddedResource(mcp.BlobResourceContents{
-					URI: c.URI, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Blob),
-				}))
-			} else {
-				out.Content = append(out.Content, mcp.NewEmbeddedResource(mcp.TextResourceContents{
-					URI: c.URI, MIMEType: c.MIMEType, Text: c.Text,
-				}))
-			}
+		if item, ok := contentToMCP(c); ok {
+			out.Content = append(out.Content, item)
 		}
 	}
 	if len(r.StructuredContent) > 0 {
@@ -328,6 +319,35 @@ func ToMCP(r *toolcall.Result) *mcp.CallToolResult {
 		}
 	}
 	return out
+}
+
+// contentToMCP converts one content item (of a result or a prompt); ok is
+// false for a type MCP has no content for.
+func contentToMCP(c toolcall.Content) (mcp.Content, bool) {
+	if len(c.Raw) > 0 {
+		return rawContent{raw: c.Raw}, true
+	}
+	switch c.Type {
+	case toolcall.TypeText:
+		return mcp.NewTextContent(c.Text), true
+	case toolcall.TypeImage:
+		return mcp.NewImageContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType), true
+	case toolcall.TypeAudio:
+		return mcp.NewAudioContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType), true
+	case toolcall.TypeResourceLink:
+		return mcp.NewResourceLink(c.URI, c.Name, c.Description, c.MIMEType), true
+	case toolcall.TypeResource:
+		return mcp.NewEmbeddedResource(resourceToMCP(c)), true
+	}
+	return nil, false
+}
+
+// resourceToMCP converts a resource's contents (without its Raw).
+func resourceToMCP(c toolcall.Content) mcp.ResourceContents {
+	if len(c.Blob) > 0 {
+		return mcp.BlobResourceContents{URI: c.URI, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Blob)}
+	}
+	return mcp.TextResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text}
 }
 
 // rawContent is a content item sent exactly as an MCP server sent it. It

@@ -130,6 +130,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		registry.WithWarnings(log.Warn))
 	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg)}
 	h.sup = supervisor.New(log, reg.Refresh)
+	reg.SetPrefixes(cfg.Prefixes)
 	reg.AtShutdown(h.sup.Stop)
 
 	run, pending := gateMCPJSON(cfg)
@@ -386,6 +387,9 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 		h.reg.Refresh("")
 	}
 	h.reg.SetDuplicateLimit(next.DuplicateCallLimit)
+	if !reflect.DeepEqual(next.Prefixes, h.cfg.Prefixes) {
+		h.reg.SetPrefixes(next.Prefixes)
+	}
 	run, pending := gateMCPJSON(next)
 	h.reg.SetDisabled(append(disabledOf(next), pending...))
 

@@ -25,6 +25,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/switchboard-mcp/switchboard/internal/caller"
+	"github.com/switchboard-mcp/switchboard/internal/feature"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
@@ -112,6 +113,7 @@ type Entry struct {
 	// `plugin "hello" (config.hcl:12)`.
 	Source  string
 	order   int
+	stop    context.CancelFunc // ends the watch of its events (features.go)
 	tools   map[string]*pluginv1.Tool
 	schemas map[string]*jsonschema.Schema
 }
@@ -144,6 +146,9 @@ type Registry struct {
 	subsMu      sync.Mutex
 	subscribers []func()
 	atShutdown  []func()
+	listeners   []func(server string, ev feature.Event)
+	prefixes    map[string]string // server -> prefix of its exposed names, when set
+	watchers    sync.WaitGroup
 
 	inflight sync.WaitGroup
 	closing  bool
@@ -226,6 +231,7 @@ func (r *Registry) Register(s Server, kind Kind, source string) error {
 	r.index(e)
 	r.entries[s.Name()] = e
 	r.order = append(r.order, e)
+	r.watch(e)
 	return nil
 }
 
@@ -269,6 +275,9 @@ func (r *Registry) Remove(ctx context.Context, name string) error {
 	delete(r.entries, name)
 	r.order = slices.DeleteFunc(r.order, func(x *Entry) bool { return x == e })
 	r.mu.Unlock()
+	if e.stop != nil {
+		e.stop()
+	}
 	err := e.Server.Close(ctx)
 	r.notify()
 	return err
@@ -695,6 +704,7 @@ func (r *Registry) Shutdown(ctx context.Context, grace time.Duration) error {
 			}
 		}
 	}
+	r.watchers.Wait()
 	r.subsMu.Lock()
 	hooks := slices.Clone(r.atShutdown)
 	r.subsMu.Unlock()
