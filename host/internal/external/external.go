@@ -76,6 +76,10 @@ type Server struct {
 
 	events chan mcp.JSONRPCNotification // for Watch (features.go)
 
+	askMu  sync.Mutex
+	active []*callAsker // the calls in progress that can ask their client, oldest first
+	last   protocol.ClientRequester
+
 	done      chan struct{}
 	doneOnce  sync.Once
 	closeOnce sync.Once
@@ -121,6 +125,12 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 	// server in the wild supports; raw tools/list and tools/call need no
 	// per-request _meta there.
 	client.WithLegacyProtocolOnly()(s.c) //nolint:staticcheck // SA1019: intended, see above
+	// The server's requests to its client go to the client of the call in
+	// progress (clientreq.go); set before Start, which wires them on stdio.
+	ask := asker{s}
+	client.WithSamplingHandler(ask)(s.c)
+	client.WithElicitationHandler(ask)(s.c)
+	client.WithRootsHandler(ask)(s.c)
 	s.tr = s.c.GetTransport()
 	s.c.OnNotification(s.onNotification)
 	s.c.OnConnectionLost(func(err error) { s.markDone() })
@@ -352,6 +362,7 @@ func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info.Load() }
 // Call runs tools/call with our own request id; when ctx ends the server
 // is sent notifications/cancelled naming it, on any transport.
 func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
+	defer s.calling(ctx)()
 	id := s.id()
 	params := map[string]any{"name": tool, "arguments": json.RawMessage(args)}
 	var progress chan toolcall.Progress
