@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -312,6 +313,34 @@ func TestFeaturesThroughHost(t *testing.T) {
 			t.Errorf("external log message = %v", got)
 		}
 	})
+}
+
+// inspect shows each server's protocol version and how many resources
+// (and templates) and prompts it offers.
+func TestInspectCountsFeatures(t *testing.T) {
+	bins, config := featureSetup(t)
+	out, err := exec.CommandContext(t.Context(), bins.Switchboard, "inspect", "--json", "--config", config).Output()
+	if err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	var rows []struct {
+		Name               string
+		Protocol           int
+		Resources, Prompts int
+	}
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("inspect --json: %v\n%s", err, out)
+	}
+	got := map[string][3]int{}
+	for _, r := range rows {
+		got[r.Name] = [3]int{r.Protocol, r.Resources, r.Prompts}
+	}
+	want := map[string][3]int{"fx": {2, 2, 1}, "fy": {2, 2, 1}, "ext": {0, 1, 1}}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("inspect %s: protocol, resources, prompts = %v, want %v", name, got[name], w)
+		}
+	}
 }
 
 func countOf(list []string, s string) int {
