@@ -78,7 +78,7 @@ external "ext" {
 // featureMCPClient starts `switchboard serve` under a real mcp-go client of
 // the 2025-11-25 era (the one with requests from server to client) that
 // can sample and has roots; notifications go to notes.
-func featureMCPClient(t *testing.T, bins fixtures.Binaries, config string, notes chan<- mcp.JSONRPCNotification) *client.Client {
+func featureMCPClient(t *testing.T, bins fixtures.Binaries, config string, notes chan<- mcp.JSONRPCNotification) (*client.Client, *mcp.InitializeResult) {
 	t.Helper()
 	c, err := client.NewStdioMCPClientWithOptions(bins.Switchboard, nil, []string{"serve", "--config", config},
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
@@ -105,10 +105,11 @@ func featureMCPClient(t *testing.T, bins fixtures.Binaries, config string, notes
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "features", Version: "1"}
 	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	if _, err := c.Initialize(t.Context(), req); err != nil {
+	init, err := c.Initialize(t.Context(), req)
+	if err != nil {
 		t.Fatalf("Initialize: %v", err)
 	}
-	return c
+	return c, init
 }
 
 // waitNote waits for a notification of method that ok accepts.
@@ -136,8 +137,13 @@ func waitNote(t *testing.T, notes <-chan mcp.JSONRPCNotification, method string,
 func TestFeaturesThroughHost(t *testing.T) {
 	bins, config := featureSetup(t)
 	notes := make(chan mcp.JSONRPCNotification, 256)
-	c := featureMCPClient(t, bins, config, notes)
+	c, init := featureMCPClient(t, bins, config, notes)
 	ctx := t.Context()
+	for _, want := range []string{"prompt fy.greet is not available", "resource fixture://static of fy is not available", "resource template fixture://notes/{id} of fy is not available", "tool fy.echo is not available"} {
+		if !strings.Contains(init.Instructions, want) {
+			t.Errorf("instructions do not say %q:\n%s", want, init.Instructions)
+		}
+	}
 
 	t.Run("names", func(t *testing.T) {
 		tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -28,7 +29,7 @@ import (
 // resource links point at, and what a client subscribes to, so rewriting
 // it would break every one of those references. Two servers offering the
 // same URI (or the same URI template) is a collision: the server started
-// first keeps it, the other's is refused (listed in Refusals and the
+// first keeps it, the other's is refused (listed in FeatureRefusals and the
 // instructions), as for tools. A URI that matches templates of several
 // servers is read from the first of them in start order.
 
@@ -40,6 +41,7 @@ type featState struct {
 	templates    []templateOwner        // in server start order
 	prompts      map[string]promptOwner // MCP name -> its server and prompt
 	featRefusals []Refusal
+	featKey      string // of the installed featureSet
 	// subscribers is, per URI, the sessions subscribed to it; the owning
 	// server is subscribed while there is at least one.
 	subscribers map[string]map[string]bool
@@ -91,9 +93,47 @@ func sessionID(ctx context.Context) string {
 	return ""
 }
 
+// featureSet is what setFeatures installs.
+type featureSet struct {
+	resources []server.ServerResource
+	templates []server.ServerResourceTemplate
+	prompts   []server.ServerPrompt
+	refusals  []Refusal
+	uris      map[string]string
+	owners    []templateOwner
+	names     map[string]promptOwner
+	// key identifies the listings and their owners: an unchanged set is
+	// not installed again (each install tells every client its lists
+	// changed).
+	key string
+}
+
 // setFeatures rebuilds the resources, templates and prompts from the
 // registry (New and Refresh).
 func (f *Frontend) setFeatures() {
+	f.installFeatures(f.buildFeatures())
+}
+
+// installFeatures installs fs unless it is what is installed already.
+func (f *Frontend) installFeatures(fs featureSet) {
+	f.featMu.Lock()
+	f.resources, f.templates, f.prompts, f.featRefusals = fs.uris, fs.owners, fs.names, fs.refusals
+	same := f.featKey == fs.key && f.featKey != ""
+	f.featKey = fs.key
+	f.featMu.Unlock()
+	if same {
+		return
+	}
+	f.srv.SetResources(fs.resources...)
+	f.srv.SetResourceTemplates(fs.templates...)
+	f.srv.SetPrompts(fs.prompts...)
+	for _, r := range fs.refusals {
+		f.log.Error(r.What+" not exposed", "name", r.Tool, "reason", r.Reason)
+	}
+}
+
+// buildFeatures reads the registry's resources, templates and prompts.
+func (f *Frontend) buildFeatures() featureSet {
 	var (
 		resources []server.ServerResource
 		templates []server.ServerResourceTemplate
@@ -102,6 +142,7 @@ func (f *Frontend) setFeatures() {
 		uris      = map[string]string{}
 		owners    []templateOwner
 		names     = map[string]promptOwner{}
+		key       []any
 	)
 	for _, e := range f.reg.Entries() {
 		if rd, ok := e.Server.(registry.Readiness); ok && !rd.Ready() {
@@ -113,46 +154,56 @@ func (f *Frontend) setFeatures() {
 		name, d := e.Server.Name(), e.Server.Describe()
 		for _, r := range d.GetResources() {
 			if prev, dup := uris[r.GetUri()]; dup {
-				refusals = append(refusals, Refusal{Tool: name + " resource " + r.GetUri(), Reason: "the URI is already offered by " + prev})
+				refusals = append(refusals, Refusal{What: "resource", Tool: r.GetUri() + " of " + name, Reason: "the URI is already offered by " + prev})
 				continue
 			}
 			uris[r.GetUri()] = name
-			resources = append(resources, server.ServerResource{Resource: resourceListing(r), Handler: f.readResource(name)})
+			l := resourceListing(r)
+			key = append(key, name, l)
+			resources = append(resources, server.ServerResource{Resource: l, Handler: f.readResource(name)})
 		}
 		for _, t := range d.GetResourceTemplates() {
 			raw := t.GetUriTemplate()
 			if prev := ownerOfTemplate(owners, raw); prev != "" {
-				refusals = append(refusals, Refusal{Tool: name + " resource template " + raw, Reason: "the URI template is already offered by " + prev})
+				refusals = append(refusals, Refusal{What: "resource template", Tool: raw + " of " + name, Reason: "the URI template is already offered by " + prev})
 				continue
 			}
 			ut, err := uritemplate.New(raw)
 			if err != nil {
-				refusals = append(refusals, Refusal{Tool: name + " resource template " + raw, Reason: "not a URI template: " + err.Error()})
+				refusals = append(refusals, Refusal{What: "resource template", Tool: raw + " of " + name, Reason: "not a URI template: " + err.Error()})
 				continue
 			}
 			owners = append(owners, templateOwner{server: name, raw: raw, t: ut})
-			templates = append(templates, server.ServerResourceTemplate{Template: templateListing(t, ut), Handler: f.readTemplated})
+			l := templateListing(t, ut)
+			key = append(key, name, l)
+			templates = append(templates, server.ServerResourceTemplate{Template: l, Handler: f.readTemplated})
 		}
 		prefix := f.reg.Prefix(name)
 		for _, p := range d.GetPrompts() {
 			mcpName := MCPName(prefix, p.GetName(), DefaultNameBudget)
 			if prev, dup := names[mcpName]; dup {
-				refusals = append(refusals, Refusal{Tool: name + " prompt " + p.GetName(), Reason: fmt.Sprintf("its MCP name %q is already used by %s's prompt %s", mcpName, prev.server, prev.name)})
+				refusals = append(refusals, Refusal{What: "prompt", Tool: name + "." + p.GetName(), Reason: fmt.Sprintf("its MCP name %q is already used by %s.%s", mcpName, prev.server, prev.name)})
 				continue
 			}
 			names[mcpName] = promptOwner{server: name, name: p.GetName()}
-			prompts = append(prompts, server.ServerPrompt{Prompt: promptListing(mcpName, p), Handler: f.getPrompt(name, p.GetName())})
+			l := promptListing(mcpName, p)
+			key = append(key, name, p.GetName(), l)
+			prompts = append(prompts, server.ServerPrompt{Prompt: l, Handler: f.getPrompt(name, p.GetName())})
 		}
 	}
-	f.featMu.Lock()
-	f.resources, f.templates, f.prompts, f.featRefusals = uris, owners, names, refusals
-	f.featMu.Unlock()
-	f.srv.SetResources(resources...)
-	f.srv.SetResourceTemplates(templates...)
-	f.srv.SetPrompts(prompts...)
-	for _, r := range refusals {
-		f.log.Error("not exposed", "what", r.Tool, "reason", r.Reason)
+	k, err := json.Marshal(key)
+	if err != nil {
+		k = nil // never equal: installed every time
 	}
+	return featureSet{resources: resources, templates: templates, prompts: prompts, refusals: refusals, uris: uris, owners: owners, names: names, key: string(k)}
+}
+
+// FeatureRefusals lists the prompts, resources and resource templates that
+// could not be exposed and why (Refusals lists the tools).
+func (f *Frontend) FeatureRefusals() []Refusal {
+	f.featMu.Lock()
+	defer f.featMu.Unlock()
+	return slices.Clone(f.featRefusals)
 }
 
 func ownerOfTemplate(owners []templateOwner, raw string) string {

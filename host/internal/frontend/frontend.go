@@ -41,8 +41,11 @@ const ServerName = "switchboard"
 
 // Refusal is a tool the front end could not expose.
 type Refusal struct {
-	Tool   string // canonical name
+	Tool   string // canonical name (for a resource: its URI and server)
 	Reason string
+	// What is refused: "" for a tool, else "prompt", "resource" or
+	// "resource template" (features.go).
+	What string
 }
 
 // Frontend is the MCP face of a registry.
@@ -70,9 +73,10 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version, noShortPath: ablate.Off(ablate.ShortPath)}
 	tools, names, refusals := f.serverTools()
 	f.srvHooks = f.hooks()
-	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions(Instructions(reg, refusals))...)
+	feats := f.buildFeatures()
+	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions(Instructions(reg, append(slices.Clip(refusals), feats.refusals...)))...)
 	f.setTools(tools, names, refusals)
-	f.setFeatures()
+	f.installFeatures(feats)
 	reg.Subscribe(f.Refresh)
 	reg.OnEvent(f.onEvent)
 	return f
@@ -143,11 +147,8 @@ func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 // Refusals lists the tools that could not be exposed and why.
 func (f *Frontend) Refusals() []Refusal {
 	f.mu.Lock()
-	out := slices.Clone(f.refusals)
-	f.mu.Unlock()
-	f.featMu.Lock()
-	defer f.featMu.Unlock()
-	return append(out, f.featRefusals...)
+	defer f.mu.Unlock()
+	return slices.Clone(f.refusals)
 }
 
 // MCPServer returns the underlying mcp-go server.
@@ -173,7 +174,11 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 		fmt.Fprintf(&b, "- %s: failed to load: %v\n", fl.Name, fl.Err)
 	}
 	for _, r := range refusals {
-		fmt.Fprintf(&b, "- tool %s is not available: %s\n", r.Tool, r.Reason)
+		what := r.What
+		if what == "" {
+			what = "tool"
+		}
+		fmt.Fprintf(&b, "- %s %s is not available: %s\n", what, r.Tool, r.Reason)
 	}
 	return b.String()
 }
