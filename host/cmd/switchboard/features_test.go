@@ -79,6 +79,12 @@ external "ext" {
 // the 2025-11-25 era (the one with requests from server to client) that
 // can sample and has roots; notifications go to notes.
 func featureMCPClient(t *testing.T, bins fixtures.Binaries, config string, notes chan<- mcp.JSONRPCNotification) (*client.Client, *mcp.InitializeResult) {
+	return featureMCPClientWith(t, bins, config, notes, true)
+}
+
+// featureMCPClientWith is featureMCPClient; without handlers the client
+// declares neither sampling nor roots.
+func featureMCPClientWith(t *testing.T, bins fixtures.Binaries, config string, notes chan<- mcp.JSONRPCNotification, handlers bool) (*client.Client, *mcp.InitializeResult) {
 	t.Helper()
 	c, err := client.NewStdioMCPClientWithOptions(bins.Switchboard, nil, []string{"serve", "--config", config},
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
@@ -90,8 +96,10 @@ func featureMCPClient(t *testing.T, bins fixtures.Binaries, config string, notes
 		t.Fatalf("starting switchboard serve: %v", err)
 	}
 	client.WithLegacyProtocolOnly()(c) //nolint:staticcheck // SA1019: the era with server-to-client requests
-	client.WithSamplingHandler(featureClient{})(c)
-	client.WithRootsHandler(featureClient{})(c)
+	if handlers {
+		client.WithSamplingHandler(featureClient{})(c)
+		client.WithRootsHandler(featureClient{})(c)
+	}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		select {
 		case notes <- n:
@@ -345,6 +353,22 @@ func TestInspectCountsFeatures(t *testing.T) {
 	for name, w := range want {
 		if got[name] != w {
 			t.Errorf("inspect %s: protocol, resources, prompts = %v, want %v", name, got[name], w)
+		}
+	}
+}
+
+// A client that did not declare sampling makes the tool that asks for it
+// fail with a reason, for a plugin's tool and an external server's.
+func TestSamplingRefusedWithoutCapability(t *testing.T) {
+	bins, config := featureSetup(t)
+	c, _ := featureMCPClientWith(t, bins, config, make(chan mcp.JSONRPCNotification, 16), false)
+	for _, tool := range []string{"fx__ask_model", "ask_model"} {
+		res, err := callTool(t.Context(), c, tool, map[string]any{"text": "hi"}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if got := resultText(res); !res.IsError || !strings.Contains(got, "did not declare the sampling capability") {
+			t.Errorf("%s = %q (error %v), want a failure saying the client cannot sample", tool, got, res.IsError)
 		}
 	}
 }
