@@ -35,6 +35,10 @@ func (featureClient) CreateMessage(_ context.Context, req mcp.CreateMessageReque
 	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("echo " + text)}, Model: "test-model"}, nil
 }
 
+func (featureClient) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"name": "Ada"}}}, nil
+}
+
 func (featureClient) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///tmp/root", Name: "root"}}}, nil
 }
@@ -99,6 +103,7 @@ func featureMCPClientWith(t *testing.T, bins fixtures.Binaries, config string, n
 	if handlers {
 		client.WithSamplingHandler(featureClient{})(c)
 		client.WithRootsHandler(featureClient{})(c)
+		client.WithElicitationHandler(featureClient{})(c)
 	}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		select {
@@ -285,7 +290,7 @@ func TestFeaturesThroughHost(t *testing.T) {
 		waitNote(t, notes, "notifications/resources/updated", func(p map[string]any) bool { return p["uri"] == "fixture://static" })
 	})
 
-	t.Run("sampling and roots", func(t *testing.T) {
+	t.Run("sampling, elicitation and roots", func(t *testing.T) {
 		for _, tc := range []struct{ tool, want string }{
 			{"fx__ask_model", "model test-model said: echo hi"},
 			{"ask_model", "model test-model said: echo hi"},
@@ -298,7 +303,14 @@ func TestFeaturesThroughHost(t *testing.T) {
 				t.Errorf("%s = %q (error %v), want %q", tc.tool, got, res.IsError, tc.want)
 			}
 		}
-		res, err := callTool(ctx, c, "fx__roots", nil, nil)
+		res, err := callTool(ctx, c, "fx__ask_user", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultText(res); got != "accept Ada" {
+			t.Errorf("fx__ask_user = %q, want %q", got, "accept Ada")
+		}
+		res, err = callTool(ctx, c, "fx__roots", nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
