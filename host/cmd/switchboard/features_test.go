@@ -290,6 +290,31 @@ func TestFeaturesThroughHost(t *testing.T) {
 		waitNote(t, notes, "notifications/resources/updated", func(p map[string]any) bool { return p["uri"] == "fixture://static" })
 	})
 
+	t.Run("list changes", func(t *testing.T) {
+		// A plugin adds a resource, an external server a prompt, while
+		// served: the client is told, and sees them.
+		for _, tool := range []string{"fx__add_resource", "add_prompt"} {
+			if _, err := callTool(ctx, c, tool, nil, nil); err != nil {
+				t.Fatalf("%s: %v", tool, err)
+			}
+		}
+		waitFor(t, "fixture://added listed", func() bool {
+			res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+			return err == nil && slices.ContainsFunc(res.Resources, func(r mcp.Resource) bool { return r.URI == "fixture://added" })
+		})
+		waitFor(t, "the external server's prompt added listed", func() bool {
+			res, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+			return err == nil && slices.ContainsFunc(res.Prompts, func(p mcp.Prompt) bool { return p.Name == "added" })
+		})
+		waitNote(t, notes, "notifications/resources/list_changed", func(map[string]any) bool { return true })
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = "fixture://added"
+		got, err := c.ReadResource(ctx, req)
+		if err != nil || len(got.Contents) != 1 {
+			t.Fatalf("ReadResource(fixture://added) = %+v, %v", got, err)
+		}
+	})
+
 	t.Run("sampling, elicitation and roots", func(t *testing.T) {
 		for _, tc := range []struct{ tool, want string }{
 			{"fx__ask_model", "model test-model said: echo hi"},
