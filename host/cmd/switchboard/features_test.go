@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -418,4 +419,74 @@ func countOf(list []string, s string) int {
 		}
 	}
 	return n
+}
+
+// Over streamable HTTP too, a client reads a plugin's resource, gets an
+// external server's prompt, and answers the sampling requests of a
+// plugin's tool and of an external server's tool.
+func TestFeaturesOverHTTP(t *testing.T) {
+	bins, config := featureSetup(t)
+	cmd := exec.Command(bins.Switchboard, "serve", "--config", config, "--http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	url := ""
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "switchboard: serving MCP at "); ok {
+			url = u
+			break
+		}
+	}
+	if url == "" {
+		t.Fatal("no URL announced")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	// With mcp-go v1.2.1 a request from the host to an HTTP client reaches
+	// it only on the client's GET stream (continuous listening).
+	c, err := client.NewStreamableHttpClient(url, transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	client.WithLegacyProtocolOnly()(c) //nolint:staticcheck // SA1019: the era with server-to-client requests
+	client.WithSamplingHandler(featureClient{})(c)
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "features-http", Version: "1"}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := c.Initialize(t.Context(), req); err != nil {
+		t.Fatalf("Initialize: %v", err)
+	}
+	ctx := t.Context()
+	rr := mcp.ReadResourceRequest{}
+	rr.Params.URI = "fixture://static"
+	if got, err := c.ReadResource(ctx, rr); err != nil || len(got.Contents) != 1 {
+		t.Errorf("ReadResource over HTTP = %+v, %v", got, err)
+	}
+	pr := mcp.GetPromptRequest{}
+	pr.Params.Name, pr.Params.Arguments = "summarize", map[string]string{"topic": "Go"}
+	if got, err := c.GetPrompt(ctx, pr); err != nil || len(got.Messages) != 1 {
+		t.Errorf("GetPrompt over HTTP = %+v, %v", got, err)
+	}
+	for _, tool := range []string{"fx__ask_model", "ask_model"} {
+		res, err := callTool(ctx, c, tool, map[string]any{"text": "hi"}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if got := resultText(res); got != "model test-model said: echo hi" {
+			t.Errorf("%s over HTTP = %q (error %v)", tool, got, res.IsError)
+		}
+	}
 }
