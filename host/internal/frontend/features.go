@@ -361,12 +361,12 @@ func (f *Frontend) CompleteResourceArgument(ctx context.Context, uri string, arg
 }
 
 func (f *Frontend) complete(ctx context.Context, srv string, req feature.CompleteRequest) (*mcp.Completion, error) {
-	if !f.reg.Entry(srv).Server.Describe().GetCompletions() {
-		return &mcp.Completion{Values: []string{}}, nil
-	}
 	fs, err := f.features(srv)
 	if err != nil {
 		return nil, err
+	}
+	if e := f.reg.Entry(srv); e == nil || !e.Server.Describe().GetCompletions() {
+		return &mcp.Completion{Values: []string{}}, nil
 	}
 	c, err := fs.Complete(registry.WithClient(ctx, clientID(ctx)), req)
 	if err != nil {
