@@ -158,7 +158,7 @@ func (f *Frontend) MCPServer() *server.MCPServer { return f.srv }
 // instructions, then the servers that failed and the tools not exposed.
 func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	var b strings.Builder
-	b.WriteString("Switchboard serves tools from these servers (tool names are <server>__<tool>):\n")
+	b.WriteString("Switchboard serves tools from these servers (tool and prompt names are <server>__<name> unless the server's prefix is configured; resource URIs are the servers' own):\n")
 	for _, e := range reg.Entries() {
 		d := e.Server.Describe()
 		fmt.Fprintf(&b, "- %s: ready, %d tools (%s %s)", e.Server.Name(), len(d.GetTools()), e.Kind, d.GetPluginVersion())
