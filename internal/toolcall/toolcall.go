@@ -116,9 +116,12 @@ func (r *Result) Text() string {
 
 // Log is one log message of a running call.
 type Log struct {
-	// Level is MCP's: "debug", "info", "warning" or "error".
+	// Level is MCP's: "debug", "info", "notice", "warning", "error" …
 	Level   string
 	Message string
+	// Logger names the part of the server that logged ("" for the
+	// server itself).
+	Logger string
 	// Fields are key/value pairs as a JSON object (nil when none).
 	Fields json.RawMessage
 }

@@ -364,6 +364,15 @@ func TestFeaturesThroughHost(t *testing.T) {
 		if got["data"] != "external says hi" || got["level"] != "warning" {
 			t.Errorf("external log message = %v", got)
 		}
+		// Outside any call, an external server's log message goes to
+		// every session.
+		if _, err := callTool(ctx, c, "log_later", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		got = waitNote(t, notes, "notifications/message", func(p map[string]any) bool { return p["data"] == "external says later" })
+		if got["logger"] != "ext.fixture" || got["level"] != "error" {
+			t.Errorf("external log message outside a call = %v", got)
+		}
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
 // An external server's requests to its client (sampling/createMessage,
@@ -19,26 +20,42 @@ import (
 // for roots after a roots/list_changed). With no call ever made, or a call
 // made by no MCP client (the CLI), the server gets an error.
 
-// callAsker is a call in progress that can ask its client.
-type callAsker struct {
-	ask protocol.ClientRequester
+// The server's log messages (notifications/message) go the same way: to
+// the most recent call in progress that takes log messages, through its
+// toolcall.LogFunc (so they reach its session, before its result); with
+// no call in progress they become Log events (Watch), which the front end
+// sends to every session.
+
+// activeCall is a call in progress that can ask its client or takes log
+// messages.
+type activeCall struct {
+	ask  protocol.ClientRequester // nil when its caller cannot be asked
+	logs chan toolcall.Log        // nil when it takes no log messages
 }
 
-// calling records the call in ctx as in progress, if its caller can be
-// asked; the returned function ends the record.
-func (s *Server) calling(ctx context.Context) func() {
-	r := protocol.ClientRequesterFrom(ctx)
-	if r == nil {
-		return func() {}
+// logQueue is how many log messages of a call wait for its goroutine;
+// more are dropped (the read loop must never block).
+const logQueue = 64
+
+// calling records the call in ctx as in progress; the returned function
+// ends the record.
+func (s *Server) calling(ctx context.Context) (*activeCall, func()) {
+	c := &activeCall{ask: protocol.ClientRequesterFrom(ctx)}
+	if toolcall.LogFrom(ctx) != nil {
+		c.logs = make(chan toolcall.Log, logQueue)
 	}
-	c := &callAsker{ask: r}
+	if c.ask == nil && c.logs == nil {
+		return c, func() {}
+	}
 	s.askMu.Lock()
 	s.active = append(s.active, c)
-	s.last = r
+	if c.ask != nil {
+		s.last = c.ask
+	}
 	s.askMu.Unlock()
-	return func() {
+	return c, func() {
 		s.askMu.Lock()
-		s.active = slices.DeleteFunc(s.active, func(x *callAsker) bool { return x == c })
+		s.active = slices.DeleteFunc(s.active, func(x *activeCall) bool { return x == c })
 		s.askMu.Unlock()
 	}
 }
@@ -47,10 +64,42 @@ func (s *Server) calling(ctx context.Context) func() {
 func (s *Server) requester() protocol.ClientRequester {
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
-	if n := len(s.active); n > 0 {
-		return s.active[n-1].ask
+	for i := len(s.active) - 1; i >= 0; i-- {
+		if s.active[i].ask != nil {
+			return s.active[i].ask
+		}
 	}
 	return s.last
+}
+
+// logToCall hands a notifications/message to the most recent call in
+// progress that takes log messages, without blocking; false when there is
+// none.
+func (s *Server) logToCall(n mcp.JSONRPCNotification) bool {
+	s.askMu.Lock()
+	var logs chan toolcall.Log
+	for i := len(s.active) - 1; i >= 0 && logs == nil; i-- {
+		logs = s.active[i].logs
+	}
+	s.askMu.Unlock()
+	if logs == nil {
+		return false
+	}
+	f := n.Params.AdditionalFields
+	l := toolcall.Log{}
+	l.Level, _ = f["level"].(string)
+	l.Logger, _ = f["logger"].(string)
+	if text, ok := f["data"].(string); ok {
+		l.Message = text
+	} else if raw, err := json.Marshal(f["data"]); err == nil {
+		l.Fields = raw
+	}
+	select {
+	case logs <- l:
+	default:
+		s.log.Warn("log message of a call dropped: too many waiting")
+	}
+	return true
 }
 
 // asker implements mcp-go's client handlers by forwarding.

@@ -77,7 +77,7 @@ type Server struct {
 	events chan mcp.JSONRPCNotification // for Watch (features.go)
 
 	askMu  sync.Mutex
-	active []*callAsker // the calls in progress that can ask their client, oldest first
+	active []*activeCall // the calls in progress that can ask their client or take logs, oldest first
 	last   protocol.ClientRequester
 
 	done      chan struct{}
@@ -328,6 +328,9 @@ func toolFromRaw(raw json.RawMessage) (*pluginv1.Tool, error) {
 
 // onNotification runs on the client's read loop: it must never block.
 func (s *Server) onNotification(n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationMessage) && s.logToCall(n) {
+		return
+	}
 	if n.Method != string(mcp.MethodNotificationProgress) {
 		s.queueEvent(n)
 		return
@@ -362,7 +365,9 @@ func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info.Load() }
 // Call runs tools/call with our own request id; when ctx ends the server
 // is sent notifications/cancelled naming it, on any transport.
 func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
-	defer s.calling(ctx)()
+	call, end := s.calling(ctx)
+	defer end()
+	onLog := toolcall.LogFrom(ctx)
 	id := s.id()
 	params := map[string]any{"name": tool, "arguments": json.RawMessage(args)}
 	var progress chan toolcall.Progress
@@ -393,7 +398,17 @@ func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress 
 		select {
 		case p := <-progress:
 			onProgress(p)
+		case l := <-call.logs:
+			onLog(l)
 		case a := <-done:
+			for drained := false; !drained && call.logs != nil; {
+				select {
+				case l := <-call.logs: // logged before the result
+					onLog(l)
+				default:
+					drained = true
+				}
+			}
 			if ctx.Err() != nil {
 				s.cancel(id, ctx)
 				return nil, protocol.Errorf(protocol.CodeCancelled, "%s.%s cancelled", s.spec.Name, tool)

@@ -492,15 +492,21 @@ func (f *Frontend) callLogger(ctx context.Context, canonical string) toolcall.Lo
 		if len(l.Fields) > 0 {
 			var fields map[string]any
 			if json.Unmarshal(l.Fields, &fields) == nil && len(fields) > 0 {
-				fields["message"] = l.Message
+				if l.Message != "" {
+					fields["message"] = l.Message
+				}
 				data = fields
 			}
+		}
+		logger := srv
+		if l.Logger != "" {
+			logger = srv + "." + l.Logger
 		}
 		lvl := mcp.LoggingLevel(l.Level)
 		if _, ok := logLevels[lvl]; !ok {
 			lvl = mcp.LoggingLevelInfo
 		}
-		if err := f.srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(lvl, srv, data)); err != nil {
+		if err := f.srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(lvl, logger, data)); err != nil {
 			f.log.Trace("log message not delivered", "tool", canonical, "error", err)
 		}
 	}
