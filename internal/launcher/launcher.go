@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -147,7 +148,7 @@ type Plugin struct {
 	client  *plugin.Client
 	runner  *groupRunner
 	proto   *protocol.Client
-	info    *pluginv1.DescribeResponse
+	info    atomic.Pointer[pluginv1.DescribeResponse] // replaced when the plugin's lists change
 	version int
 	unmet   []string
 	stderr  stderrWatch // the plugin's raw stderr: its tail, and its versions on a mismatch
@@ -195,7 +196,7 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (_ *Plugin, err er
 	if err := p.describe(cctx); err != nil {
 		return nil, err
 	}
-	p.log.Debug("plugin started", "pid", p.PID(), "protocol", p.version, "version", p.info.GetPluginVersion(), "tools", len(p.info.GetTools()))
+	p.log.Debug("plugin started", "pid", p.PID(), "protocol", p.version, "version", p.Describe().GetPluginVersion(), "tools", len(p.Describe().GetTools()))
 	return p, nil
 }
 
@@ -417,7 +418,7 @@ func (p *Plugin) describe(ctx context.Context) error {
 	if err := protocol.ValidateDescribe(info); err != nil {
 		return fmt.Errorf("launcher: plugin %s (%s): %w", p.spec.Name, p.spec.Path, err)
 	}
-	p.info = info
+	p.info.Store(info)
 	if nc, ok := p.spec.Sandbox.(NeedsChecker); ok && info.GetSandbox() != nil {
 		if unmet := nc.Unmet(info.GetSandbox()); len(unmet) > 0 {
 			p.unmet = unmet
@@ -516,7 +517,7 @@ func readerSHA256(r io.Reader) (string, error) {
 func (p *Plugin) Name() string { return p.spec.Name }
 
 // Describe returns what the plugin reported at start.
-func (p *Plugin) Describe() *pluginv1.DescribeResponse { return p.info }
+func (p *Plugin) Describe() *pluginv1.DescribeResponse { return p.info.Load() }
 
 // ProtocolVersion returns the negotiated protocol version.
 func (p *Plugin) ProtocolVersion() int { return p.version }

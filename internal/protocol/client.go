@@ -100,9 +100,11 @@ type ProgressFunc func(ev *pluginv1.CallToolEvent)
 // Call runs one tool call in the host's terms (package toolcall): the
 // caller's identity in ctx (package caller) goes with it as its owner,
 // onProgress, if not nil, asks for progress and receives it, and the
-// plugin's log events go to Log. Errors are as for CallEvents.
+// plugin's log events go to Log and to the toolcall.LogFunc in ctx, if
+// any. Errors are as for CallEvents.
 func (c *Client) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
 	call := &pluginv1.Call{Tool: tool, Arguments: args, WantProgress: onProgress != nil, Owner: caller.From(ctx)}
+	toClient := toolcall.LogFrom(ctx)
 	res, err := c.CallEvents(ctx, call, func(ev *pluginv1.CallToolEvent) {
 		switch k := ev.GetKind().(type) {
 		case *pluginv1.CallToolEvent_Progress:
@@ -111,6 +113,9 @@ func (c *Client) Call(ctx context.Context, tool string, args []byte, onProgress 
 			}
 		case *pluginv1.CallToolEvent_Log:
 			logEvent(c.Log, tool, k.Log)
+			if toClient != nil {
+				toClient(logFromWire(k.Log))
+			}
 		}
 	})
 	if err != nil {

@@ -118,7 +118,8 @@ func toWireOr(err error, plain Code) *pluginv1.Error {
 // (Configure, Describe, PermissionPattern): a gRPC status whose code fits
 // and which carries the *Error's code and message as a detail, so the host
 // gets the same *Error back (see rpcError). An error without a code gets
-// plain.
+// plain. A nil err is nil (the version 2 RPCs pass their handler's error
+// through it on success too).
 func statusError(err error, plain Code) error {
 	if err == nil {
 		return nil

@@ -125,6 +125,10 @@ func WithClientRequester(ctx context.Context, r ClientRequester) context.Context
 	return context.WithValue(ctx, requesterKey{}, r)
 }
 
+// ClientRequesterFrom returns the ClientRequester in ctx, or nil (an
+// external server's own requests to the client use it).
+func ClientRequesterFrom(ctx context.Context) ClientRequester { return requesterFrom(ctx) }
+
 func requesterFrom(ctx context.Context) ClientRequester {
 	r, _ := ctx.Value(requesterKey{}).(ClientRequester)
 	return r

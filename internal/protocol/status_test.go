@@ -61,3 +61,12 @@ func TestShuttingDownIsItsOwnCode(t *testing.T) {
 		t.Errorf("ErrShuttingDown.Error() = %q", got)
 	}
 }
+
+// The version 2 RPCs pass their handler's error through statusError on
+// success too: nil must stay nil (it panicked, killing the plugin on every
+// successful ReadResource, GetPrompt and Complete).
+func TestStatusErrorNil(t *testing.T) {
+	if err := statusError(nil, CodeInternal); err != nil {
+		t.Errorf("statusError(nil) = %v, want nil", err)
+	}
+}

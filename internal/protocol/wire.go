@@ -19,24 +19,36 @@ func resultFromWire(r *pluginv1.Result) *toolcall.Result {
 		out.StructuredContent = json.RawMessage(r.GetStructuredContent())
 	}
 	for _, c := range r.GetContent() {
-		switch k := c.GetKind().(type) {
-		case *pluginv1.Content_Text:
-			out.Content = append(out.Content, toolcall.TextContent(k.Text.GetText()))
-		case *pluginv1.Content_Image:
-			out.Content = append(out.Content, toolcall.Content{Type: toolcall.TypeImage, Data: k.Image.GetData(), MIMEType: k.Image.GetMimeType()})
-		case *pluginv1.Content_Audio:
-			out.Content = append(out.Content, toolcall.Content{Type: toolcall.TypeAudio, Data: k.Audio.GetData(), MIMEType: k.Audio.GetMimeType()})
-		case *pluginv1.Content_ResourceLink:
-			l := k.ResourceLink
-			out.Content = append(out.Content, toolcall.Content{Type: toolcall.TypeResourceLink, URI: l.GetUri(), Name: l.GetName(), Description: l.GetDescription(), MIMEType: l.GetMimeType()})
-		case *pluginv1.Content_Resource:
-			res := k.Resource
-			out.Content = append(out.Content, toolcall.Content{Type: toolcall.TypeResource, URI: res.GetUri(), MIMEType: res.GetMimeType(), Text: res.GetText(), Blob: res.GetBlob()})
+		if item, ok := ContentFromWire(c); ok {
+			out.Content = append(out.Content, item)
 		}
-		// A kind from a newer plugin that this host does not know is
-		// dropped: the host could not show it to a client anyway.
 	}
 	return out
+}
+
+// ContentFromWire converts one content item of a plugin's result or
+// prompt; ok is false for a kind from a newer plugin that this host does
+// not know (it is dropped: the host could not show it to a client anyway).
+func ContentFromWire(c *pluginv1.Content) (item toolcall.Content, ok bool) {
+	switch k := c.GetKind().(type) {
+	case *pluginv1.Content_Text:
+		return toolcall.TextContent(k.Text.GetText()), true
+	case *pluginv1.Content_Image:
+		return toolcall.Content{Type: toolcall.TypeImage, Data: k.Image.GetData(), MIMEType: k.Image.GetMimeType()}, true
+	case *pluginv1.Content_Audio:
+		return toolcall.Content{Type: toolcall.TypeAudio, Data: k.Audio.GetData(), MIMEType: k.Audio.GetMimeType()}, true
+	case *pluginv1.Content_ResourceLink:
+		l := k.ResourceLink
+		return toolcall.Content{Type: toolcall.TypeResourceLink, URI: l.GetUri(), Name: l.GetName(), Description: l.GetDescription(), MIMEType: l.GetMimeType()}, true
+	case *pluginv1.Content_Resource:
+		return ResourceFromWire(k.Resource), true
+	}
+	return toolcall.Content{}, false
+}
+
+// ResourceFromWire converts an embedded resource (a resource's contents).
+func ResourceFromWire(r *pluginv1.EmbeddedResource) toolcall.Content {
+	return toolcall.Content{Type: toolcall.TypeResource, URI: r.GetUri(), MIMEType: r.GetMimeType(), Text: r.GetText(), Blob: r.GetBlob()}
 }
 
 // progressFromWire converts a progress event.
@@ -72,4 +84,22 @@ func logEvent(log hclog.Logger, tool string, l *pluginv1.Log) {
 		level = hclog.Error
 	}
 	log.Log(level, l.GetMessage(), kv...)
+}
+
+// logFromWire converts a log event to the host's terms (MCP's levels).
+func logFromWire(l *pluginv1.Log) toolcall.Log {
+	level := "info"
+	switch l.GetLevel() {
+	case pluginv1.LogLevel_LOG_LEVEL_TRACE, pluginv1.LogLevel_LOG_LEVEL_DEBUG:
+		level = "debug"
+	case pluginv1.LogLevel_LOG_LEVEL_WARN:
+		level = "warning"
+	case pluginv1.LogLevel_LOG_LEVEL_ERROR:
+		level = "error"
+	}
+	out := toolcall.Log{Level: level, Message: l.GetMessage()}
+	if len(l.GetFieldsJson()) > 0 {
+		out.Fields = json.RawMessage(l.GetFieldsJson())
+	}
+	return out
 }

@@ -113,3 +113,33 @@ func (r *Result) Text() string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// Log is one log message of a running call.
+type Log struct {
+	// Level is MCP's: "debug", "info", "notice", "warning", "error" …
+	Level   string
+	Message string
+	// Logger names the part of the server that logged ("" for the
+	// server itself).
+	Logger string
+	// Fields are key/value pairs as a JSON object (nil when none).
+	Fields json.RawMessage
+}
+
+// LogFunc receives a call's log messages, in order, on the goroutine that
+// called Call.
+type LogFunc func(Log)
+
+type logKey struct{}
+
+// WithLog returns ctx carrying fn: a server that has log messages of the
+// calls made with ctx hands them to fn (besides logging them itself).
+func WithLog(ctx context.Context, fn LogFunc) context.Context {
+	return context.WithValue(ctx, logKey{}, fn)
+}
+
+// LogFrom returns the LogFunc in ctx, or nil.
+func LogFrom(ctx context.Context) LogFunc {
+	fn, _ := ctx.Value(logKey{}).(LogFunc)
+	return fn
+}

@@ -512,9 +512,13 @@ type ServerInfo struct {
 	SDK      string `json:"sdk_version,omitempty"`
 	PID      int    `json:"pid,omitempty"`
 	Tools    int    `json:"tools"`
-	Restarts int    `json:"restarts"`
-	Attempt  int    `json:"attempt,omitempty"`
-	Error    string `json:"error,omitempty"`
+	// Resources counts resources and resource templates; Prompts the
+	// prompts (protocol version 2 plugins and external servers).
+	Resources int    `json:"resources"`
+	Prompts   int    `json:"prompts"`
+	Restarts  int    `json:"restarts"`
+	Attempt   int    `json:"attempt,omitempty"`
+	Error     string `json:"error,omitempty"`
 	// Sandbox says what confines the server's processes on this machine.
 	Sandbox string `json:"sandbox,omitempty"`
 }
@@ -546,6 +550,7 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		si := ServerInfo{
 			Name: e.Server.Name(), Kind: string(e.Kind), Source: e.Source, Origin: origin(e.Kind, e.Source), Status: "ready",
 			Version: d.GetPluginVersion(), SDK: d.GetSdkVersion(), Tools: len(d.GetTools()),
+			Resources: len(d.GetResources()) + len(d.GetResourceTemplates()), Prompts: len(d.GetPrompts()),
 		}
 		if p, ok := e.Server.(registry.Process); ok {
 			si.PID, si.Protocol = p.PID(), p.ProtocolVersion()
@@ -596,13 +601,13 @@ func origin(k registry.Kind, source string) string {
 // PrintServers writes the inspect/status table.
 func PrintServers(w io.Writer, rows []ServerInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tKIND\tSTATUS\tPROTOCOL\tVERSION\tPID\tTOOLS\tRESTARTS\tSOURCE")
+	fmt.Fprintln(tw, "SERVER\tKIND\tSTATUS\tPROTOCOL\tVERSION\tPID\tTOOLS\tRESOURCES\tPROMPTS\tRESTARTS\tSOURCE")
 	for _, r := range rows {
 		status := r.Status
 		if r.Attempt > 0 {
 			status = fmt.Sprintf("%s (attempt %d)", r.Status, r.Attempt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, r.Kind, status, orDash(r.Protocol), dashIfEmpty(r.Version), orDash(r.PID), r.Tools, r.Restarts, r.Source)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Name, r.Kind, status, orDash(r.Protocol), dashIfEmpty(r.Version), orDash(r.PID), r.Tools, r.Resources, r.Prompts, r.Restarts, r.Source)
 	}
 	_ = tw.Flush()
 	header := false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -277,6 +278,7 @@ func (b *builder) builtin(s builtinSchema) {
 		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: s.Name, Kind: "builtin", Range: s.Range})
 		return
 	}
+	b.prefix(s.Name, s.Prefix, s.Range)
 	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox),
 		Timeouts: b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
 }
@@ -330,6 +332,7 @@ func (b *builder) plugin(p pluginSchema) {
 		}
 		pl.Settings = js
 	}
+	b.prefix(p.Name, p.Prefix, p.Range)
 	b.cfg.Plugins = append(b.cfg.Plugins, pl)
 }
 
@@ -374,7 +377,27 @@ func (b *builder) external(x externalSchema) {
 		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: x.Name, Kind: "external", Range: x.Range})
 		return
 	}
+	b.prefix(x.Name, x.Prefix, x.Range)
 	b.cfg.Externals = append(b.cfg.Externals, ext)
+}
+
+// prefixRE is what a prefix must match: the characters of an MCP name, at
+// most 48 ("" for bare names).
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{0,48}$`)
+
+// prefix records a server block's prefix attribute, if set.
+func (b *builder) prefix(name string, p *string, rng hcl.Range) {
+	if p == nil {
+		return
+	}
+	if !prefixRE.MatchString(*p) {
+		b.errAt(b.in(rng, "prefix"), "Invalid prefix", fmt.Sprintf("%s: prefix %q may use only letters, digits, '_' and '-' (at most 48); \"\" shows names bare.", name, *p))
+		return
+	}
+	if b.cfg.Prefixes == nil {
+		b.cfg.Prefixes = map[string]string{}
+	}
+	b.cfg.Prefixes[name] = *p
 }
 
 // importMCPJSON adds the project's .mcp.json servers when import_mcp_json

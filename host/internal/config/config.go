@@ -83,6 +83,10 @@ type Config struct {
 	WatchConfig bool
 	// Disabled are the blocks turned off with enabled = false.
 	Disabled []Disabled
+	// Prefixes are the `prefix` attributes of the server blocks that set
+	// one: the server's names (tools, prompts) are shown to MCP clients as
+	// "<prefix>__<name>", or bare for "". A server not here uses its name.
+	Prefixes map[string]string
 }
 
 // Disabled is a server block turned off with enabled = false.
@@ -342,6 +346,7 @@ type fileSchema struct {
 type builtinSchema struct {
 	Name        string          `hcl:"name,label"`
 	Enabled     *bool           `hcl:"enabled,optional"`
+	Prefix      *string         `hcl:"prefix,optional"`
 	CallTimeout *string         `hcl:"call_timeout,optional"`
 	Tools       []toolSchema    `hcl:"tool,block"`
 	Restart     []restartSchema `hcl:"restart,block"`
@@ -361,6 +366,7 @@ type toolSchema struct {
 type pluginSchema struct {
 	Name         string            `hcl:"name,label"`
 	Enabled      *bool             `hcl:"enabled,optional"`
+	Prefix       *string           `hcl:"prefix,optional"`
 	Path         string            `hcl:"path"`
 	Args         []string          `hcl:"args,optional"`
 	Env          map[string]string `hcl:"env,optional"`
@@ -377,6 +383,7 @@ type pluginSchema struct {
 type externalSchema struct {
 	Name        string            `hcl:"name,label"`
 	Enabled     *bool             `hcl:"enabled,optional"`
+	Prefix      *string           `hcl:"prefix,optional"`
 	Command     *string           `hcl:"command,optional"`
 	Args        []string          `hcl:"args,optional"`
 	Env         map[string]string `hcl:"env,optional"`

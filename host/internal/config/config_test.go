@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 )
 
@@ -102,6 +104,7 @@ func TestDiagnostics(t *testing.T) {
 		{"bad tool call_timeout", "plugin \"a\" {\n  path = \"x\"\n  tool \"t\" {\n    call_timeout = \"30\"\n  }\n}\n", "is not a positive duration", "config.hcl:4:5"},
 		{"duplicate tool block", "builtin \"bash\" {\n  tool \"run\" {}\n  tool \"run\" {}\n}\n", "Duplicate tool block", "config.hcl:3:3"},
 		{"plugin named like a built-in", "plugin \"git\" { path = \"x\" }\n", "Plugin named like a built-in", "config.hcl:1:1"},
+		{"bad prefix", "plugin \"a\" {\n path = \"x\"\n prefix = \"a.b\"\n}\n", "Invalid prefix", "config.hcl:3:2"},
 		{"bad audit_max_bytes", "\naudit_max_bytes = 10\n", "audit_max_bytes must be at least 4096", "config.hcl:2:1"},
 		{"bad log_level", "log_level = \"loud\"\n", "Invalid log_level", "config.hcl:1:1"},
 		{"bad shutdown_grace", "shutdown_grace = \"soon\"\n", "Invalid shutdown_grace", "config.hcl:1:1"},
@@ -253,5 +256,35 @@ func TestREADMEExamples(t *testing.T) {
 			_ = res.WriteDiagnostics(&out)
 			t.Errorf("README example %d does not validate:\n%s\n%s", i+1, src, out.String())
 		}
+	}
+}
+
+// prefix is read from every kind of server block; an unset one is absent
+// (the server's name), "" is kept (bare names), and a builtin's prefix is
+// not one of its settings.
+func TestPrefixes(t *testing.T) {
+	res, dir := load(t, `
+project_dir = "."
+data_dir    = "`+t.TempDir()+`"
+builtin "git" { prefix = "g" }
+plugin "a" {
+  path   = "a"
+  prefix = ""
+}
+plugin "b" { path = "b" }
+external "e" {
+  command = "x"
+  prefix  = "ext"
+}
+`)
+	if res.Diags.HasErrors() {
+		t.Fatalf("Load in %s: %s", dir, res.Diags.Error())
+	}
+	want := map[string]string{"git": "g", "a": "", "e": "ext"}
+	if diff := cmp.Diff(want, res.Config.Prefixes); diff != "" {
+		t.Errorf("Prefixes (-want +got):\n%s", diff)
+	}
+	if s := string(res.Config.Builtins[0].Settings); strings.Contains(s, "prefix") {
+		t.Errorf("git settings = %s, want no prefix", s)
 	}
 }

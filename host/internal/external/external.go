@@ -65,13 +65,20 @@ type Server struct {
 	log    hclog.Logger
 	c      *client.Client
 	tr     transport.Interface
-	info   *pluginv1.DescribeResponse
+	info   atomic.Pointer[pluginv1.DescribeResponse] // replaced when the server's lists change
+	caps   mcp.ServerCapabilities
 	cmd    *exec.Cmd
 	conf   launcher.Confinement // the sandbox of a stdio server's process
 	nextID atomic.Int64
 
 	progressMu sync.Mutex
 	progress   map[string]chan toolcall.Progress
+
+	events chan mcp.JSONRPCNotification // for Watch (features.go)
+
+	askMu  sync.Mutex
+	active []*activeCall // the calls in progress that can ask their client or take logs, oldest first
+	last   protocol.ClientRequester
 
 	done      chan struct{}
 	doneOnce  sync.Once
@@ -97,7 +104,7 @@ func Connect(ctx context.Context, spec Spec, log hclog.Logger) (*Server, error) 
 }
 
 func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Server, error) {
-	s := &Server{spec: spec, log: log.Named(spec.Name), progress: map[string]chan toolcall.Progress{}, done: make(chan struct{})}
+	s := &Server{spec: spec, log: log.Named(spec.Name), progress: map[string]chan toolcall.Progress{}, done: make(chan struct{}), events: make(chan mcp.JSONRPCNotification, eventQueue)}
 	var err error
 	switch {
 	case spec.Command != "":
@@ -118,6 +125,12 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 	// server in the wild supports; raw tools/list and tools/call need no
 	// per-request _meta there.
 	client.WithLegacyProtocolOnly()(s.c) //nolint:staticcheck // SA1019: intended, see above
+	// The server's requests to its client go to the client of the call in
+	// progress (clientreq.go); set before Start, which wires them on stdio.
+	ask := asker{s}
+	client.WithSamplingHandler(ask)(s.c)
+	client.WithElicitationHandler(ask)(s.c)
+	client.WithRootsHandler(ask)(s.c)
 	s.tr = s.c.GetTransport()
 	s.c.OnNotification(s.onNotification)
 	s.c.OnConnectionLost(func(err error) { s.markDone() })
@@ -160,10 +173,15 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 	if err != nil {
 		return fail(fmt.Errorf("tools/list: %w", err))
 	}
-	s.info = &pluginv1.DescribeResponse{
+	info := &pluginv1.DescribeResponse{
 		Name: spec.Name, PluginVersion: init.ServerInfo.Version, SdkVersion: "mcp " + init.ProtocolVersion,
 		Instructions: init.Instructions, Tools: tools,
 	}
+	s.caps = init.Capabilities
+	if err := s.listFeatures(cctx, info); err != nil {
+		return fail(err)
+	}
+	s.info.Store(info)
 	if s.cmd != nil && s.cmd.Process != nil {
 		go s.watchProcess(s.cmd.Process.Pid)
 	}
@@ -310,7 +328,11 @@ func toolFromRaw(raw json.RawMessage) (*pluginv1.Tool, error) {
 
 // onNotification runs on the client's read loop: it must never block.
 func (s *Server) onNotification(n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationMessage) && s.logToCall(n) {
+		return
+	}
 	if n.Method != string(mcp.MethodNotificationProgress) {
+		s.queueEvent(n)
 		return
 	}
 	f := n.Params.AdditionalFields
@@ -338,11 +360,14 @@ func (s *Server) onNotification(n mcp.JSONRPCNotification) {
 }
 
 // Describe returns the server's tools.
-func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info }
+func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info.Load() }
 
 // Call runs tools/call with our own request id; when ctx ends the server
 // is sent notifications/cancelled naming it, on any transport.
 func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
+	call, end := s.calling(ctx)
+	defer end()
+	onLog := toolcall.LogFrom(ctx)
 	id := s.id()
 	params := map[string]any{"name": tool, "arguments": json.RawMessage(args)}
 	var progress chan toolcall.Progress
@@ -373,7 +398,17 @@ func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress 
 		select {
 		case p := <-progress:
 			onProgress(p)
+		case l := <-call.logs:
+			onLog(l)
 		case a := <-done:
+			for drained := false; !drained && call.logs != nil; {
+				select {
+				case l := <-call.logs: // logged before the result
+					onLog(l)
+				default:
+					drained = true
+				}
+			}
 			if ctx.Err() != nil {
 				s.cancel(id, ctx)
 				return nil, protocol.Errorf(protocol.CodeCancelled, "%s.%s cancelled", s.spec.Name, tool)

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/ablate"
+	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 )
 
@@ -40,8 +41,11 @@ const ServerName = "switchboard"
 
 // Refusal is a tool the front end could not expose.
 type Refusal struct {
-	Tool   string // canonical name
+	Tool   string // canonical name (for a resource: its URI and server)
 	Reason string
+	// What is refused: "" for a tool, else "prompt", "resource" or
+	// "resource template" (features.go).
+	What string
 }
 
 // Frontend is the MCP face of a registry.
@@ -60,7 +64,8 @@ type Frontend struct {
 
 	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
 
-	askState // pending servers put to clients that can elicit
+	askState  // pending servers put to clients that can elicit
+	featState // resources, templates, prompts, subscriptions (features.go)
 }
 
 // New builds the MCP server for reg. version is the host's version.
@@ -68,9 +73,12 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version, noShortPath: ablate.Off(ablate.ShortPath)}
 	tools, names, refusals := f.serverTools()
 	f.srvHooks = f.hooks()
-	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions(Instructions(reg, refusals))...)
+	feats := f.buildFeatures()
+	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions(Instructions(reg, append(slices.Clip(refusals), feats.refusals...)))...)
 	f.setTools(tools, names, refusals)
+	f.installFeatures(feats)
 	reg.Subscribe(f.Refresh)
+	reg.OnEvent(f.onEvent)
 	return f
 }
 
@@ -78,13 +86,13 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 // here must be honoured by the stdio short path too (see eligible;
 // TestShortPathHonoursEveryServerOption checks).
 func (f *Frontend) serverOptions(instructions string) []server.ServerOption {
-	return []server.ServerOption{
+	return append([]server.ServerOption{
 		server.WithToolCapabilities(true),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 		server.WithToolFilter(f.listReady),
 		server.WithHooks(f.srvHooks),
-	}
+	}, f.featureOptions()...)
 }
 
 // passesFilter reports whether mcp-go's tool filter (listReady) lets a
@@ -98,6 +106,7 @@ func (f *Frontend) passesFilter(ctx context.Context, name string) bool {
 func (f *Frontend) Refresh() {
 	tools, names, refusals := f.serverTools()
 	f.setTools(tools, names, refusals)
+	f.setFeatures()
 }
 
 func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, refusals []Refusal) {
@@ -124,7 +133,7 @@ func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 	}
 	ready := map[string]bool{}
 	for _, t := range f.reg.Tools() {
-		ready[MCPName(t.Server, t.Tool.GetName(), DefaultNameBudget)] = true
+		ready[MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)] = true
 	}
 	out := tools[:0:0]
 	for _, t := range tools {
@@ -149,7 +158,7 @@ func (f *Frontend) MCPServer() *server.MCPServer { return f.srv }
 // instructions, then the servers that failed and the tools not exposed.
 func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	var b strings.Builder
-	b.WriteString("Switchboard serves tools from these servers (tool names are <server>__<tool>):\n")
+	b.WriteString("Switchboard serves tools from these servers (tool and prompt names are <server>__<name> unless the server's prefix is configured; resource URIs are the servers' own):\n")
 	for _, e := range reg.Entries() {
 		d := e.Server.Describe()
 		fmt.Fprintf(&b, "- %s: ready, %d tools (%s %s)", e.Server.Name(), len(d.GetTools()), e.Kind, d.GetPluginVersion())
@@ -165,7 +174,11 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 		fmt.Fprintf(&b, "- %s: failed to load: %v\n", fl.Name, fl.Err)
 	}
 	for _, r := range refusals {
-		fmt.Fprintf(&b, "- tool %s is not available: %s\n", r.Tool, r.Reason)
+		what := r.What
+		if what == "" {
+			what = "tool"
+		}
+		fmt.Fprintf(&b, "- %s %s is not available: %s\n", what, r.Tool, r.Reason)
 	}
 	return b.String()
 }
@@ -177,7 +190,7 @@ func (f *Frontend) serverTools() ([]server.ServerTool, map[string]string, []Refu
 	var refusals []Refusal
 	seen := map[string]string{}
 	for _, t := range f.reg.AllTools() {
-		name := MCPName(t.Server, t.Tool.GetName(), DefaultNameBudget)
+		name := MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)
 		if prev, dup := seen[name]; dup {
 			refusals = append(refusals, Refusal{Tool: t.Name, Reason: fmt.Sprintf("its MCP name %q is already used by %s", name, prev)})
 			continue
@@ -237,6 +250,10 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 		defer stop()
 	}
 	ctx = registry.WithClient(ctx, clientID(ctx))
+	// The call's requests to its client (sampling, elicitation, roots) and
+	// its log messages go to the session that made it (features.go).
+	ctx = protocol.WithClientRequester(ctx, f.clientRequester(ctx))
+	ctx = toolcall.WithLog(ctx, f.callLogger(ctx, canonical))
 	// A call the policy asks about is put to the person through the
 	// client (an input request), or refused when the client cannot be
 	// asked: package approvals decides, inside the registry's one
@@ -329,29 +346,8 @@ func sha256Hex(b []byte) string {
 func ToMCP(r *toolcall.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
 	for _, c := range r.Content {
-		if len(c.Raw) > 0 {
-			out.Content = append(out.Content, rawContent{raw: c.Raw})
-			continue
-		}
-		switch c.Type {
-		case toolcall.TypeText:
-			out.Content = append(out.Content, mcp.NewTextContent(c.Text))
-		case toolcall.TypeImage:
-			out.Content = append(out.Content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType))
-		case toolcall.TypeAudio:
-			out.Content = append(out.Content, mcp.NewAudioContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType))
-		case toolcall.TypeResourceLink:
-			out.Content = append(out.Content, mcp.NewResourceLink(c.URI, c.Name, c.Description, c.MIMEType))
-		case toolcall.TypeResource:
-			if len(c.Blob) > 0 {
-				out.Content = append(out.Content, mcp.NewEmbeddedResource(mcp.BlobResourceContents{
-					URI: c.URI, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Blob),
-				}))
-			} else {
-				out.Content = append(out.Content, mcp.NewEmbeddedResource(mcp.TextResourceContents{
-					URI: c.URI, MIMEType: c.MIMEType, Text: c.Text,
-				}))
-			}
+		if item, ok := contentToMCP(c); ok {
+			out.Content = append(out.Content, item)
 		}
 	}
 	if len(r.StructuredContent) > 0 {
@@ -368,6 +364,35 @@ func ToMCP(r *toolcall.Result) *mcp.CallToolResult {
 		}
 	}
 	return out
+}
+
+// contentToMCP converts one content item (of a result or a prompt); ok is
+// false for a type MCP has no content for.
+func contentToMCP(c toolcall.Content) (mcp.Content, bool) {
+	if len(c.Raw) > 0 {
+		return rawContent{raw: c.Raw}, true
+	}
+	switch c.Type {
+	case toolcall.TypeText:
+		return mcp.NewTextContent(c.Text), true
+	case toolcall.TypeImage:
+		return mcp.NewImageContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType), true
+	case toolcall.TypeAudio:
+		return mcp.NewAudioContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType), true
+	case toolcall.TypeResourceLink:
+		return mcp.NewResourceLink(c.URI, c.Name, c.Description, c.MIMEType), true
+	case toolcall.TypeResource:
+		return mcp.NewEmbeddedResource(resourceToMCP(c)), true
+	}
+	return nil, false
+}
+
+// resourceToMCP converts a resource's contents (without its Raw).
+func resourceToMCP(c toolcall.Content) mcp.ResourceContents {
+	if len(c.Blob) > 0 {
+		return mcp.BlobResourceContents{URI: c.URI, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Blob)}
+	}
+	return mcp.TextResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text}
 }
 
 // rawContent is a content item sent exactly as an MCP server sent it. It

@@ -10,7 +10,8 @@ import (
 // enough that a client's own prefix still fits in common 64-128 limits.
 const DefaultNameBudget = 64
 
-// MCPName is the name a client sees for server's tool: "<server>__<tool>",
+// MCPName is the name a client sees for server's tool: "<server>__<tool>"
+// (server is the server's prefix; "" gives the bare tool name),
 // with every character outside [A-Za-z0-9_-] replaced by '_'. A name
 // longer than budget keeps its head and ends with '_' and 8 hex digits of
 // the SHA-256 of the canonical name, so shortening is deterministic and two
@@ -19,8 +20,12 @@ func MCPName(server, tool string, budget int) string {
 	if budget <= 0 {
 		budget = DefaultNameBudget
 	}
+	full := server + "__" + tool
+	if server == "" {
+		full = tool // prefix = "": the bare name
+	}
 	var b strings.Builder
-	for _, r := range server + "__" + tool {
+	for _, r := range full {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
 			b.WriteRune(r)

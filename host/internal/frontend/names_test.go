@@ -16,6 +16,8 @@ func TestMCPName(t *testing.T) {
 		{"hello", "greet", "hello__greet"},
 		{"web", "fetch.v2", "web__fetch_v2"},
 		{"a", "b c/d", "a__b_c_d"},
+		{"", "greet", "greet"}, // prefix = "": the bare name
+		{"", "b c", "b_c"},
 	}
 	for _, tt := range tests {
 		if got := MCPName(tt.server, tt.tool, 64); got != tt.want {

@@ -45,6 +45,7 @@ func (f *Frontend) SetServerApprover(a ServerApprover) {
 func (f *Frontend) hooks() *server.Hooks {
 	h := f.auditHooks()
 	h.AddAfterListTools(f.askAboutServers)
+	f.featureHooks(h)
 	return h
 }
 

@@ -136,6 +136,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	reg.SetCallTimeouts(CallTimeouts(cfg))
 	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg)}
 	h.sup = supervisor.New(log, reg.Refresh)
+	reg.SetPrefixes(cfg.Prefixes)
 	reg.AtShutdown(h.sup.Stop)
 
 	run, pending := gateMCPJSON(cfg)
@@ -457,6 +458,9 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	}
 	h.reg.SetDuplicateLimit(next.DuplicateCallLimit)
 	h.reg.SetCallTimeouts(CallTimeouts(next))
+	if !reflect.DeepEqual(next.Prefixes, h.cfg.Prefixes) {
+		h.reg.SetPrefixes(next.Prefixes)
+	}
 	run, pending := gateMCPJSON(next)
 	h.reg.SetDisabled(append(disabledOf(next), pending...))
 

@@ -26,6 +26,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/switchboard-mcp/switchboard/internal/caller"
+	"github.com/switchboard-mcp/switchboard/internal/feature"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
@@ -113,6 +114,7 @@ type Entry struct {
 	// `plugin "hello" (config.hcl:12)`.
 	Source  string
 	order   int
+	stop    context.CancelFunc // ends the watch of its events (features.go)
 	tools   map[string]*pluginv1.Tool
 	schemas map[string]*jsonschema.Schema
 }
@@ -149,6 +151,9 @@ type Registry struct {
 	subsMu      sync.Mutex
 	subscribers []func()
 	atShutdown  []func()
+	listeners   []func(server string, ev feature.Event)
+	prefixes    map[string]string // server -> prefix of its exposed names, when set
+	watchers    sync.WaitGroup
 
 	inflight sync.WaitGroup
 	closing  bool
@@ -273,6 +278,7 @@ func (r *Registry) Register(s Server, kind Kind, source string) error {
 	r.index(e)
 	r.entries[s.Name()] = e
 	r.order = append(r.order, e)
+	r.watch(e)
 	return nil
 }
 
@@ -316,6 +322,9 @@ func (r *Registry) Remove(ctx context.Context, name string) error {
 	delete(r.entries, name)
 	r.order = slices.DeleteFunc(r.order, func(x *Entry) bool { return x == e })
 	r.mu.Unlock()
+	if e.stop != nil {
+		e.stop()
+	}
 	err := e.Server.Close(ctx)
 	r.notify()
 	return err
@@ -785,6 +794,7 @@ func (r *Registry) Shutdown(ctx context.Context, grace time.Duration) error {
 			}
 		}
 	}
+	r.watchers.Wait()
 	r.subsMu.Lock()
 	hooks := slices.Clone(r.atShutdown)
 	r.subsMu.Unlock()

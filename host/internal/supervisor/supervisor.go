@@ -247,6 +247,8 @@ type Server struct {
 	lastPing   time.Time
 	timer      Timer
 	pinging    bool
+	newInst    chan struct{}   // closed when the instance changes (see instChanged)
+	subs       map[string]bool // resources subscribed to, renewed on every new instance
 }
 
 // Add supervises a server whose first instance is already running.
@@ -466,6 +468,7 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 	srv.gen++
 	srv.inst, srv.desc = inst, inst.Describe()
 	srv.state = Ready
+	srv.signalInst()
 	now := srv.sup.clock.Now()
 	srv.readySince, srv.lastPing = now, now
 	srv.restarts++
@@ -617,6 +620,7 @@ func (srv *Server) Close(ctx context.Context) error {
 	}
 	inst := srv.inst
 	srv.inst = nil
+	srv.signalInst()
 	srv.mu.Unlock()
 	srv.sup.mu.Lock()
 	delete(srv.sup.servers, srv)
