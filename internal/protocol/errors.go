@@ -118,8 +118,12 @@ func toWireOr(err error, plain Code) *pluginv1.Error {
 // (Configure, Describe, PermissionPattern): a gRPC status whose code fits
 // and which carries the *Error's code and message as a detail, so the host
 // gets the same *Error back (see rpcError). An error without a code gets
-// plain.
+// plain. A nil err is nil, so that a handler's (resp, err) can be returned
+// through it.
 func statusError(err error, plain Code) error {
+	if err == nil {
+		return nil
+	}
 	w := toWireOr(err, plain)
 	w.Message = err.Error() // with whatever context wraps the *Error
 	st := status.New(grpcCode(w.GetCode()), w.GetMessage())
