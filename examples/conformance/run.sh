@@ -46,11 +46,8 @@ if [[ $installed != "$CONFORMANCE_VERSION" ]]; then
     "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >&2
 fi
 
-# The host and the fixture plugin.
-mkdir -p "$BIN"
-go build -trimpath -o "$BIN/switchboard" ./host/cmd/switchboard
-go build -trimpath -o "$BIN/switchboard-sandbox" ./host/cmd/switchboard-sandbox
-go build -trimpath -o "$BIN/switchboard-plugin-conformance" ./examples/conformance
+# The host and the fixture plugin, built as `make build` builds them.
+make --no-print-directory build >&2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchboard-conformance.XXXXXX")
 SERVER_PID=
@@ -131,7 +128,11 @@ if ((rc != 0)); then
         if (c.status === "FAILURE") console.log(`  ${c.id}: ${c.errorMessage || "(no message)"}`);
     }' "$WORK/results" || true
   echo
-  echo "conformance: FAILED (suite exit $rc); full output: $WORK/suite.log, host log: $WORK/host.log (KEEP=1 keeps them)"
+  if [[ -n ${KEEP:-} ]]; then
+    echo "conformance: FAILED (suite exit $rc); suite output $WORK/suite.log, host log $WORK/host.log"
+  else
+    echo "conformance: FAILED (suite exit $rc); KEEP=1 keeps the suite's output, the host's log and the results"
+  fi
   exit 1
 fi
 echo "conformance: every scenario passed"
