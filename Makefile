@@ -10,7 +10,7 @@ CONFIG    ?= config.hcl
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 
-.PHONY: all build run test bench lint proto release clean
+.PHONY: all build run test conformance bench lint proto release clean
 
 all: build
 
@@ -26,6 +26,7 @@ build:
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; \
 	done
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-hello ./examples/hello
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-conformance ./examples/conformance
 
 ## run: build, then serve the default config over stdio
 run: build
@@ -35,6 +36,12 @@ run: build
 ## test: the whole suite with the race detector (what CI runs)
 test:
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+## conformance: the official MCP conformance suite's server scenarios against
+## examples/conformance through `switchboard serve --http`; fails on any failure
+## (installs Node 22 and the pinned suite into bin/tools on first use)
+conformance:
+	examples/conformance/run.sh
 
 ## bench: benchmarks (figures, not tests)
 bench: build

@@ -77,6 +77,13 @@ func (r *Result) WithResourceLink(uri, name, description, mimeType string) *Resu
 	return r
 }
 
+// WithResource appends an embedded resource: its contents inline, Text or
+// Blob, under its URI and MIMEType (MCP's "resource" content).
+func (r *Result) WithResource(c ResourceContents) *Result {
+	r.content = append(r.content, &pluginv1.Content{Kind: &pluginv1.Content_Resource{Resource: embedded(c, "")}})
+	return r
+}
+
 // WithStructured sets the structured content (raw JSON, passed through).
 func (r *Result) WithStructured(raw json.RawMessage) *Result {
 	r.structured = raw

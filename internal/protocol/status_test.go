@@ -32,6 +32,9 @@ func TestStatusCarriesCodes(t *testing.T) {
 			}
 		})
 	}
+	if err := statusError(nil, CodeInternal); err != nil {
+		t.Errorf("statusError(nil) = %v, want nil (the v2 RPCs return a handler's error through it)", err)
+	}
 	for _, tt := range []struct {
 		grpc codes.Code
 		want Code
