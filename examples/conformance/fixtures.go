@@ -195,30 +195,31 @@ func addTools(s *sdk.Server) {
 			return sdk.Textf("LLM response: %s", res.Content.Text), nil
 		})
 
-	elicit := func(name, description, message, schema, prefix string, msg func(in elicitationArgs) string) {
-		sdk.AddTool(s, sdk.Tool{Name: name, Description: description, ReadOnly: true},
-			func(ctx context.Context, req *sdk.Request, in elicitationArgs) (*sdk.Result, error) {
-				text := message
-				if msg != nil {
-					text = msg(in)
-				}
-				res, err := req.Elicit(ctx, text, json.RawMessage(schema))
-				if err != nil {
-					return sdk.ErrorResult("Elicitation not supported or error: %v", err), nil
-				}
-				content, err := json.Marshal(res.Content)
-				if err != nil || res.Content == nil {
-					content = []byte("{}")
-				}
-				return sdk.Textf("%s: action=%s, content=%s", prefix, res.Action, content), nil
+	ask := func(ctx context.Context, req *sdk.Request, text, schema, prefix string) (*sdk.Result, error) {
+		res, err := req.Elicit(ctx, text, json.RawMessage(schema))
+		if err != nil {
+			return sdk.ErrorResult("Elicitation not supported or error: %v", err), nil
+		}
+		content, err := json.Marshal(res.Content)
+		if err != nil || res.Content == nil {
+			content = []byte("{}")
+		}
+		return sdk.Textf("%s: action=%s, content=%s", prefix, res.Action, content), nil
+	}
+	sdk.AddTool(s, sdk.Tool{Name: "test_elicitation", Description: "Tests server-initiated elicitation (user input request)", ReadOnly: true},
+		func(ctx context.Context, req *sdk.Request, in elicitationArgs) (*sdk.Result, error) {
+			return ask(ctx, req, in.Message, elicitResponseSchema, "User response")
+		})
+	// The SEP tools take no arguments: the suite calls them with {}.
+	for _, t := range []struct{ name, description, message, schema string }{
+		{"test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034", "Please review and update the form fields with defaults", elicitDefaultsSchema},
+		{"test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330", "Please select options from the enum fields", elicitEnumsSchema},
+	} {
+		sdk.AddTool(s, sdk.Tool{Name: t.name, Description: t.description, ReadOnly: true},
+			func(ctx context.Context, req *sdk.Request, _ struct{}) (*sdk.Result, error) {
+				return ask(ctx, req, t.message, t.schema, "Elicitation completed")
 			})
 	}
-	elicit("test_elicitation", "Tests server-initiated elicitation (user input request)", "",
-		elicitResponseSchema, "User response", func(in elicitationArgs) string { return in.Message })
-	elicit("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034",
-		"Please review and update the form fields with defaults", elicitDefaultsSchema, "Elicitation completed", nil)
-	elicit("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330",
-		"Please select options from the enum fields", elicitEnumsSchema, "Elicitation completed", nil)
 
 	sdk.AddRawTool(s, sdk.Tool{
 		Name:        "json_schema_2020_12_tool",
