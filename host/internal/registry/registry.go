@@ -13,10 +13,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"regexp"
 	"slices"
 	"strings"
@@ -163,7 +164,7 @@ type Registry struct {
 
 type dupState struct {
 	key    string // tool and arguments
-	result string // hash of what the call returned
+	result uint64 // hash of what the call returned
 	count  int    // identical calls with identical results in a row
 }
 
@@ -726,14 +727,44 @@ func (r *Registry) repeated(ctx context.Context, t Tool, argsSum string, res *to
 	}
 }
 
-// resultSum hashes everything a client sees of a result.
-func resultSum(res *toolcall.Result) string {
-	b, err := json.Marshal(res)
-	if err != nil {
-		return ""
+// resultSum hashes everything a client sees of a result, quickly (results
+// may be megabytes; maphash runs at memory speed, and a collision would
+// only shorten an answer, which the next call corrects).
+func resultSum(res *toolcall.Result) uint64 {
+	var h maphash.Hash
+	h.SetSeed(resultSeed)
+	field := func(b []byte) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		_, _ = h.Write(n[:])
+		_, _ = h.Write(b)
 	}
-	return sha256Hex(b)
+	str := func(s string) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		_, _ = h.Write(n[:])
+		_, _ = h.WriteString(s)
+	}
+	if res.IsError {
+		str("error")
+	}
+	for _, c := range res.Content {
+		str(c.Type)
+		str(c.Text)
+		field(c.Data)
+		str(c.MIMEType)
+		str(c.URI)
+		str(c.Name)
+		str(c.Description)
+		field(c.Blob)
+		field(c.Raw)
+	}
+	field(res.StructuredContent)
+	field(res.Meta)
+	return h.Sum64()
 }
+
+var resultSeed = maphash.MakeSeed()
 
 // normalizeArgs treats absent and null arguments as an empty object, as MCP
 // does.
