@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -387,6 +388,7 @@ func (p *fastPath) handle(line []byte) bool {
 		return false
 	}
 	p.f.short.Add(1)
+	p.filter.acquire() // released once the call is answered
 	ctx, cancel := context.WithCancel(c.ctx)
 	key := idKey(c.id)
 	call := &inflightCall{cancel: cancel}
@@ -396,6 +398,7 @@ func (p *fastPath) handle(line []byte) bool {
 	p.wg.Add(1)
 	p.pool.Go(func() {
 		defer p.wg.Done()
+		defer p.filter.release()
 		defer func() {
 			p.mu.Lock()
 			delete(p.inflight, key)
@@ -539,10 +542,61 @@ type cancelFilter struct {
 
 	mu      sync.Mutex
 	pending map[string]bool // unanswered requests by idKey; true once cancelled
+
+	// slots bound the requests in flight, on both routes: when they are
+	// all taken the input is not read until one is answered, so a client
+	// that writes without reading the answers cannot make the host queue
+	// without end (it is backpressure, as a pipe gives).
+	slots chan struct{}
+	over  atomic.Int64 // requests let in past the bound (see acquire)
 }
 
+// MaxInFlight is how many requests one stdio client may have unanswered
+// before the host stops reading its input until one is answered.
+const MaxInFlight = 256
+
 func newCancelFilter(w io.Writer) *cancelFilter {
-	return &cancelFilter{w: w, pending: map[string]bool{}}
+	return &cancelFilter{w: w, pending: map[string]bool{}, slots: make(chan struct{}, MaxInFlight)}
+}
+
+// slotWait is the longest the input waits for a free slot. Past it one
+// more request is let in: the answers the calls are waiting for (a
+// client's reply to a sampling request) come on the same input, so a hard
+// bound could wait forever; this one still holds a client that does not
+// read to one request per slotWait.
+const slotWait = 30 * time.Second
+
+// acquire takes a request slot, waiting while all are taken.
+func (c *cancelFilter) acquire() {
+	select {
+	case c.slots <- struct{}{}:
+		return
+	default:
+	}
+	t := time.NewTimer(slotWait)
+	defer t.Stop()
+	select {
+	case c.slots <- struct{}{}:
+	case <-t.C:
+		c.over.Add(1)
+	}
+}
+
+// release gives a request slot back.
+func (c *cancelFilter) release() {
+	for {
+		n := c.over.Load()
+		if n == 0 {
+			break
+		}
+		if c.over.CompareAndSwap(n, n-1) {
+			return
+		}
+	}
+	select {
+	case <-c.slots:
+	default:
+	}
 }
 
 // message is the part of a JSON-RPC message that tells a request or a
@@ -558,9 +612,14 @@ func (c *cancelFilter) track(line []byte) {
 	if !bytes.Contains(line, []byte(`"method"`)) || json.Unmarshal(line, &m) != nil || m.Method == "" || !plainID(m.ID) {
 		return
 	}
+	k := idKey(m.ID)
 	c.mu.Lock()
-	c.pending[idKey(m.ID)] = false
+	_, again := c.pending[k]
+	c.pending[k] = false
 	c.mu.Unlock()
+	if !again {
+		c.acquire() // released when mcp-go answers it (Write)
+	}
 }
 
 // cancel marks request id cancelled, if mcp-go has it and has not answered.
@@ -584,9 +643,12 @@ func (c *cancelFilter) Write(p []byte) (int, error) {
 		if json.Unmarshal(p, &m) == nil && m.Method == "" && plainID(m.ID) {
 			k := idKey(m.ID)
 			c.mu.Lock()
-			cancelled := c.pending[k]
+			cancelled, tracked := c.pending[k]
 			delete(c.pending, k)
 			c.mu.Unlock()
+			if tracked {
+				defer c.release()
+			}
 			if cancelled {
 				return len(p), nil
 			}

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -511,4 +512,69 @@ func TestOversizeMessageRefusedWhileRead(t *testing.T) {
 	if resp, _ := s.response("after"); resp["result"] == nil {
 		t.Errorf("call after the oversize message = %v", resp)
 	}
+}
+
+// A client that writes requests without reading the answers is not read
+// past MaxInFlight unanswered requests (plus what the pipes hold): the host
+// stops reading, as a pipe does, instead of queueing without end. Once the
+// client reads, every request is answered. Before, 10,000 unread requests
+// took the host from 28 to 124 MB.
+func TestStdioBackpressure(t *testing.T) {
+	reg, _ := fixtureRegistry(t, nil)
+	f := New(reg, "test", hclog.NewNullLogger())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- f.ServeStdio(context.Background(), inR, outW)
+		_ = outW.Close()
+	}()
+	var sent atomic.Int64
+	const total = 5000
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+		for i := 0; i < total; i++ {
+			method := `"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}`
+			if i%2 == 1 {
+				method = `"ping"` // the mcp-go route too
+			}
+			if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":%s}`+"\n", i, method); err != nil {
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+	// Nobody reads the output: the writer must stall well short of total.
+	var last int64 = -1
+	for stable := 0; stable < 5; {
+		n := sent.Load()
+		if n >= total {
+			t.Fatalf("the host read all %d requests while nobody read an answer", total)
+		}
+		if n == last {
+			stable++
+		} else {
+			stable, last = 0, n
+		}
+		time.Sleep(200 * time.Millisecond) // polling for the stall
+	}
+	if last > MaxInFlight+200 {
+		t.Errorf("the host took %d unanswered requests, want at most about %d", last, MaxInFlight)
+	}
+	// Reading resumes everything: every request gets its answer.
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<20)
+	answered := 0
+	for answered < total+1 && sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["id"] != nil {
+			answered++
+		}
+	}
+	if answered != total+1 {
+		t.Errorf("%d of %d requests answered", answered, total+1)
+	}
+	_ = inW.Close()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	<-done
 }
