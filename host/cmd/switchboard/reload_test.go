@@ -135,6 +135,16 @@ permissions {
 		t.Errorf("after an invalid reload fx2__echo = %q", got)
 	}
 
+	// A config that does not even parse hides where the host is: reload
+	// says what is wrong with the config, not that no host runs.
+	if err := os.WriteFile(e.config, []byte(valid+"\nbuiltin \"git\" {\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = run(t, e, "reload", "--config", e.config)
+	if code != 1 || !strings.Contains(errOut, "Unclosed configuration block") || !strings.Contains(errOut, "keeps its previous config") || strings.Contains(errOut, "no running switchboard serve") {
+		t.Errorf("reload of a config that does not parse = %d %q", code, errOut)
+	}
+
 	// Settings a built-in refuses are refused by the reload too (the same
 	// check as validate), before anything changes: bash keeps running
 	// with its old settings and is not restarted into a retry loop.

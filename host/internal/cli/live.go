@@ -304,7 +304,13 @@ func (a *app) controlCall(cmd *cobra.Command, method, path string, body ...any) 
 	replies, err := control.Call(cmd.Context(), dir, method, path, body...)
 	if err != nil {
 		if errors.Is(err, control.ErrNoHost) {
-			return nil, fail(2, "%v", err)
+			// An invalid config may hide where the host is (its data_dir
+			// cannot be read): say what is wrong with it instead.
+			cfgPath := config.ResolvePath(a.configFlag)
+			if res := config.Load(cfgPath); res.Diags.HasErrors() {
+				_ = res.WriteDiagnostics(a.stderr)
+				return nil, fail(1, "%s is invalid, so the host it names cannot be found; fix it (a running host keeps its previous config)", cfgPath)
+			}
 		}
 		return nil, fail(2, "%v", err)
 	}
