@@ -136,3 +136,29 @@ if ((rc != 0)); then
   exit 1
 fi
 echo "conformance: every scenario passed"
+
+# A real TypeScript-SDK client over stdio, with the SDK the suite brought: a
+# plugin's resources, an external server's prompts, sampling, log messages.
+if [[ -z ${SCENARIO:-} ]]; then
+  mkdir -p "$WORK/ts/project"
+  go build -o "$WORK/ts/fx" ./internal/fixtures/testplugin
+  go build -o "$WORK/ts/ext" ./internal/fixtures/mcpserver
+  cat >"$WORK/ts/config.hcl" <<EOF
+project_dir = "$WORK/ts/project"
+data_dir    = "$WORK/ts/data"
+permissions { default = "allow" }
+plugin "fx" {
+  path = "$WORK/ts/fx"
+  env  = { FIXTURE_FEATURES = "1" }
+}
+external "ext" {
+  command = "$WORK/ts/ext"
+  env     = { FIXTURE_FEATURES = "1" }
+}
+EOF
+  if ! SWITCHBOARD_LOG_LEVEL=error "$NODE" examples/conformance/tsclient.mjs \
+    "$SUITE_DIR/node_modules/@modelcontextprotocol/sdk" "$BIN/switchboard" "$WORK/ts/config.hcl"; then
+    echo "conformance: the TypeScript-SDK client test FAILED"
+    exit 1
+  fi
+fi
