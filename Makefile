@@ -47,6 +47,12 @@ conformance:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./host/internal/bench/
 
+## chaos: 32 callers over stdio while the plugin is SIGKILLed, SIGSTOPped and the
+## config reloaded; prints calls answered/unanswered, host RSS, processes left
+## (SWITCHBOARD_CHAOS_SECONDS, default 90; not part of make test)
+chaos:
+	SWITCHBOARD_CHAOS=1 $(GO) test -count=1 -v -timeout 10m -run TestChaos ./host/internal/chaos/
+
 GOLANGCI_LINT_VERSION := v2.15.0
 
 ## lint: go vet and golangci-lint (.golangci.yml; pinned, installed into bin/tools on first use)
