@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -134,20 +135,7 @@ func cut(s string) string {
 	if len(s) <= stderrLineMax {
 		return s
 	}
-	return s[:stderrLineMax] + "… [cut: " + itoa(len(s)-stderrLineMax) + " more bytes]"
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for n >= 10 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	i--
-	b[i] = byte('0' + n)
-	return string(b[i:])
+	return s[:stderrLineMax] + "… [cut: " + strconv.Itoa(len(s)-stderrLineMax) + " more bytes]"
 }
 
 func cutArgs(args []any) []any {

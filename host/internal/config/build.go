@@ -283,14 +283,23 @@ func (b *builder) builtin(s builtinSchema) {
 		Timeouts: b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
 }
 
+// builtinName refuses a plugin or external block named like a built-in
+// (kind as in a summary, and as in the sentence), and reports whether it did.
+func (b *builder) builtinName(kind, noun, name string, r hcl.Range) bool {
+	if _, taken := builtins.Lookup(name); !taken {
+		return false
+	}
+	b.errAt(r, kind+" named like a built-in", fmt.Sprintf("%q is the name of a built-in (enabled with builtin %q {}); give the %s another name.", name, name, noun))
+	return true
+}
+
 // plugin reads one plugin block.
 func (b *builder) plugin(p pluginSchema) {
 	if !registry.NameRE.MatchString(p.Name) {
 		b.errAt(p.Range, "Invalid plugin name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-' (at most 48, starting with a letter or digit).", p.Name))
 		return
 	}
-	if _, taken := builtins.Lookup(p.Name); taken {
-		b.errAt(p.Range, "Plugin named like a built-in", fmt.Sprintf("%q is the name of a built-in (enabled with builtin %q {}); give the plugin another name.", p.Name, p.Name))
+	if b.builtinName("Plugin", "plugin", p.Name, p.Range) {
 		return
 	}
 	if prev, dup := b.claim("plugin", p.Name, p.Range); dup {
@@ -342,8 +351,7 @@ func (b *builder) external(x externalSchema) {
 		b.errAt(x.Range, "Invalid external server name", fmt.Sprintf("%q is not a valid server name: use lowercase letters, digits, '_' and '-'.", x.Name))
 		return
 	}
-	if _, taken := builtins.Lookup(x.Name); taken {
-		b.errAt(x.Range, "External server named like a built-in", fmt.Sprintf("%q is the name of a built-in (enabled with builtin %q {}); give the external server another name.", x.Name, x.Name))
+	if b.builtinName("External server", "external server", x.Name, x.Range) {
 		return
 	}
 	if prev, dup := b.claim("external", x.Name, x.Range); dup {
