@@ -148,8 +148,11 @@ func cutArgs(args []any) []any {
 }
 
 func (l *limitedLogger) Log(level hclog.Level, msg string, args ...any) {
-	if !l.Logger.IsTrace() && level < l.Logger.GetLevel() {
-		return // not logged anyway: costs no token
+	// Below the host's level a line is not logged, and costs no token;
+	// info and above always pass on (a host keeps them per server for
+	// `switchboard logs`, whatever its own level).
+	if !l.Logger.IsTrace() && level < min(l.Logger.GetLevel(), hclog.Info) {
+		return
 	}
 	if l.lim.allow() {
 		l.Logger.Log(level, cut(msg), cutArgs(args)...)

@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
+	"github.com/switchboard-mcp/switchboard/host/internal/logbook"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
@@ -70,6 +71,9 @@ type app struct {
 	stdout, stderr io.Writer
 	configFlag     string
 	jsonOut        bool
+	// book keeps each server's recent log lines for `switchboard logs`
+	// (set by logger for a host that serves).
+	book *logbook.Book
 }
 
 // Run runs the CLI with args (without the program name) and returns the
@@ -124,7 +128,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "config file (default $SWITCHBOARD_CONFIG, else ./config.hcl)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
 	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(),
-		a.statusCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), pluginServeCmd())
+		a.statusCmd(), a.logsCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), pluginServeCmd())
 	return root
 }
 
@@ -147,11 +151,21 @@ func (a *app) logger(cfg *config.Config, oneShot bool) hclog.Logger {
 	if env := os.Getenv(EnvLogLevel); env != "" {
 		level = env
 	}
-	return hclog.New(&hclog.LoggerOptions{
-		Name:   "switchboard",
-		Level:  hclog.LevelFromString(level),
-		Output: a.stderr,
-	})
+	opts := &hclog.LoggerOptions{
+		Name:       "switchboard",
+		Level:      hclog.LevelFromString(level),
+		Output:     a.stderr,
+		JSONFormat: cfg != nil && cfg.LogFormat == "json",
+	}
+	if oneShot {
+		return hclog.New(opts)
+	}
+	// A host that serves keeps each server's recent lines, whatever its
+	// own level, for `switchboard logs`.
+	l := hclog.NewInterceptLogger(opts)
+	a.book = logbook.New(opts.Name)
+	l.RegisterSink(a.book)
+	return l
 }
 
 // start loads the config and starts every server.
@@ -290,7 +304,7 @@ func stopOnSignals() (ctx context.Context, interrupted *atomic.Bool, stop func()
 // starts watching the config for reloads; stop closes both. Without a
 // control socket the host still serves.
 func (a *app) startControl(ctx context.Context, cfg *config.Config, h *loader.Host, watch *configWatch, log hclog.Logger) (stop func()) {
-	ctl, err := listenControl(cfg, h, watch, log)
+	ctl, err := listenControl(cfg, h, watch, a.book, log)
 	if err != nil {
 		log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/control"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
+	"github.com/switchboard-mcp/switchboard/host/internal/logbook"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 )
@@ -33,6 +34,7 @@ import (
 type hostControl struct {
 	h     *loader.Host
 	watch *configWatch
+	book  *logbook.Book
 }
 
 func (c hostControl) Status() any               { return ServerInfos(c.h.Registry()) }
@@ -94,7 +96,7 @@ func (c hostControl) Disconnect(ctx context.Context, name string) error {
 // listenControl opens the host's control socket: it serves only this
 // user's processes in the host's own PID namespace that do not descend from
 // a plugin, and every action goes to the audit log.
-func listenControl(cfg *config.Config, h *loader.Host, watch *configWatch, log hclog.Logger) (*control.Server, error) {
+func listenControl(cfg *config.Config, h *loader.Host, watch *configWatch, book *logbook.Book, log hclog.Logger) (*control.Server, error) {
 	guard, err := control.NewGuard()
 	if err != nil {
 		return nil, err
@@ -109,7 +111,7 @@ func listenControl(cfg *config.Config, h *loader.Host, watch *configWatch, log h
 		}
 		return pids
 	})
-	return control.Listen(cfg.DataDir, hostControl{h, watch}, control.Options{Guard: guard, Audit: func(ev control.Event) {
+	return control.Listen(cfg.DataDir, hostControl{h, watch, book}, control.Options{Guard: guard, Audit: func(ev control.Event) {
 		if ev.Outcome == "refused" {
 			log.Warn("control request refused", "action", ev.Action, "peer_pid", ev.Peer.PID, "peer_uid", ev.Peer.UID, "reason", ev.Error)
 		}

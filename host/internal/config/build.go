@@ -37,11 +37,12 @@ type builder struct {
 func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics) {
 	b := &builder{
 		abs: abs, dir: filepath.Dir(abs), body: body, seen: map[string]hcl.Range{},
-		cfg: &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20, CallTimeout: DefaultCallTimeout},
+		cfg: &Config{File: abs, LogLevel: "info", LogFormat: "text", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20, CallTimeout: DefaultCallTimeout},
 	}
 	b.limits(fs)
 	b.folders(fs)
 	b.logLevel(fs.LogLevel)
+	b.logFormat(fs.LogFormat)
 	b.shutdownGrace(fs.ShutdownGrace)
 	b.defaultRestart(fs.Restart)
 	for _, bs := range fs.Builtins {
@@ -182,6 +183,18 @@ func (b *builder) logLevel(v *string) {
 		b.errAt(b.at("log_level"), "Invalid log_level", fmt.Sprintf("log_level %q is not one of trace, debug, info, warn, error, off.", *v))
 	}
 	b.cfg.LogLevel = lv
+}
+
+// logFormat reads log_format.
+func (b *builder) logFormat(v *string) {
+	if v == nil {
+		return
+	}
+	f := strings.ToLower(*v)
+	if f != "text" && f != "json" {
+		b.errAt(b.at("log_format"), "Invalid log_format", fmt.Sprintf("log_format %q is not one of text, json.", *v))
+	}
+	b.cfg.LogFormat = f
 }
 
 // shutdownGrace reads shutdown_grace.

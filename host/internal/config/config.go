@@ -52,6 +52,9 @@ type Config struct {
 	PluginDirs []string
 	// LogLevel is the host's log level.
 	LogLevel string
+	// LogFormat is "text" (the default) or "json" (hclog's JSON lines, for
+	// log collectors).
+	LogFormat string
 	// ShutdownGrace is how long in-flight calls may finish at shutdown
 	// before they are cancelled.
 	ShutdownGrace time.Duration
@@ -329,6 +332,7 @@ type fileSchema struct {
 	DataDir            *string          `hcl:"data_dir,optional"`
 	PluginDirs         []string         `hcl:"plugin_dirs,optional"`
 	LogLevel           *string          `hcl:"log_level,optional"`
+	LogFormat          *string          `hcl:"log_format,optional"`
 	ShutdownGrace      *string          `hcl:"shutdown_grace,optional"`
 	DuplicateCallLimit *int             `hcl:"duplicate_call_limit,optional"`
 	AuditMaxBytes      *int64           `hcl:"audit_max_bytes,optional"`

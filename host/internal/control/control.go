@@ -7,6 +7,8 @@
 //	POST /v1/reload          re-read the config file and apply the changes
 //	POST /v1/external        connect an external MCP server (JSON body)
 //	DELETE /v1/external?name=N  disconnect one
+//	GET  /v1/logs?name=N[&since=RFC3339][&follow=1]  a server's recent log
+//	                         lines, as JSON lines (streamed with follow)
 //
 // Only the host's user, from the host's own PID namespace and not from a
 // plugin, is served (see Guard); every request, served or refused, is
@@ -18,6 +20,7 @@
 package control
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,7 +34,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/logbook"
 )
 
 // Dir is the folder of control sockets in a data directory.
@@ -54,6 +60,15 @@ type Handler interface {
 // reload`); GET /v1/status returns them as "notices".
 type Noticer interface {
 	Notices() []string
+}
+
+// LogReader is an optional upgrade of a Handler that keeps each server's
+// recent log lines (GET /v1/logs).
+type LogReader interface {
+	// FollowLogs returns the server's kept lines at or after since and,
+	// when follow is set, a channel of the lines that arrive until stop is
+	// called. An unknown name is an error that lists the servers.
+	FollowLogs(name string, since time.Time, follow bool) (past []logbook.Line, next <-chan logbook.Line, stop func(), err error)
 }
 
 // ExternalSpec is the body of POST /v1/external.
@@ -98,6 +113,8 @@ type Server struct {
 	ln   net.Listener
 	http *http.Server
 	done chan struct{}
+	// stop ends the requests that stream (logs --follow) on Close.
+	stop context.CancelFunc
 }
 
 // Listen opens this process's socket under dataDir and serves h until
@@ -194,6 +211,64 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 		}
 		return http.StatusOK, map[string]any{"pid": os.Getpid(), "disconnected": ev.Target}
 	}))
+	mux.HandleFunc("GET /v1/logs", func(w http.ResponseWriter, r *http.Request) {
+		info := peerOf(r.Context())
+		q := r.URL.Query()
+		ev := Event{Action: "logs", Target: q.Get("name"), Peer: info.peer, Outcome: "ok"}
+		defer func() { audit(ev) }()
+		if info.err != nil {
+			ev.Outcome, ev.Error = "refused", info.err.Error()
+			reply(w, http.StatusForbidden, map[string]any{"error": info.err.Error()})
+			return
+		}
+		lr, ok := h.(LogReader)
+		if !ok {
+			ev.Outcome, ev.Error = "error", "this host keeps no logs"
+			reply(w, http.StatusNotFound, map[string]any{"error": ev.Error})
+			return
+		}
+		var since time.Time
+		if v := q.Get("since"); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				ev.Outcome, ev.Error = "error", "since: "+err.Error()
+				reply(w, http.StatusBadRequest, map[string]any{"error": ev.Error})
+				return
+			}
+			since = t
+		}
+		follow := q.Get("follow") == "1"
+		past, next, stop, err := lr.FollowLogs(ev.Target, since, follow)
+		if err != nil {
+			ev.Outcome, ev.Error = "error", err.Error()
+			reply(w, http.StatusNotFound, map[string]any{"error": err.Error()})
+			return
+		}
+		defer stop()
+		w.Header().Set("Content-Type", "application/jsonl")
+		w.WriteHeader(http.StatusOK)
+		enc := json.NewEncoder(w)
+		for _, l := range past {
+			_ = enc.Encode(l)
+		}
+		if !follow {
+			return
+		}
+		flusher, _ := w.(http.Flusher)
+		for {
+			if flusher != nil {
+				flusher.Flush()
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case l := <-next:
+				if enc.Encode(l) != nil {
+					return
+				}
+			}
+		}
+	})
 	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			handle(r.Method+" "+r.URL.Path, func(*http.Request, *Event) (int, any) {
@@ -203,9 +278,11 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	s := &Server{path: path, ln: ln, done: make(chan struct{}), http: &http.Server{
+	base, stop := context.WithCancel(context.Background())
+	s := &Server{path: path, ln: ln, done: make(chan struct{}), stop: stop, http: &http.Server{
 		Handler: root, ReadHeaderTimeout: 5 * time.Second,
 		ConnContext: connContext(opts.Guard),
+		BaseContext: func(net.Listener) context.Context { return base },
 	}}
 	go func() {
 		defer close(s.done)
@@ -229,6 +306,7 @@ func (s *Server) Path() string { return s.path }
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	s.stop()
 	err := s.http.Shutdown(ctx)
 	<-s.done
 	_ = os.Remove(s.path)
@@ -292,6 +370,56 @@ func Call(ctx context.Context, dataDir, method, path string, body ...any) ([]Rep
 		return nil, fmt.Errorf("%w for this config (no live socket in %s); start one with `switchboard serve`", ErrNoHost, Dir(dataDir))
 	}
 	return out, nil
+}
+
+// Stream sends a GET to every live host under dataDir and calls line for
+// each line of each answer as it arrives (answers that are not 200 are
+// passed whole), until every answer ends or ctx is done. It returns
+// ErrNoHost when no host answered.
+func Stream(ctx context.Context, dataDir, path string, line func(socket string, code int, b []byte)) error {
+	socks, _ := filepath.Glob(filepath.Join(Dir(dataDir), "*.sock"))
+	slices.Sort(socks)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		answered int
+	)
+	for _, sock := range socks {
+		c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://switchboard"+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			if isGone(err) {
+				_ = os.Remove(sock)
+			}
+			continue
+		}
+		answered++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.CloseIdleConnections()
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				mu.Lock()
+				line(sock, resp.StatusCode, sc.Bytes())
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if answered == 0 {
+		return fmt.Errorf("%w for this config (no live socket in %s); start one with `switchboard serve`", ErrNoHost, Dir(dataDir))
+	}
+	return nil
 }
 
 func isGone(err error) bool {
