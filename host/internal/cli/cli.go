@@ -128,7 +128,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "config file (default $SWITCHBOARD_CONFIG, else ./config.hcl)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
 	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(),
-		a.statusCmd(), a.logsCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), pluginServeCmd())
+		a.statusCmd(), a.logsCmd(), a.doctorCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), pluginServeCmd())
 	return root
 }
 

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDoctor: a healthy config gets ok on every line, including a start of
+// each server; a pinned binary that changed, a data_dir others can write
+// and a listen address in use each fail, naming what is wrong, with exit 1.
+func TestDoctor(t *testing.T) {
+	e := setup(t)
+	out, errOut, code := run(t, e, "doctor", "--json", "--config", e.config)
+	if code != 0 {
+		t.Fatalf("doctor on a healthy config = %d\n%s\n%s", code, out, errOut)
+	}
+	var got []struct{ Check, Verdict, Detail string }
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, out)
+	}
+	seen := map[string]string{}
+	for _, f := range got {
+		seen[f.Check] = f.Verdict
+	}
+	for _, c := range []string{"config", "sandbox", "git", "bash", "data_dir", "server filesystem", "server fx", "server hello"} {
+		if seen[c] != "ok" {
+			t.Errorf("check %q = %q, want ok (all: %+v)", c, seen[c], got)
+		}
+	}
+
+	// A changed pinned binary, a data_dir others may write, a port in use.
+	bin := filepath.Join(t.TempDir(), "hello")
+	data, err := os.ReadFile(e.bins.Hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := setupWith(t, `plugin "pinned" {
+  path   = "`+bin+`"
+  sha256 = "`+strings.Repeat("ab", 32)+`"
+}`)
+	dataDir := filepath.Join(filepath.Dir(bad.config), "state")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dataDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	out, _, code = run(t, bad, "doctor", "--config", bad.config, "--http", busy.Addr().String())
+	if code != 1 {
+		t.Errorf("doctor with a bad pin and a shared data_dir = %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"FAIL  pin pinned", "the config pins " + strings.Repeat("ab", 32), "FAIL  data_dir", "writable by", "FAIL  http", "cannot listen on " + busy.Addr().String(), "servers", "not started"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}
