@@ -15,12 +15,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -32,6 +34,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/logbook"
+	"github.com/switchboard-mcp/switchboard/host/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
@@ -212,6 +215,7 @@ type serveOptions struct {
 	httpAddr    string
 	allowRemote bool
 	maxSessions int
+	metrics     http.Handler // served at /metrics beside MCP
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -262,9 +266,19 @@ func (a *app) serve(opts serveOptions) error {
 	defer stopControl()
 	fe := frontend.New(reg, Version, log)
 	fe.SetServerApprover(serverApprover{h: h, watch: watch})
+	m := metrics.New(reg, metrics.Options{HTTPSessions: fe.HTTPSessions})
+	if cfg.MetricsListen != "" {
+		stopMetrics, err := serveMetrics(cfg.MetricsListen, m)
+		if err != nil {
+			return fail(2, "metrics: %v (check the metrics block's listen)", err)
+		}
+		defer stopMetrics()
+		log.Info("serving metrics at http://" + cfg.MetricsListen + frontend.MetricsPath)
+	}
 	tuning.Host()
 	n := len(reg.Tools()) - len(fe.Refusals())
 	if ln != nil {
+		opts.metrics = m.Handler()
 		return a.serveHTTP(ctx, fe, ln, opts, log.With("servers", len(reg.Entries()), "tools", n, "config", cfg.File))
 	}
 	log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
@@ -317,12 +331,25 @@ func (a *app) startControl(ctx context.Context, cfg *config.Config, h *loader.Ho
 	}
 }
 
+// serveMetrics serves m at addr's /metrics until stop.
+func serveMetrics(addr string, m *metrics.Metrics) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(frontend.MetricsPath, m.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return func() { _ = hs.Close() }, nil
+}
+
 // serveHTTP serves MCP over streamable HTTP on ln until ctx ends.
 func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Listener, opts serveOptions, log hclog.Logger) error {
 	url := "http://" + ln.Addr().String() + frontend.EndpointPath
 	log.Info("serving MCP over HTTP at " + url)
 	fmt.Fprintf(a.stderr, "switchboard: serving MCP at %s\n", url)
-	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions}); err != nil {
+	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions, Metrics: opts.metrics}); err != nil {
 		return fail(2, "serve: %v", err)
 	}
 	return nil

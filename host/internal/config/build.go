@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,6 +44,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	b.folders(fs)
 	b.logLevel(fs.LogLevel)
 	b.logFormat(fs.LogFormat)
+	b.metrics(fs.Metrics)
 	b.shutdownGrace(fs.ShutdownGrace)
 	b.defaultRestart(fs.Restart)
 	for _, bs := range fs.Builtins {
@@ -195,6 +197,26 @@ func (b *builder) logFormat(v *string) {
 		b.errAt(b.at("log_format"), "Invalid log_format", fmt.Sprintf("log_format %q is not one of text, json.", *v))
 	}
 	b.cfg.LogFormat = f
+}
+
+// metrics reads the metrics block: one, listening on loopback.
+func (b *builder) metrics(blocks []metricsSchema) {
+	for i, m := range blocks {
+		if i > 0 {
+			b.errAt(m.Range, "Duplicate metrics block", "Only one metrics block is allowed.")
+			continue
+		}
+		host, port, err := net.SplitHostPort(m.Listen)
+		if err != nil || port == "" {
+			b.errAt(m.Range, "Invalid metrics listen", fmt.Sprintf("listen = %q is not HOST:PORT; use e.g. \"127.0.0.1:9464\".", m.Listen))
+			continue
+		}
+		if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			b.errAt(m.Range, "Metrics beyond loopback", fmt.Sprintf("listen = %q is not a loopback address: the metrics name every server and tool and have no authentication. Listen on 127.0.0.1 and let a proxy or the scraper's agent publish them.", m.Listen))
+			continue
+		}
+		b.cfg.MetricsListen = m.Listen
+	}
 }
 
 // shutdownGrace reads shutdown_grace.

@@ -55,6 +55,9 @@ type Config struct {
 	// LogFormat is "text" (the default) or "json" (hclog's JSON lines, for
 	// log collectors).
 	LogFormat string
+	// MetricsListen is where `serve` serves Prometheus metrics at
+	// /metrics ("" = only on the HTTP front end, when it runs).
+	MetricsListen string
 	// ShutdownGrace is how long in-flight calls may finish at shutdown
 	// before they are cancelled.
 	ShutdownGrace time.Duration
@@ -345,6 +348,13 @@ type fileSchema struct {
 	Externals          []externalSchema `hcl:"external,block"`
 	ImportMCPJSON      *bool            `hcl:"import_mcp_json,optional"`
 	Permissions        []permSchema     `hcl:"permissions,block"`
+	Metrics            []metricsSchema  `hcl:"metrics,block"`
+}
+
+// metricsSchema is the `metrics {}` block.
+type metricsSchema struct {
+	Listen string    `hcl:"listen"`
+	Range  hcl.Range `hcl:",def_range"`
 }
 
 type builtinSchema struct {

@@ -62,6 +62,8 @@ type Frontend struct {
 	short    atomic.Int64                      // calls answered on the stdio short path
 	srvHooks *server.Hooks                     // the mcp-go server's hooks
 
+	httpSessions atomic.Pointer[sessionIDs] // while serving HTTP
+
 	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
 
 	askState  // pending servers put to clients that can elicit

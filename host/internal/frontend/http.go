@@ -35,7 +35,13 @@ type HTTPOptions struct {
 	// (default DefaultBodyTimeout); a slower one gets 408 and the
 	// connection is closed.
 	BodyTimeout time.Duration
+	// Metrics, when set, is served at MetricsPath (the same origin checks
+	// as MCP).
+	Metrics http.Handler
 }
+
+// MetricsPath is where the HTTP front end serves the host's metrics.
+const MetricsPath = "/metrics"
 
 // DefaultMaxBodyBytes is the largest request body the HTTP front end
 // reads: one JSON-RPC message, whose tool arguments may carry a whole file
@@ -95,6 +101,7 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 		opts.BodyTimeout = DefaultBodyTimeout
 	}
 	ids := &sessionIDs{max: opts.MaxSessions}
+	f.httpSessions.Store(ids)
 	mcpHTTP := server.NewStreamableHTTPServer(f.srv,
 		server.WithEndpointPath(EndpointPath),
 		server.WithSessionIdManager(ids),
@@ -104,6 +111,9 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 	mux := http.NewServeMux()
 	mux.Handle(EndpointPath, checkOrigin(ln.Addr(), opts.AllowRemote,
 		limitBody(opts.MaxBodyBytes, opts.BodyTimeout, enforceSessions(ids, streamPosts(mcpHTTP)))))
+	if opts.Metrics != nil {
+		mux.Handle(MetricsPath, checkOrigin(ln.Addr(), opts.AllowRemote, opts.Metrics))
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -120,6 +130,15 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 		}
 		return nil
 	}
+}
+
+// HTTPSessions is the number of live HTTP sessions (0 when not serving
+// HTTP).
+func (f *Frontend) HTTPSessions() int {
+	if ids := f.httpSessions.Load(); ids != nil {
+		return ids.count()
+	}
+	return 0
 }
 
 // checkOrigin refuses cross-origin browser requests. An Origin header, if

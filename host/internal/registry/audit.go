@@ -22,7 +22,8 @@ type AuditRecord struct {
 	Decision   string  `json:"decision"`
 	Rule       string  `json:"rule,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
-	// Outcome is ok, tool_error, refused, timeout (call_timeout), or error.
+	// Outcome is ok, tool_error, refused, timeout (call_timeout),
+	// cancelled (by the client), or error.
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	// Repeats counts the calls in a row, this one included, with the same
@@ -188,6 +189,14 @@ func (a *Audit) OnError(fn func(error)) {
 	a.mu.Lock()
 	a.errFn = fn
 	a.mu.Unlock()
+}
+
+// Queued is how many records wait to be written.
+func (a *Audit) Queued() int {
+	if a == nil {
+		return 0
+	}
+	return len(a.queue)
 }
 
 // Write queues one record and, for a durable log, waits until it is

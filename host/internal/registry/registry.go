@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -155,6 +156,8 @@ type Registry struct {
 	listeners   []func(server string, ev feature.Event)
 	prefixes    map[string]string // server -> prefix of its exposed names, when set
 	watchers    sync.WaitGroup
+
+	observer atomic.Pointer[CallObserver]
 
 	inflight sync.WaitGroup
 	closing  bool
@@ -517,9 +520,14 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	args = normalizeArgs(args)
 	argsSum := sha256Hex(args)
 	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
+	var t Tool // once looked up
+	obs := r.observer.Load()
 	defer func() {
-		rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		elapsed := time.Since(start)
+		rec.DurationMS = float64(elapsed.Microseconds()) / 1000
 		switch {
+		case err != nil && rec.Outcome == "" && ctx.Err() != nil:
+			rec.Outcome, rec.Error = "cancelled", err.Error()
 		case err != nil && rec.Outcome == "":
 			rec.Outcome, rec.Error = "error", err.Error()
 		case err != nil:
@@ -531,6 +539,9 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		}
 		if aerr := r.audit.Write(rec); aerr != nil {
 			r.log("audit record not written", "error", aerr)
+		}
+		if obs != nil {
+			(*obs).CallEnded(t.Server, t.Tool.GetName(), &rec, elapsed)
 		}
 	}()
 
@@ -545,10 +556,13 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	r.mu.RUnlock()
 	defer r.inflight.Done()
 
-	t, err := r.Lookup(name)
+	t, err = r.Lookup(name)
 	if err != nil {
 		rec.Decision, rec.Outcome = "unknown", "refused"
 		return nil, err
+	}
+	if obs != nil {
+		(*obs).CallStarted(t.Server, t.Tool.GetName())
 	}
 	pol := r.policy.rules()
 	if err := r.validate(pol, t, args); err != nil {
@@ -613,6 +627,31 @@ func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, d
 		rec.Error = err.Error()
 	}
 	r.Audit(rec)
+	if obs := r.observer.Load(); obs != nil {
+		(*obs).CallEnded("", "", &rec, 0)
+	}
+}
+
+// CallObserver sees every call (metrics): CallStarted once the tool is
+// known, and CallEnded once per call with its audit record (also for calls
+// refused before or in Call; server and tool are "" when the tool was not
+// found, so that a client's made-up names never become labels). Both run
+// on the caller's goroutine and must not block.
+type CallObserver interface {
+	CallStarted(server, tool string)
+	CallEnded(server, tool string, rec *AuditRecord, elapsed time.Duration)
+}
+
+// AuditQueued is how many audit records wait to be written.
+func (r *Registry) AuditQueued() int { return r.audit.Queued() }
+
+// SetObserver installs o (nil removes it).
+func (r *Registry) SetObserver(o CallObserver) {
+	if o == nil {
+		r.observer.Store(nil)
+		return
+	}
+	r.observer.Store(&o)
 }
 
 func (r *Registry) validate(pol rules, t Tool, args []byte) error {

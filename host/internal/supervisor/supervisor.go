@@ -234,21 +234,22 @@ type Server struct {
 	start   Starter
 	backoff Backoff
 
-	mu         sync.RWMutex
-	inst       Instance
-	desc       *pluginv1.DescribeResponse
-	state      State
-	gen        int
-	attempt    int
-	nextTry    time.Time
-	restarts   int
-	lastErr    string
-	readySince time.Time
-	lastPing   time.Time
-	timer      Timer
-	pinging    bool
-	newInst    chan struct{}   // closed when the instance changes (see instChanged)
-	subs       map[string]bool // resources subscribed to, renewed on every new instance
+	mu           sync.RWMutex
+	inst         Instance
+	desc         *pluginv1.DescribeResponse
+	state        State
+	gen          int
+	attempt      int
+	nextTry      time.Time
+	restarts     int
+	sandboxKills int
+	lastErr      string
+	readySince   time.Time
+	lastPing     time.Time
+	timer        Timer
+	pinging      bool
+	newInst      chan struct{}   // closed when the instance changes (see instChanged)
+	subs         map[string]bool // resources subscribed to, renewed on every new instance
 }
 
 // Add supervises a server whose first instance is already running.
@@ -386,6 +387,9 @@ func (srv *Server) lost(gen int, why string) {
 	old := srv.inst
 	srv.gen++
 	srv.lastErr = why
+	if sr, ok := old.(interface{ StopReason() string }); ok && sr.StopReason() != "" {
+		srv.sandboxKills++
+	}
 	// After a long healthy run the first restart is immediate: the loss is
 	// news, not a crash loop. Backoff is for a server that keeps dying.
 	stable := !srv.readySince.IsZero() && srv.sup.clock.Now().Sub(srv.readySince) >= srv.backoff.StableAfter
@@ -539,15 +543,18 @@ type Status struct {
 	Attempt  int
 	NextTry  time.Time
 	Restarts int
-	LastErr  string
-	Instance Instance
+	// SandboxKills counts the instances its sandbox ended (memory or
+	// process limit).
+	SandboxKills int
+	LastErr      string
+	Instance     Instance
 }
 
 // Status returns a snapshot.
 func (srv *Server) Status() Status {
 	srv.mu.RLock()
 	defer srv.mu.RUnlock()
-	return Status{State: srv.state, Attempt: srv.attempt, NextTry: srv.nextTry, Restarts: srv.restarts, LastErr: srv.lastErr, Instance: srv.inst}
+	return Status{State: srv.state, Attempt: srv.attempt, NextTry: srv.nextTry, Restarts: srv.restarts, SandboxKills: srv.sandboxKills, LastErr: srv.lastErr, Instance: srv.inst}
 }
 
 // Unavailable explains why the server takes no calls, or returns nil
