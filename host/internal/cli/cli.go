@@ -477,15 +477,18 @@ func (a *app) callCmd() *cobra.Command {
 			ctx = registry.WithClient(ctx, "cli")
 			// A call the policy asks about: --yes approves it, a person at
 			// the terminal is asked, anyone else is told how to approve it.
+			view := a.newCallView(args[0])
 			var asker approvals.Asker = approvals.Nobody{}
 			switch {
 			case yes:
 				asker = approvals.Fixed(approvals.AllowOnce)
 			case a.isTerminal():
-				asker = approvals.Terminal{In: a.stdin, Out: a.stderr}
+				asker = pausingAsker{approvals.Terminal{In: a.stdin, Out: a.stderr}, view}
 			}
 			ctx = registry.WithApprover(ctx, approvals.NewApprover(reg.Policy(), asker))
-			res, err := reg.Call(ctx, args[0], raw, nil)
+			ctx = toolcall.WithLog(ctx, view.Log)
+			res, err := reg.Call(ctx, args[0], raw, view.Progress)
+			view.Close()
 			if _, ok := errors.AsType[*registry.ApprovalRequiredError](err); ok {
 				return fail(2, "%v (or pass --yes to approve this one call)", err)
 			}
@@ -509,7 +512,7 @@ func (a *app) callCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print the whole result as JSON")
+	cmd.Flags().BoolVar(&a.jsonOut, "json", false, "print the whole result as JSON, after the call's progress and log events as JSON lines")
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve this call if the permissions would ask")
 	return cmd
 }
