@@ -1942,7 +1942,12 @@ type Call struct {
 	// else the HTTP session, else the stdio client. Plugins that keep state
 	// per caller (bash's background jobs) key it on this, so one caller can
 	// neither see nor stop another's.
-	Owner         string `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	Owner string `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The call's trace context (W3C Trace Context: the traceparent and
+	// tracestate header values), set when the host traces calls; a plugin
+	// makes its own span for the call a child of it.
+	Traceparent   string `protobuf:"bytes,5,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate    string `protobuf:"bytes,6,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2001,6 +2006,20 @@ func (x *Call) GetWantProgress() bool {
 func (x *Call) GetOwner() string {
 	if x != nil {
 		return x.Owner
+	}
+	return ""
+}
+
+func (x *Call) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *Call) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
 	}
 	return ""
 }
@@ -3143,12 +3162,16 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04call\x18\x02 \x01(\v2\x1b.switchboard.plugin.v1.CallH\x00R\x04call\x127\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x1d.switchboard.plugin.v1.CancelH\x00R\x06cancel\x12P\n" +
 	"\x0fclient_response\x18\x04 \x01(\v2%.switchboard.plugin.v1.ClientResponseH\x00R\x0eclientResponseB\x06\n" +
-	"\x04kind\"s\n" +
+	"\x04kind\"\xb5\x01\n" +
 	"\x04Call\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x02 \x01(\fR\targuments\x12#\n" +
 	"\rwant_progress\x18\x03 \x01(\bR\fwantProgress\x12\x14\n" +
-	"\x05owner\x18\x04 \x01(\tR\x05owner\" \n" +
+	"\x05owner\x18\x04 \x01(\tR\x05owner\x12 \n" +
+	"\vtraceparent\x18\x05 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x06 \x01(\tR\n" +
+	"tracestate\" \n" +
 	"\x06Cancel\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xdd\x02\n" +
 	"\rCallToolEvent\x12\x17\n" +

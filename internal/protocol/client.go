@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 )
 
 // DefaultCancelGrace is how long Call waits, after its context ends, for the
@@ -104,6 +105,7 @@ type ProgressFunc func(ev *pluginv1.CallToolEvent)
 // any. Errors are as for CallEvents.
 func (c *Client) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
 	call := &pluginv1.Call{Tool: tool, Arguments: args, WantProgress: onProgress != nil, Owner: caller.From(ctx)}
+	call.Traceparent, call.Tracestate = tracing.Inject(ctx)
 	toClient := toolcall.LogFrom(ctx)
 	res, err := c.CallEvents(ctx, call, func(ev *pluginv1.CallToolEvent) {
 		switch k := ev.GetKind().(type) {

@@ -7,11 +7,13 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/internal/workpool"
 )
 
@@ -194,6 +196,15 @@ func (s *server) runCall(ctx context.Context, call *pluginv1.Call, sink *eventSi
 			err = Errorf(CodeInternal, "tool %q panicked: %v\n%s", call.GetTool(), r, debug.Stack())
 		}
 	}()
+	if call.GetTraceparent() != "" {
+		// The host traces this call: the handler's span is a child of the
+		// host's (recorded when the plugin sets up an OpenTelemetry
+		// provider; otherwise it only carries the trace's identity).
+		var span trace.Span
+		ctx, span = tracing.Tracer().Start(tracing.Extract(ctx, call.GetTraceparent(), call.GetTracestate()), "tools/call "+call.GetTool(),
+			trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+	}
 	res, err = s.impl.CallTool(ctx, call, sink)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrCancelled) && !errors.Is(err, ErrDeadline) {
 		// The handler failed because it was cancelled; say so.

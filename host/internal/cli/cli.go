@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
+	"github.com/switchboard-mcp/switchboard/host/internal/telemetry"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
@@ -77,6 +78,9 @@ type app struct {
 	// book keeps each server's recent log lines for `switchboard logs`
 	// (set by logger for a host that serves).
 	book *logbook.Book
+	// stopTraces flushes and stops the trace exporter (set when the
+	// OTEL_* variables ask for traces).
+	stopTraces func(context.Context) error
 }
 
 // Run runs the CLI with args (without the program name) and returns the
@@ -199,6 +203,11 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 		return nil, nil, nil, fail(2, "data_dir: %v", err)
 	}
 	launcher.HostVersion = Version
+	if stop, err := telemetry.Setup(ctx, Version); err != nil {
+		log.Warn("traces are not exported", "error", err)
+	} else {
+		a.stopTraces = stop
+	}
 	h, err := loader.Start(ctx, cfg, loader.Options{Logger: log, WaitAll: oneShot})
 	if h == nil {
 		return nil, nil, nil, fail(2, "%v", err)
@@ -208,6 +217,18 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 
 func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
 	_ = reg.Shutdown(context.Background(), cfg.ShutdownGrace)
+	a.flushTraces()
+}
+
+// flushTraces sends the spans not yet exported (at most 5 s).
+func (a *app) flushTraces() {
+	if a.stopTraces == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = a.stopTraces(ctx)
+	a.stopTraces = nil
 }
 
 // serveOptions are serve's flags.
@@ -260,6 +281,7 @@ func (a *app) serve(opts serveOptions) error {
 			grace = 0
 		}
 		_ = reg.Shutdown(context.Background(), grace)
+		a.flushTraces()
 	}()
 	watch := newConfigWatch()
 	stopControl := a.startControl(ctx, cfg, h, watch, log)

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/ablate"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 )
 
 // Workers is how many tool calls one stdio client may have running at
@@ -250,6 +251,9 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 		var stop func()
 		onProgress, stop = f.progress(ctx, canonical, token)
 		defer stop()
+	}
+	if req.Params.Meta != nil {
+		ctx = tracing.FromMeta(ctx, req.Params.Meta.AdditionalFields) // an incoming traceparent
 	}
 	ctx = registry.WithClient(ctx, clientID(ctx))
 	// The call's requests to its client (sampling, elicitation, roots) and

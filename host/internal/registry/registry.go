@@ -26,12 +26,16 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/internal/feature"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 )
 
 // NameRE is what a server name must match: lowercase letters, digits, '_'
@@ -522,6 +526,10 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
 	var t Tool // once looked up
 	obs := r.observer.Load()
+	var span trace.Span
+	if tracing.Enabled() {
+		ctx, span = tracing.Tracer().Start(ctx, "tools/call "+name, trace.WithSpanKind(trace.SpanKindInternal))
+	}
 	defer func() {
 		elapsed := time.Since(start)
 		rec.DurationMS = float64(elapsed.Microseconds()) / 1000
@@ -542,6 +550,9 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		}
 		if obs != nil {
 			(*obs).CallEnded(t.Server, t.Tool.GetName(), &rec, elapsed)
+		}
+		if span != nil {
+			endSpan(span, t, &rec)
 		}
 	}()
 
@@ -571,6 +582,9 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	}
 	d, err := r.decide(ctx, pol, t, args)
 	rec.Decision, rec.Rule = d.Verdict.String(), d.auditRule()
+	if span != nil {
+		span.AddEvent("policy", trace.WithAttributes(attribute.String("switchboard.decision", rec.Decision), attribute.String("switchboard.rule", rec.Rule)))
+	}
 	if err == nil {
 		err = r.settle(ctx, pol, t, args, d, &rec)
 	}
@@ -600,6 +614,21 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		res = r.repeated(ctx, t, argsSum, res, &rec)
 	}
 	return res, err
+}
+
+// endSpan ends a call's span with what its audit record says.
+func endSpan(span trace.Span, t Tool, rec *AuditRecord) {
+	span.SetAttributes(
+		attribute.String("mcp.method.name", "tools/call"),
+		attribute.String("gen_ai.tool.name", rec.Tool),
+		attribute.String("switchboard.server", t.Server),
+		attribute.String("switchboard.decision", rec.Decision),
+		attribute.String("switchboard.outcome", rec.Outcome),
+	)
+	if rec.Outcome != "ok" {
+		span.SetStatus(codes.Error, rec.Outcome+": "+rec.Error)
+	}
+	span.End()
 }
 
 // errCallTimeout is the cause of a call's context that ran out of time.
