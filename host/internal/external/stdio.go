@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
 )
 
 // MaxLineBytes is the longest line a stdio server may write: one JSON-RPC
@@ -41,7 +43,8 @@ func (s *Server) startStdio() (*transport.Stdio, error) {
 		return nil, err
 	}
 	cmd.Stdout = outW
-	cmd.Stderr = s.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	// Its stderr goes to the log with a plugin's limits (rate, line length).
+	cmd.Stderr = launcher.LimitedLogger(s.log).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	// A child of the server that keeps stderr open must not hold the
 	// reaper for ever.
 	cmd.WaitDelay = 2 * time.Second
