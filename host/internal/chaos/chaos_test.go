@@ -152,14 +152,22 @@ func (w *world) status() []hostStatus {
 	return all
 }
 
-// serverPIDs are the pids of server name in every host.
+// serverPIDs waits (up to 15 s) for server name to be ready in both hosts
+// (a fault is meant for a live server, not one still restarting from the
+// last), and returns its pids; fewer when it was not ready in time.
 func (w *world) serverPIDs(name string) []int {
 	var pids []int
-	for _, h := range w.status() {
-		for _, s := range h.Servers {
-			if s.Name == name && s.PID > 0 {
-				pids = append(pids, s.PID)
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		pids = pids[:0]
+		for _, h := range w.status() {
+			for _, s := range h.Servers {
+				if s.Name == name && s.Status == "ready" && s.PID > 0 {
+					pids = append(pids, s.PID)
+				}
 			}
+		}
+		if len(pids) == 2 {
+			break
 		}
 	}
 	return pids
@@ -397,7 +405,7 @@ func TestChaos(t *testing.T) {
 	done := map[string]int{}
 	var notes []string
 	note := func(s string) {
-		if len(notes) < 20 {
+		if len(notes) < 20 && !slices.Contains(notes, s) {
 			notes = append(notes, s)
 		}
 	}
@@ -446,9 +454,9 @@ func TestChaos(t *testing.T) {
 	}{
 		{"SIGKILL fx", func() bool { return signal("fx", syscall.SIGKILL) > 0 }},
 		{"SIGSTOP fx 3s", func() bool { return signal("fx", syscall.SIGSTOP) > 0 }},
-		{"SIGKILL ext", func() bool { return signal("ext", syscall.SIGKILL) > 0 }},
-		{"SIGSTOP ext 3s", func() bool { return signal("ext", syscall.SIGSTOP) > 0 }},
 		{"garbage on stdout", func() bool {
+			w.serverPIDs("noisy")
+			w.serverPIDs("ext")
 			for _, s := range both("noisy__fault", map[string]any{"kind": "stdout", "mb": 4}) {
 				note("noisy stdout: " + s)
 			}
@@ -457,12 +465,17 @@ func TestChaos(t *testing.T) {
 			}
 			return true
 		}},
+		{"SIGKILL ext", func() bool { return signal("ext", syscall.SIGKILL) > 0 }},
 		{"stderr flood", func() bool {
+			w.serverPIDs("noisy")
+			w.serverPIDs("ext")
 			both("noisy__fault", map[string]any{"kind": "stderr", "mb": 16})
 			both("ext__fault", map[string]any{"kind": "stderr", "mb": 16})
 			return true
 		}},
+		{"SIGSTOP ext 3s", func() bool { return signal("ext", syscall.SIGSTOP) > 0 }},
 		{"memory exhausted", func() bool {
+			w.serverPIDs("hog")
 			ok := true
 			for _, s := range both("hog__fault", map[string]any{"kind": "memory"}) {
 				if !strings.Contains(s, "memory limit of 64MiB") {
