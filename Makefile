@@ -47,9 +47,12 @@ conformance:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./host/internal/bench/
 
-## chaos: 32 callers over stdio while the plugin is SIGKILLed, SIGSTOPped and the
-## config reloaded; prints calls answered/unanswered, host RSS, processes left
-## (SWITCHBOARD_CHAOS_SECONDS, default 90; not part of make test)
+## chaos: 32 callers over stdio and 32 over HTTP at once (two hosts on one config)
+## while plugins and an external server are SIGKILLed, SIGSTOPped, print garbage
+## on stdout, flood stderr and exhaust memory, and the config is reloaded; prints
+## calls answered/unanswered, host RSS and goroutines before/after, processes
+## left, and fails past the bounds it states (SWITCHBOARD_CHAOS_SECONDS, default
+## 90; SWITCHBOARD_CHAOS_LOGS=DIR keeps the hosts' logs; not part of make test)
 chaos:
 	SWITCHBOARD_CHAOS=1 $(GO) test -count=1 -v -timeout 10m -run TestChaos ./host/internal/chaos/
 

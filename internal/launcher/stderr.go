@@ -103,6 +103,11 @@ type lineLimiter struct {
 	now     func() time.Time
 }
 
+// LimitedLogger returns l with the limits of a plugin's stderr (see
+// stderrRate): for what other servers write, e.g. an external stdio MCP
+// server's stderr through its StandardWriter.
+func LimitedLogger(l hclog.Logger) hclog.Logger { return newLimitedLogger(l) }
+
 func newLimitedLogger(l hclog.Logger) *limitedLogger {
 	return &limitedLogger{Logger: l, lim: &lineLimiter{tokens: stderrBurst, warn: l, now: time.Now}}
 }

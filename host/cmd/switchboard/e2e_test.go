@@ -117,6 +117,9 @@ func callTool(ctx context.Context, c *client.Client, name string, args map[strin
 }
 
 func resultText(r *mcp.CallToolResult) string {
+	if r == nil { // the call failed: the caller reports its error
+		return ""
+	}
 	var parts []string
 	for _, c := range r.Content {
 		if tc, ok := c.(mcp.TextContent); ok {

@@ -233,10 +233,12 @@ func (a *app) flushTraces() {
 
 // serveOptions are serve's flags.
 type serveOptions struct {
-	httpAddr    string
-	allowRemote bool
-	maxSessions int
-	metrics     http.Handler // served at /metrics beside MCP
+	httpAddr         string
+	allowRemote      bool
+	maxSessions      int
+	maxInFlight      int // per HTTP session
+	maxInFlightTotal int
+	metrics          http.Handler // served at /metrics beside MCP
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -250,6 +252,8 @@ func (a *app) serveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&opts.httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio")
 	cmd.Flags().BoolVar(&opts.allowRemote, "allow-remote", false, "let --http listen beyond loopback (there is no authentication)")
 	cmd.Flags().IntVar(&opts.maxSessions, "max-sessions", frontend.DefaultMaxSessions, "most HTTP sessions kept at once; a new one then ends the idle session used longest ago, or is refused (503) when all are busy")
+	cmd.Flags().IntVar(&opts.maxInFlight, "max-inflight", frontend.DefaultMaxInFlightHTTP, "most requests one HTTP session may have unanswered; past it a request is refused (429) until one is answered")
+	cmd.Flags().IntVar(&opts.maxInFlightTotal, "max-inflight-total", frontend.DefaultMaxInFlightTotal, "most requests all HTTP clients together may have unanswered; past it a request is refused (429)")
 	return cmd
 }
 
@@ -371,7 +375,11 @@ func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Liste
 	url := "http://" + ln.Addr().String() + frontend.EndpointPath
 	log.Info("serving MCP over HTTP at " + url)
 	fmt.Fprintf(a.stderr, "switchboard: serving MCP at %s\n", url)
-	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions, Metrics: opts.metrics}); err != nil {
+	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{
+		AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions,
+		MaxInFlight: opts.maxInFlight, MaxInFlightTotal: opts.maxInFlightTotal,
+		Metrics: opts.metrics,
+	}); err != nil {
 		return fail(2, "serve: %v", err)
 	}
 	return nil

@@ -330,8 +330,11 @@ func (a *app) statusCmd() *cobra.Command {
 				return err
 			}
 			type hostStatus struct {
-				PID     int          `json:"pid"`
-				Servers []ServerInfo `json:"servers"`
+				PID int `json:"pid"`
+				// Host is the host process's own figures (goroutines,
+				// Go heap).
+				Host    *control.HostStats `json:"host,omitempty"`
+				Servers []ServerInfo       `json:"servers"`
 				// Notices are for a person: a changed config waiting
 				// for `switchboard reload`.
 				Notices []string `json:"notices,omitempty"`
@@ -358,7 +361,11 @@ func (a *app) statusCmd() *cobra.Command {
 				if i > 0 {
 					fmt.Fprintln(a.stdout)
 				}
-				fmt.Fprintf(a.stdout, "host pid %d\n", hs.PID)
+				fmt.Fprintf(a.stdout, "host pid %d", hs.PID)
+				if hs.Host != nil {
+					fmt.Fprintf(a.stdout, ": %d goroutines, Go heap %.1f MB", hs.Host.Goroutines, float64(hs.Host.HeapBytes)/1e6)
+				}
+				fmt.Fprintln(a.stdout)
 				for _, n := range hs.Notices {
 					fmt.Fprintf(a.stdout, "note: %s\n", n)
 				}

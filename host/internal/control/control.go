@@ -2,7 +2,7 @@
 // serve` listens on a Unix socket (mode 0600) named after its pid in the
 // data directory's control folder, speaking a small JSON API over HTTP:
 //
-//	GET  /v1/status          the servers and their states
+//	GET  /v1/status          the servers and their states, and the host's own figures
 //	POST /v1/restart?name=N  a fresh start of one server, no backoff wait
 //	POST /v1/reload          re-read the config file and apply the changes
 //	POST /v1/external        connect an external MCP server (JSON body)
@@ -31,6 +31,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +71,28 @@ type LogReader interface {
 	// when follow is set, a channel of the lines that arrive until stop is
 	// called. An unknown name is an error that lists the servers.
 	FollowLogs(name string, since time.Time, follow bool) (past []logbook.Line, next <-chan logbook.Line, stop func(), err error)
+}
+
+// HostStats are the host process's own figures, the "host" section of
+// GET /v1/status: what to watch for leaks (`make chaos` compares them
+// before and after its faults).
+type HostStats struct {
+	// Goroutines is the number of goroutines the host runs.
+	Goroutines int `json:"goroutines"`
+	// HeapBytes is the memory held by live and not yet collected Go
+	// objects (the process's RSS is in /proc).
+	HeapBytes uint64 `json:"heap_bytes"`
+}
+
+// Stats reads this process's HostStats.
+func Stats() HostStats {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	st := HostStats{Goroutines: runtime.NumGoroutine()}
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		st.HeapBytes = sample[0].Value.Uint64()
+	}
+	return st
 }
 
 // ExternalSpec is the body of POST /v1/external.
@@ -171,7 +195,7 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/status", handle("status", func(*http.Request, *Event) (int, any) {
-		body := map[string]any{"pid": os.Getpid(), "servers": h.Status()}
+		body := map[string]any{"pid": os.Getpid(), "host": Stats(), "servers": h.Status()}
 		if n, ok := h.(Noticer); ok {
 			if notes := n.Notices(); len(notes) > 0 {
 				body["notices"] = notes

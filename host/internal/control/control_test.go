@@ -336,3 +336,40 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Status carries the host's own figures: its goroutines, which go up with
+// the goroutines it runs (the figure make chaos watches for leaks).
+func TestStatusHostStats(t *testing.T) {
+	s, _ := listen(t, nil)
+	dataDir := filepath.Dir(filepath.Dir(s.Path()))
+	read := func() HostStats {
+		t.Helper()
+		replies, err := Call(t.Context(), dataDir, "GET", "/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Host *HostStats `json:"host"`
+		}
+		if err := json.Unmarshal(replies[0].Body, &body); err != nil || body.Host == nil {
+			t.Fatalf("status = %s (%v); want a host section", replies[0].Body, err)
+		}
+		return *body.Host
+	}
+	before := read()
+	if before.Goroutines <= 0 || before.HeapBytes == 0 {
+		t.Fatalf("host = %+v; want goroutines and heap", before)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Add(1)
+		go func() { defer wg.Done(); <-stop }()
+	}
+	after := read()
+	close(stop)
+	wg.Wait()
+	if after.Goroutines < before.Goroutines+100 {
+		t.Errorf("goroutines %d, then %d with 100 more running", before.Goroutines, after.Goroutines)
+	}
+}

@@ -108,9 +108,10 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 	var err error
 	switch {
 	case spec.Command != "":
-		s.c, err = client.NewStdioMCPClientWithOptions(spec.Command, nil, spec.Args,
-			transport.WithCommandFunc(s.command),
-			transport.WithCommandStderrWriter(s.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})))
+		var tr *transport.Stdio
+		if tr, err = s.startStdio(); err == nil {
+			s.c = client.NewClient(tr)
+		}
 	case spec.URL != "" && sse:
 		s.c, err = client.NewSSEMCPClient(spec.URL, client.WithHeaders(spec.Headers))
 	case spec.URL != "":

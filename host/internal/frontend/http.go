@@ -31,6 +31,11 @@ type HTTPOptions struct {
 	// session ends the idle one used longest ago, or gets 503 when every
 	// session has a request open.
 	MaxSessions int
+	// MaxInFlight caps the requests one session may have unanswered
+	// (default DefaultMaxInFlightHTTP), MaxInFlightTotal those of all
+	// clients together (default DefaultMaxInFlightTotal): a request past
+	// either gets 429 and a JSON-RPC error saying so (see inFlight).
+	MaxInFlight, MaxInFlightTotal int
 	// BodyTimeout is how long a request's body may take to arrive
 	// (default DefaultBodyTimeout); a slower one gets 408 and the
 	// connection is closed.
@@ -87,7 +92,8 @@ func isLoopbackHost(h string) bool {
 // another port of this machine, are refused (403), and so are requests
 // whose Host is not the listener's, so a web page cannot drive the host
 // through the user's browser (DNS rebinding). Bodies are limited in size
-// (413) and in time (408). Sessions are enforced as sessions.go describes,
+// (413) and in time (408), requests in flight per session and in all
+// (429). Sessions are enforced as sessions.go describes,
 // and a call's progress goes out in its own response, before its result
 // (see httpStream).
 func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
@@ -110,7 +116,8 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 	)
 	mux := http.NewServeMux()
 	mux.Handle(EndpointPath, checkOrigin(ln.Addr(), opts.AllowRemote,
-		limitBody(opts.MaxBodyBytes, opts.BodyTimeout, enforceSessions(ids, streamPosts(mcpHTTP)))))
+		limitBody(opts.MaxBodyBytes, opts.BodyTimeout,
+			limitInFlight(newInFlight(opts.MaxInFlight, opts.MaxInFlightTotal), enforceSessions(ids, streamPosts(mcpHTTP))))))
 	if opts.Metrics != nil {
 		mux.Handle(MetricsPath, checkOrigin(ln.Addr(), opts.AllowRemote, opts.Metrics))
 	}

@@ -42,7 +42,7 @@ func start(t *testing.T, src string) (*registry.Registry, error) {
 	if res.Diags.HasErrors() {
 		t.Fatalf("config: %v", res.Diags)
 	}
-	reg, err := loader.Load(t.Context(), res.Config, loader.Options{Self: bins.Switchboard, Logger: hclog.NewNullLogger()})
+	reg, err := loader.Load(t.Context(), res.Config, loader.Options{Self: bins.Switchboard, Logger: hclog.NewNullLogger(), WaitAll: true}) // every server, however loaded the machine
 	if reg == nil {
 		t.Fatalf("Load returned no registry: %v", err)
 	}

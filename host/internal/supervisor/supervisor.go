@@ -276,10 +276,20 @@ func (s *Supervisor) AddPending(name string, start Starter, b Backoff, why strin
 	return srv
 }
 
-// StartResult is the outcome of a start.
+// StartResult is the outcome of a start. Inst is only valid when Err is
+// nil: a starter that fails may return a typed nil pointer in it (a nil
+// *launcher.Plugin is a non-nil Instance), so ask made(), not Inst.
 type StartResult struct {
 	Inst Instance
 	Err  error
+}
+
+// made is the instance the start made, or nil.
+func (r StartResult) made() Instance {
+	if r.Err != nil {
+		return nil
+	}
+	return r.Inst
 }
 
 // AddStarting supervises a server whose first start is still under way (a
@@ -298,8 +308,8 @@ func (s *Supervisor) AddStarting(name string, start Starter, b Backoff, first <-
 			s.do(func() { srv.firstStart(r, permanent) })
 		case <-s.stop:
 			go func() { // the start may still deliver: close what it made
-				if r := <-first; r.Inst != nil {
-					_ = r.Inst.Close(context.Background())
+				if inst := (<-first).made(); inst != nil {
+					_ = inst.Close(context.Background())
 				}
 			}()
 		}
@@ -313,8 +323,8 @@ func (srv *Server) firstStart(r StartResult, permanent func(error) bool) {
 	srv.mu.Lock()
 	if srv.state != Starting {
 		srv.mu.Unlock()
-		if r.Inst != nil {
-			go func() { _ = r.Inst.Close(context.Background()) }()
+		if inst := r.made(); inst != nil {
+			go func() { _ = inst.Close(context.Background()) }()
 		}
 		return
 	}

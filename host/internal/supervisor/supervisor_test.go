@@ -489,3 +489,32 @@ func TestBackoffResetsOnceStable(t *testing.T) {
 	}
 	back(2 * time.Second)
 }
+
+// A first start that fails may hand back a typed nil instance beside its
+// error (launcher.Launch returns a nil *Plugin): when the server was
+// stopped, or the supervisor, meanwhile, nothing may be closed on it. (The
+// supervisor closed it, and the nil pointer crashed the host: seen in the
+// loader's tests when hello took longer than StartWait under load.)
+func TestFailedLateStartAfterStop(t *testing.T) {
+	var typedNil *fakeInstance
+	failed := StartResult{Inst: typedNil, Err: errors.New("plugin exited before its handshake")}
+	never := func(error) bool { return false }
+	st := &starter{}
+
+	// The server is closed while it starts.
+	h := newHarness(t)
+	first := make(chan StartResult)
+	srv := h.sup.AddStarting("slow", st.start, noJitter, first, never)
+	if err := srv.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	first <- failed
+	h.waitFor(t, srv, "stopped", inState(Stopped))
+
+	// The supervisor stops while it starts.
+	h2 := newHarness(t)
+	first2 := make(chan StartResult)
+	h2.sup.AddStarting("slow", st.start, noJitter, first2, never)
+	h2.sup.Stop()
+	first2 <- failed // received: a Close on the nil pointer would panic now
+}

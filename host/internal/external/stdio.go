@@ -1,0 +1,119 @@
+package external
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
+)
+
+// MaxLineBytes is the longest line a stdio server may write: one JSON-RPC
+// message, as large as the host takes from its own clients. A longer line
+// is cut there and the rest of it dropped (the call it answered, if any,
+// then ends at its call_timeout), and the host says so in its log.
+const MaxLineBytes = 16 << 20
+
+// startStdio starts a stdio server's process on pipes of the host's own
+// and returns the transport that speaks MCP over them. mcp-go's own stdio
+// transport reads the server's stdout a whole line at a time without a
+// bound, so a server that wrote a long line without a newline made the
+// host allocate about three times its length (make chaos); here the
+// stdout goes through lineCap first.
+func (s *Server) startStdio() (*transport.Stdio, error) {
+	cmd, err := s.command(context.Background(), s.spec.Command, nil, s.spec.Args)
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	// An os.Pipe of ours, not StdoutPipe: cmd.Wait (the reaper below)
+	// would close StdoutPipe's end with output still unread.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		_ = stdin.Close()
+		return nil, err
+	}
+	cmd.Stdout = outW
+	// Its stderr goes to the log with a plugin's limits (rate, line length).
+	cmd.Stderr = launcher.LimitedLogger(s.log).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	// A child of the server that keeps stderr open must not hold the
+	// reaper for ever.
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		_ = stdin.Close()
+		_ = outR.Close()
+		_ = outW.Close()
+		return nil, err
+	}
+	_ = outW.Close()
+	go func() { _ = cmd.Wait() }() // reaps it; watchProcess notices the exit
+	out := &lineCap{r: outR, max: MaxLineBytes, onCut: func() {
+		s.log.Warn(fmt.Sprintf("the server wrote a line of more than %d MB on stdout; the rest of it was dropped (no MCP message is that long)", MaxLineBytes>>20))
+	}}
+	// The transport's Close closes stdin and what it takes for stderr:
+	// give it the stdout pipe there, so that Close also ends the read.
+	return transport.NewIO(out, stdin, outR), nil
+}
+
+// lineCap passes a stdio server's output on, cutting every line longer
+// than max bytes at max (a newline ends what was passed on) and dropping
+// the rest of it, so a reader that collects whole lines holds at most max
+// bytes of one.
+type lineCap struct {
+	r        io.Reader
+	max      int
+	n        int  // bytes of the current line passed on
+	skipping bool // in a cut line: drop until its newline
+	onCut    func()
+}
+
+func (c *lineCap) Read(p []byte) (int, error) {
+	for {
+		n, err := c.r.Read(p)
+		if out := c.filter(p[:n]); out > 0 || err != nil {
+			return out, err
+		}
+	}
+}
+
+// filter rewrites p in place, returning how many bytes of it to pass on.
+// It writes behind what it has read, so in place is safe.
+func (c *lineCap) filter(p []byte) int {
+	out, pos := 0, 0
+	for pos < len(p) {
+		rest := p[pos:]
+		nl := bytes.IndexByte(rest, '\n')
+		content, next := len(rest), len(rest)
+		if nl >= 0 {
+			content, next = nl, nl+1
+		}
+		switch {
+		case c.skipping:
+		case c.n+content > c.max:
+			out += copy(p[out:], rest[:c.max-c.n])
+			p[out] = '\n'
+			out++
+			c.skipping = true
+			if c.onCut != nil {
+				c.onCut()
+			}
+		default:
+			out += copy(p[out:], rest[:next])
+			c.n += content
+		}
+		if nl >= 0 {
+			c.n, c.skipping = 0, false
+		}
+		pos += next
+	}
+	return out
+}
