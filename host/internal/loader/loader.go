@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/external"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
@@ -69,6 +70,13 @@ type job struct {
 	restart config.Restart
 	// discovered plugins are named by what they report.
 	discovered bool
+	// refused, if set, is why the job must not start (a discovered plugin
+	// the lock file does not list, an unreadable lock file).
+	refused error
+	// gate, if set, holds the server's tool surface to the locked or
+	// approved one (plugins and external servers; built-ins are the host's
+	// own binary).
+	gate *pluginstore.Gate
 }
 
 // Host is a running set of servers built from a config.
@@ -284,7 +292,7 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 // settings or an invalid description are permanent until the config or
 // the binary changes.
 func transient(j job, err error) bool {
-	if j.discovered {
+	if j.discovered || j.refused != nil || errors.Is(err, pluginstore.ErrQuarantined) {
 		return false
 	}
 	return j.ext != nil || errors.Is(err, launcher.ErrStart)
@@ -292,6 +300,22 @@ func transient(j job, err error) bool {
 
 // start starts one instance of a job.
 func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
+	if j.refused != nil {
+		return nil, j.refused
+	}
+	inst, err := launch(ctx, j, log)
+	if err != nil || j.gate == nil {
+		return inst, err
+	}
+	if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOf(inst.Describe().GetTools())); err != nil {
+		_ = inst.Close(ctx)
+		return nil, err
+	}
+	return inst, nil
+}
+
+// launch starts one instance of a job, unchecked.
+func launch(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
 	if j.ext != nil {
 		return external.Connect(ctx, *j.ext, log.Named("external"))
 	}
@@ -672,6 +696,8 @@ func withReattach(jobs []job) []job {
 func Jobs(cfg *config.Config, self string) []job {
 	var jobs []job
 	protected := cfg.ControlPlane()
+	lock, lockErr := readLock(cfg)
+	gate := &pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
 	for _, b := range cfg.Builtins {
 		state := filepath.Join(cfg.DataDir, b.Name)
 		jobs = append(jobs, job{
@@ -689,8 +715,9 @@ func Jobs(cfg *config.Config, self string) []job {
 	named := map[string]bool{}
 	for _, p := range cfg.Plugins {
 		named[p.Path] = true
+		named["name:"+p.Name] = true
 		state := filepath.Join(cfg.DataDir, "plugins", p.Name)
-		jobs = append(jobs, job{
+		j := job{
 			spec: launcher.Spec{
 				Name: p.Name, Path: p.Path, Args: p.Args, Env: p.Env, SHA256: p.SHA256,
 				Settings: p.Settings, ProjectDir: cfg.ProjectDir, DataDir: state,
@@ -700,22 +727,35 @@ func Jobs(cfg *config.Config, self string) []job {
 			kind:    registry.KindPlugin,
 			source:  fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
 			restart: p.Restart,
-		})
+			refused: lockErr,
+			gate:    gate,
+		}
+		// A configured plugin the lock lists runs only as locked; one it
+		// does not list runs as configured (its block is the operator's
+		// choice). A sha256 in the block is checked instead.
+		if pin := lock.Pin(p.Name); pin != "" && j.spec.SHA256 == "" {
+			j.spec.SHA256, j.spec.PinnedBy = pin, lock.Path
+		} else if e := lock.Plugins[p.Name]; e != nil && j.spec.SHA256 == "" {
+			j.refused = fmt.Errorf("loader: plugin %s: %s has no hash for %s; run `switchboard plugin lock -platform=%s`", p.Name, lock.Path, pluginstore.Platform(), pluginstore.Platform())
+		}
+		jobs = append(jobs, j)
 	}
 	for _, x := range cfg.Externals {
 		source := fmt.Sprintf("external %q (%s)", x.Name, rangeText(cfg, x.Range.Filename, x.Range.Start.Line))
 		if x.FromMCPJSON {
 			source = fmt.Sprintf("external %q (.mcp.json)", x.Name)
 		}
-		jobs = append(jobs, externalJob(cfg, x, source))
+		j := externalJob(cfg, x, source)
+		j.gate = gate
+		jobs = append(jobs, j)
 	}
-	for _, path := range Discover(cfg.PluginDirs) {
-		if named[path] {
+	for _, bin := range pluginstore.Newest(pluginstore.List(cfg.SearchDirs())) {
+		path, name := bin.Path, bin.Name
+		if named[path] || named["name:"+name] {
 			continue
 		}
-		name := strings.TrimPrefix(filepath.Base(path), PluginPrefix)
 		state := filepath.Join(cfg.DataDir, "plugins", name)
-		jobs = append(jobs, job{
+		j := job{
 			spec: launcher.Spec{
 				Name: name, Path: path, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
 				ProtectedPaths: protected,
@@ -725,30 +765,49 @@ func Jobs(cfg *config.Config, self string) []job {
 			source:     fmt.Sprintf("discovered plugin %s", path),
 			discovered: true,
 			restart:    cfg.Restart,
-		})
+			refused:    lockErr,
+			gate:       gate,
+		}
+		switch pin := lock.Pin(name); {
+		case lockErr != nil:
+		case pin != "":
+			j.spec.SHA256, j.spec.PinnedBy = pin, lock.Path
+		case lock.Plugins[name] != nil:
+			j.refused = fmt.Errorf("loader: discovered plugin %s: %s has no hash for %s; run `switchboard plugin lock -platform=%s`", path, lock.Path, pluginstore.Platform(), pluginstore.Platform())
+		case !cfg.AllowUnlocked:
+			j.refused = &UnlockedError{Path: path, Name: name, LockFile: lock.Path}
+		}
+		jobs = append(jobs, j)
 	}
 	return withReattach(jobs)
+}
+
+// UnlockedError is a discovered plugin the lock file does not list: every
+// binary dropped into a plugin directory would otherwise run unchecked.
+type UnlockedError struct {
+	Path, Name, LockFile string
+}
+
+func (e *UnlockedError) Error() string {
+	return fmt.Sprintf("loader: discovered plugin %s is not in %s, so it does not run: if you trust it, run `switchboard plugin lock` (or set allow_unlocked_plugins = true in the config)", e.Path, e.LockFile)
+}
+
+// readLock reads the config's lock file (empty when there is none). An
+// unreadable one runs no plugin, so the error is every plugin's.
+func readLock(cfg *config.Config) (*pluginstore.Lock, error) {
+	lock, _, err := pluginstore.ReadLock(cfg.LockFile())
+	if err != nil {
+		return lock, fmt.Errorf("loader: %w", err)
+	}
+	return lock, nil
 }
 
 // Discover lists the executable switchboard-plugin-* files in dirs, sorted.
 func Discover(dirs []string) []string {
 	var out []string
-	for _, d := range dirs {
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if e.IsDir() || !strings.HasPrefix(e.Name(), PluginPrefix) {
-				continue
-			}
-			if info, err := e.Info(); err != nil || info.Mode()&0o111 == 0 {
-				continue
-			}
-			out = append(out, filepath.Join(d, e.Name()))
-		}
+	for _, b := range pluginstore.List(dirs) {
+		out = append(out, b.Path)
 	}
-	slices.Sort(out)
 	return out
 }
 
