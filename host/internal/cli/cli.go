@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
@@ -124,7 +125,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "config file (default $SWITCHBOARD_CONFIG, else ./config.hcl)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
 	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(),
-		a.statusCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), pluginServeCmd())
+		a.statusCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), a.pluginCmd(), pluginServeCmd())
 	return root
 }
 
@@ -527,6 +528,11 @@ type ServerInfo struct {
 // a person runs `switchboard approve NAME`.
 const StatusAwaitingApproval = "awaiting approval"
 
+// StatusQuarantined is the status of a server whose tools changed since
+// they were locked or approved: they are hidden until a person runs
+// `switchboard approve NAME`.
+const StatusQuarantined = "quarantined"
+
 // failedExit is the exit of inspect and status: 1, naming them, when some
 // server failed, so that a script can tell; nil otherwise.
 func failedExit(rows []ServerInfo) error {
@@ -573,7 +579,11 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		rows = append(rows, si)
 	}
 	for _, f := range reg.Failures() {
-		rows = append(rows, ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Origin: origin(f.Kind, f.Source), Status: "failed", Error: oneLine(f.Err.Error())})
+		si := ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Origin: origin(f.Kind, f.Source), Status: "failed", Error: oneLine(f.Err.Error())}
+		if errors.Is(f.Err, pluginstore.ErrQuarantined) {
+			si.Status = StatusQuarantined
+		}
+		rows = append(rows, si)
 	}
 	for _, d := range reg.Disabled() {
 		si := ServerInfo{Name: d.Name, Kind: string(d.Kind), Source: d.Source, Origin: origin(d.Kind, d.Source), Status: "disabled"}

@@ -844,3 +844,31 @@ var (
 	_ registry.Confined   = (*launcher.Plugin)(nil)
 	_ registry.Confined   = (*external.Server)(nil)
 )
+
+// PluginTarget is a plugin the config loads: a plugin block, or a binary
+// discovered in plugin_dirs or the install directory.
+type PluginTarget struct {
+	// Name is the block's label, or the NAME of a discovered binary.
+	Name string
+	Path string
+	// Discovered is set for binaries found without a block.
+	Discovered bool
+	// Spec is how the host would launch it (pinned by the lock or the
+	// block when they pin it).
+	Spec launcher.Spec
+	// Refused is why the host would not start it, if it would not.
+	Refused error
+}
+
+// PluginTargets lists the plugins the config loads, in registration
+// order (for `switchboard plugin lock|verify|list`).
+func PluginTargets(cfg *config.Config, self string) []PluginTarget {
+	var out []PluginTarget
+	for _, j := range Jobs(cfg, self) {
+		if j.kind != registry.KindPlugin {
+			continue
+		}
+		out = append(out, PluginTarget{Name: j.spec.Name, Path: j.spec.Path, Discovered: j.discovered, Spec: j.spec, Refused: j.refused})
+	}
+	return out
+}
