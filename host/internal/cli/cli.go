@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -90,7 +91,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if c, _, err := root.Find(args); err == nil && hostCommands[c.Name()] {
 		_ = hideMemory()
 	}
-	root.SetArgs(args)
+	root.SetArgs(singleDashFlags(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -107,6 +108,21 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "switchboard: %s\n", oneLine(err.Error()))
 	return 2
+}
+
+// singleDashFlags accepts Terraform's spelling of `plugin lock
+// -platform=os_arch` (one dash) beside the usual --platform.
+func singleDashFlags(args []string) []string {
+	if len(args) < 2 || args[0] != "plugin" || args[1] != "lock" {
+		return args
+	}
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "-platform" || strings.HasPrefix(a, "-platform=") {
+			out[i] = "-" + a
+		}
+	}
+	return out
 }
 
 // hostCommands are the commands that start a host (and its plugins).

@@ -206,6 +206,9 @@ func (a *app) pluginLockCmd() *cobra.Command {
 					e.Hashes[plat] = h
 				}
 				lock.Plugins[t.Name] = e
+				if err := (pluginstore.Gate{LockFile: lock.Path, DataDir: cfg.DataDir}).Record(t.Name, pr.surface); err != nil {
+					log.Warn("cannot keep the locked tool surface for later differences", "plugin", t.Name, "error", err)
+				}
 				plats := slices.Sorted(maps.Keys(e.Hashes))
 				fmt.Fprintf(a.stdout, "locked %s %s (protocol %d, %d tools) for %s\n", t.Name, dashIfEmpty(e.Version), pr.protocol, len(pr.surface), strings.Join(plats, ", "))
 			}

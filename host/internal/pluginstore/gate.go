@@ -112,6 +112,14 @@ func (g Gate) save(name string, s Surface, pending bool) error {
 	return writeAtomic(g.surfacePath(name, pending), s.JSON(), 0o600)
 }
 
+// Record keeps s as the approved surface of name in data_dir (so a later
+// change can be shown as a difference), as `plugin lock` does for what it
+// locks.
+func (g Gate) Record(name string, s Surface) error {
+	_ = os.Remove(g.surfacePath(name, true))
+	return g.save(name, s, false)
+}
+
 // Saved reads a server's approved (or pending) surface from data_dir.
 func (g Gate) Saved(name string, pending bool) (Surface, error) {
 	b, err := os.ReadFile(g.surfacePath(name, pending))
