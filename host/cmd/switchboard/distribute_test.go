@@ -206,7 +206,7 @@ func TestPluginInstallLockVerify(t *testing.T) {
 	out, _, _ = run(t, e, "plugin", "list", "--json", "--config", e.config)
 	var rows []struct {
 		Name, Platform, Locked, Path string
-		Loaded, Installed         bool
+		Loaded, Installed            bool
 	}
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("plugin list --json = %q: %v", out, err)

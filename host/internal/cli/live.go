@@ -629,5 +629,20 @@ func (a *app) approveSurface(ctx context.Context, cfg *config.Config, name strin
 	if err != nil {
 		return true, fail(2, "approved, but the running hosts did not reload: %v", err)
 	}
-	return true, a.printReloads(replies)
+	if err := a.printReloads(replies); err != nil {
+		return true, err
+	}
+	// A host that held the server back while restarting it (it was
+	// running when its tools changed) did not see it change in the config:
+	// restart it there now instead of waiting for its next retry.
+	for _, r := range replies {
+		var res struct {
+			Result loader.ReloadResult `json:"result"`
+		}
+		if json.Unmarshal(r.Body, &res) == nil && slices.Contains(res.Result.Unchanged, name) {
+			_, _ = control.Call(ctx, cfg.DataDir, "POST", "/v1/restart?name="+name)
+			break
+		}
+	}
+	return true, nil
 }
