@@ -34,6 +34,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
+	"github.com/switchboard-mcp/switchboard/internal/feature"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
@@ -89,6 +90,8 @@ type Host struct {
 	mu   sync.Mutex // serialises reloads
 	cfg  *config.Config
 	jobs map[string]job // by configured name (discovered: by path)
+	// gate holds servers' tools to the locked or approved ones.
+	gate pluginstore.Gate
 	// hidden is the identity of each hidden control-plane file as the
 	// running sandboxes' mounts cover it (see Rehide).
 	hidden map[string]fileID
@@ -144,6 +147,8 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	reg.SetCallTimeouts(CallTimeouts(cfg))
 	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg)}
 	h.sup = supervisor.New(log, reg.Refresh)
+	h.gate = pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
+	reg.OnEvent(h.vetListChange)
 	reg.SetPrefixes(cfg.Prefixes)
 	reg.AtShutdown(h.sup.Stop)
 
@@ -154,6 +159,34 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		h.jobs[jobKey(j)] = j
 	}
 	return h, h.startJobs(ctx, jobs, opts.WaitAll)
+}
+
+// vetListChange holds a running server's changed tools to the locked or
+// approved ones (a server may change its tools without restarting: an
+// external server's tools/list_changed, a plugin's list change). A server
+// whose tools now differ is taken out of the registry and shown as
+// quarantined until `switchboard approve` (which reloads, starting it
+// again). Between the change and its removal, tools/list may show the new
+// tools for as long as the removal takes.
+func (h *Host) vetListChange(name string, ev feature.Event) {
+	if ev.Kind != feature.ListChanged {
+		return
+	}
+	e := h.reg.Entry(name)
+	if e == nil || e.Kind == registry.KindBuiltin {
+		return
+	}
+	err := h.gate.Check(name, pluginstore.SurfaceOf(e.Server.Describe().GetTools()))
+	if !errors.Is(err, pluginstore.ErrQuarantined) {
+		return
+	}
+	h.log.Warn("server quarantined: its tools changed while it ran", "server", name, "error", err)
+	// Not on this goroutine: closing the server ends the watch that
+	// called us.
+	go func() {
+		_ = h.reg.Remove(context.Background(), name)
+		h.reg.Fail(registry.Failure{Name: name, Kind: e.Kind, Source: e.Source, Err: err})
+	}()
 }
 
 // Registry returns the host's registry.
