@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 )
@@ -18,6 +19,10 @@ const KindSurface approvals.Kind = "surface"
 // surface (NAME.json) and the one waiting for approval
 // (NAME.pending.json), so `switchboard approve` can show the difference.
 const SurfacesDir = "surfaces"
+
+// gateMu serialises the gate's read-modify-write of the approvals and
+// surface files within this process.
+var gateMu sync.Mutex
 
 // ErrQuarantined is wrapped by every QuarantineError.
 var ErrQuarantined = errors.New("pluginstore: quarantined")
@@ -60,6 +65,10 @@ func (g Gate) surfacePath(name string, pending bool) string {
 // for `approve`), another error when the lock or approvals file cannot be
 // read (which lets nothing through).
 func (g Gate) Check(name string, s Surface) error {
+	// Servers start in parallel: one first-sight record must not overwrite
+	// another's.
+	gateMu.Lock()
+	defer gateMu.Unlock()
 	got := s.Hash()
 	lock, _, err := ReadLock(g.LockFile)
 	if err != nil {
@@ -149,6 +158,8 @@ var ErrNothingPending = errors.New("pluginstore: no quarantined surface")
 // approved one, in the lock file when the lock pins the server's surface,
 // else in data_dir.
 func (g Gate) Approve(name string) (*Approval, error) {
+	gateMu.Lock()
+	defer gateMu.Unlock()
 	cur, err := g.Saved(name, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s has no quarantined tool surface in %s", ErrNothingPending, name, filepath.Join(g.DataDir, SurfacesDir))
