@@ -165,7 +165,9 @@ func (a *app) pluginLockCmd() *cobra.Command {
 			lock := &pluginstore.Lock{Path: cfg.LockFile(), Plugins: map[string]*pluginstore.Entry{}}
 			var problems []string
 			for _, t := range loader.PluginTargets(cfg, a.selfPath()) {
-				t.Spec.SHA256, t.Spec.PinnedBy = "", "" // what is there now is what gets locked
+				if t.Spec.PinnedBy != "" {
+					t.Spec.SHA256, t.Spec.PinnedBy = "", "" // what is there now is what gets locked
+				}
 				hash, err := pluginstore.FileHash(t.Path)
 				if err != nil {
 					problems = append(problems, fmt.Sprintf("%s: cannot read %s: %v", t.Name, t.Path, err))

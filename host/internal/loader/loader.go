@@ -40,7 +40,7 @@ import (
 )
 
 // PluginPrefix is the file name prefix of plugin binaries.
-const PluginPrefix = "switchboard-plugin-"
+const PluginPrefix = pluginstore.Prefix
 
 // Files in the data directory.
 const (
@@ -833,15 +833,6 @@ func readLock(cfg *config.Config) (*pluginstore.Lock, error) {
 		return lock, fmt.Errorf("loader: %w", err)
 	}
 	return lock, nil
-}
-
-// Discover lists the executable switchboard-plugin-* files in dirs, sorted.
-func Discover(dirs []string) []string {
-	var out []string
-	for _, b := range pluginstore.List(dirs) {
-		out = append(out, b.Path)
-	}
-	return out
 }
 
 func rangeText(cfg *config.Config, file string, line int) string {
