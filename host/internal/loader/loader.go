@@ -337,8 +337,13 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 		return nil, j.refused
 	}
 	inst, err := launch(ctx, j, log)
-	if err != nil || j.gate == nil {
-		return inst, err
+	if err != nil {
+		// Not the typed nil *launcher.Plugin: whoever drains a start
+		// result closes a non-nil Inst.
+		return nil, err
+	}
+	if j.gate == nil {
+		return inst, nil
 	}
 	if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOf(inst.Describe().GetTools())); err != nil {
 		_ = inst.Close(ctx)
