@@ -156,7 +156,7 @@ func Install(src string, opts InstallOptions) ([]Installed, error) {
 		opts.Platform = Platform()
 	}
 	dir := filepath.Join(opts.Root, opts.Platform)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("pluginstore: %w", err)
 	}
 	var out []Installed
