@@ -77,6 +77,10 @@ type Spec struct {
 	// an open descriptor of the file and executes that same descriptor, so
 	// a file swapped in after the check never runs.
 	SHA256 string
+	// PinnedBy names the file the SHA256 pin comes from when it is not
+	// the plugin's block (the lock file); a mismatch then tells the
+	// operator to re-lock rather than edit the block.
+	PinnedBy string
 	// Settings is sent to the plugin's Configure as JSON.
 	Settings []byte
 	// ProjectDir and DataDir are sent to Configure.
@@ -349,6 +353,11 @@ func (p *Plugin) command(env []string) (*exec.Cmd, error) {
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrChecksum, spec.Path, err)
+	}
+	if actual != spec.SHA256 && spec.PinnedBy != "" {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: plugin %s: %s has sha256 %s, but %s locks sha256:%s; if you upgraded it on purpose, run `switchboard plugin lock`, otherwise reinstall it with `switchboard plugin install`",
+			ErrChecksum, spec.Name, spec.Path, actual, spec.PinnedBy, spec.SHA256)
 	}
 	if actual != spec.SHA256 {
 		_ = f.Close()

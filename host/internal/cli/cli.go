@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +36,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/logbook"
 	"github.com/switchboard-mcp/switchboard/host/internal/metrics"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
@@ -100,7 +102,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if c, _, err := root.Find(args); err == nil && hostCommands[c.Name()] {
 		_ = hideMemory()
 	}
-	root.SetArgs(args)
+	root.SetArgs(singleDashFlags(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -119,6 +121,21 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// singleDashFlags accepts Terraform's spelling of `plugin lock
+// -platform=os_arch` (one dash) beside the usual --platform.
+func singleDashFlags(args []string) []string {
+	if len(args) < 2 || args[0] != "plugin" || args[1] != "lock" {
+		return args
+	}
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "-platform" || strings.HasPrefix(a, "-platform=") {
+			out[i] = "-" + a
+		}
+	}
+	return out
+}
+
 // hostCommands are the commands that start a host (and its plugins).
 var hostCommands = map[string]bool{"serve": true, "tools": true, "call": true, "inspect": true}
 
@@ -135,7 +152,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "config file (default $SWITCHBOARD_CONFIG, else ./config.hcl)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
 	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(),
-		a.statusCmd(), a.logsCmd(), a.doctorCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), pluginServeCmd())
+		a.statusCmd(), a.logsCmd(), a.doctorCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), a.pluginCmd(), pluginServeCmd())
 	return root
 }
 
@@ -601,6 +618,11 @@ type ServerInfo struct {
 // a person runs `switchboard approve NAME`.
 const StatusAwaitingApproval = "awaiting approval"
 
+// StatusQuarantined is the status of a server whose tools changed since
+// they were locked or approved: they are hidden until a person runs
+// `switchboard approve NAME`.
+const StatusQuarantined = "quarantined"
+
 // failedExit is the exit of inspect and status: 1, naming them, when some
 // server failed, so that a script can tell; nil otherwise.
 func failedExit(rows []ServerInfo) error {
@@ -647,7 +669,11 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		rows = append(rows, si)
 	}
 	for _, f := range reg.Failures() {
-		rows = append(rows, ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Origin: origin(f.Kind, f.Source), Status: "failed", Error: oneLine(f.Err.Error())})
+		si := ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Origin: origin(f.Kind, f.Source), Status: "failed", Error: oneLine(f.Err.Error())}
+		if errors.Is(f.Err, pluginstore.ErrQuarantined) {
+			si.Status = StatusQuarantined
+		}
+		rows = append(rows, si)
 	}
 	for _, d := range reg.Disabled() {
 		si := ServerInfo{Name: d.Name, Kind: string(d.Kind), Source: d.Source, Origin: origin(d.Kind, d.Source), Status: "disabled"}

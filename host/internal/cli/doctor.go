@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 )
@@ -207,7 +208,7 @@ func doctorDirs(add addFunc, cfg *config.Config) {
 		case err != nil:
 			add("plugin_dir", verdictFail, "%v (another user could put a binary there that the host would run)", err)
 		default:
-			add("plugin_dir", verdictOK, "%s: %d plugin binaries", d, len(loader.Discover([]string{d})))
+			add("plugin_dir", verdictOK, "%s: %d plugin binaries", d, len(pluginstore.List([]string{d})))
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/logbook"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 )
@@ -448,9 +449,11 @@ func errorOf(body []byte) string {
 func (a *app) approveCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "approve NAME",
-		Short: "Approve a server from .mcp.json as it is now, and make every running host start it",
-		Long: "Approve a server from .mcp.json as it is now (its command, args, env, url and headers),\n" +
-			"and make every running host on the config reload. A changed entry needs approving again.",
+		Short: "Approve what waits on a person: a quarantined server's new tools, or a server from .mcp.json",
+		Long: "Release a server quarantined because its tools changed (names, descriptions, schemas or annotations)\n" +
+			"after showing the difference (updating " + pluginstore.LockFileName + " when it pins them, else the approval\n" +
+			"in data_dir), or approve a server from .mcp.json as it is now (its command, args, env, url and\n" +
+			"headers). Every running host on the config then reloads. A changed entry needs approving again.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig()
@@ -458,6 +461,9 @@ func (a *app) approveCmd() *cobra.Command {
 				return err
 			}
 			name := args[0]
+			if done, err := a.approveSurface(cmd.Context(), cfg, name); done || err != nil {
+				return err
+			}
 			var x *config.External
 			for _, e := range cfg.Externals {
 				if e.Name == name && e.FromMCPJSON {
@@ -598,4 +604,54 @@ func (s serverApprover) ApproveServer(ctx context.Context, name, hash string) er
 	}
 	_, err := s.watch.reload(ctx, s.h)
 	return err
+}
+
+// approveSurface releases a quarantined server, if name is one: it shows
+// the difference, records the new surface and reloads the running hosts.
+func (a *app) approveSurface(ctx context.Context, cfg *config.Config, name string) (bool, error) {
+	gate := pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
+	if _, err := gate.Saved(name, true); err != nil {
+		return false, nil
+	}
+	if err := strictmode.PrivateDir(cfg.DataDir); err != nil {
+		return true, fail(2, "data_dir: %v", err)
+	}
+	ap, err := gate.Approve(name)
+	if err != nil {
+		return true, fail(2, "%v", err)
+	}
+	if ap.Diff != "" {
+		fmt.Fprintf(a.stdout, "%s's tools changed:\n%s", name, ap.Diff)
+	} else {
+		fmt.Fprintf(a.stdout, "%s's tools differ from the locked ones (the earlier tools are not kept in %s, so no difference can be shown)\n", name, cfg.DataDir)
+	}
+	where := "the approvals in " + cfg.DataDir
+	if ap.Locked {
+		where = cfg.LockFile()
+	}
+	fmt.Fprintf(a.stdout, "approved %s's tools as they are now (%s), recorded in %s\n", name, ap.Hash, where)
+	replies, err := control.Call(ctx, cfg.DataDir, "POST", "/v1/reload")
+	if errors.Is(err, control.ErrNoHost) {
+		fmt.Fprintln(a.stdout, "no running host on this config; it serves them with the next `switchboard serve`")
+		return true, nil
+	}
+	if err != nil {
+		return true, fail(2, "approved, but the running hosts did not reload: %v", err)
+	}
+	if err := a.printReloads(replies); err != nil {
+		return true, err
+	}
+	// A host that held the server back while restarting it (it was
+	// running when its tools changed) did not see it change in the config:
+	// restart it there now instead of waiting for its next retry.
+	for _, r := range replies {
+		var res struct {
+			Result loader.ReloadResult `json:"result"`
+		}
+		if json.Unmarshal(r.Body, &res) == nil && slices.Contains(res.Result.Unchanged, name) {
+			_, _ = control.Call(ctx, cfg.DataDir, "POST", "/v1/restart?name="+name)
+			break
+		}
+	}
+	return true, nil
 }

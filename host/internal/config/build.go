@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 )
@@ -173,6 +174,17 @@ func (b *builder) folders(fs *fileSchema) {
 	for _, p := range fs.PluginDirs {
 		cfg.PluginDirs = append(cfg.PluginDirs, resolve(b.dir, p))
 	}
+	cfg.InstallDir = pluginstore.DefaultDir()
+	if fs.PluginInstallDir != nil && *fs.PluginInstallDir != "" {
+		cfg.InstallDir = resolve(b.dir, *fs.PluginInstallDir)
+	}
+	cfg.AllowUnlocked = fs.AllowUnlocked != nil && *fs.AllowUnlocked
+	for _, k := range fs.TrustedKeys {
+		if _, err := pluginstore.ParseKey(k); err != nil {
+			b.errAt(b.at("trusted_keys"), "Invalid trusted_keys", fmt.Sprintf("trusted_keys: %q is %v.", k, err))
+		}
+	}
+	cfg.TrustedKeys = fs.TrustedKeys
 }
 
 // logLevel reads log_level.
@@ -345,15 +357,13 @@ func (b *builder) plugin(p pluginSchema) {
 		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: p.Name, Kind: "plugin", Range: p.Range})
 		return
 	}
-	pl := &Plugin{Name: p.Name, Path: resolve(b.dir, p.Path), Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox),
+	pl := &Plugin{Name: p.Name, Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox),
 		Timeouts: b.serverTimeouts(p.Range, p.CallTimeout, p.Tools)}
-	if p.Path == "" {
-		b.errAt(p.Range, "Missing plugin path", fmt.Sprintf("plugin %q needs path = \"...\" pointing at its binary.", p.Name))
-	}
+	b.pluginBinary(p, pl)
 	if p.SHA256 != nil && *p.SHA256 != "" {
 		sum := strings.ToLower(strings.TrimPrefix(*p.SHA256, "sha256:"))
 		if raw, err := hex.DecodeString(sum); err != nil || len(raw) != sha256.Size {
-			b.errAt(b.in(p.Range, "sha256"), "Invalid sha256", fmt.Sprintf("plugin %q: sha256 must be 64 hex digits (from `sha256sum %s`).", p.Name, p.Path))
+			b.errAt(b.in(p.Range, "sha256"), "Invalid sha256", fmt.Sprintf("plugin %q: sha256 must be 64 hex digits (from `sha256sum %s`).", p.Name, pl.Path))
 		}
 		pl.SHA256 = sum
 	}
@@ -496,4 +506,51 @@ func (b *builder) permissions(blocks []permSchema) {
 		}
 	}
 	b.cfg.Permissions = perm
+}
+
+// pluginBinary sets a plugin's binary: path when given (a file, or a
+// folder to search), else the plugin's newest binary in plugin_dirs and
+// the install directory that meets version.
+func (b *builder) pluginBinary(p pluginSchema, pl *Plugin) {
+	if p.Version != nil {
+		pl.Version = strings.TrimSpace(*p.Version)
+		if _, err := pluginstore.ParseConstraint(pl.Version); err != nil {
+			b.errAt(b.in(p.Range, "version"), "Invalid version", fmt.Sprintf("plugin %q: version %q is not a version constraint such as \"~> 1.2\" or \">= 1.0, < 2.0\".", p.Name, *p.Version))
+			return
+		}
+	}
+	dirs := b.cfg.SearchDirs()
+	if p.Path != nil && *p.Path == "" {
+		b.errAt(b.in(p.Range, "path"), "Missing plugin path", fmt.Sprintf("plugin %q: path is empty; point it at the plugin's binary (or a folder of its versions), or leave it out to pick the newest installed binary (that meets version).", p.Name))
+		return
+	}
+	if p.Path != nil {
+		path := resolve(b.dir, *p.Path)
+		if st, err := os.Stat(path); err != nil || !st.IsDir() {
+			pl.Path = path
+			if _, v, ok := pluginstore.ParseName(filepath.Base(path)); ok && v != nil {
+				pl.Resolved = v.String()
+			}
+			if pl.Version != "" {
+				b.checkPathVersion(p, pl)
+			}
+			return
+		}
+		dirs = []string{path}
+	}
+	bin, err := pluginstore.Find(dirs, p.Name, pl.Version)
+	if err != nil {
+		b.errAt(p.Range, "No plugin binary", fmt.Sprintf("plugin %q: %v.", p.Name, err))
+		return
+	}
+	pl.Path, pl.Resolved = bin.Path, bin.VersionString()
+}
+
+// checkPathVersion refuses a path whose binary's name carries a version
+// that does not meet the block's constraint.
+func (b *builder) checkPathVersion(p pluginSchema, pl *Plugin) {
+	cons, _ := pluginstore.ParseConstraint(pl.Version)
+	if _, v, ok := pluginstore.ParseName(filepath.Base(pl.Path)); ok && v != nil && !cons.Check(v) {
+		b.errAt(b.in(p.Range, "version"), "Plugin version does not match", fmt.Sprintf("plugin %q: %s is version %s, which does not meet %q; point path at a matching binary (or a folder of them), or change version.", p.Name, pl.Path, v, pl.Version))
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -50,6 +51,17 @@ type Config struct {
 	// PluginDirs are searched for switchboard-plugin-* binaries that no
 	// plugin block names; each is loaded under the name it reports.
 	PluginDirs []string
+	// InstallDir is the plugin directory root `switchboard plugin install`
+	// fills (plugin_install_dir; default $XDG_DATA_HOME/switchboard/plugins).
+	// Its "<os>_<arch>" folder for this machine is searched like
+	// PluginDirs.
+	InstallDir string
+	// AllowUnlocked lets the host run discovered plugins that the lock
+	// file does not list (allow_unlocked_plugins; default false).
+	AllowUnlocked bool
+	// TrustedKeys are minisign public keys; when set, `plugin install`
+	// requires a signature by one of them over SHA256SUMS.
+	TrustedKeys []string
 	// LogLevel is the host's log level.
 	LogLevel string
 	// LogFormat is "text" (the default) or "json" (hclog's JSON lines, for
@@ -208,14 +220,19 @@ type Builtin struct {
 
 // Plugin is one `plugin "NAME" {}` block.
 type Plugin struct {
-	Name         string
-	Restart      Restart
-	Sandbox      Sandbox
-	Timeouts     registry.Timeouts
-	Path         string
-	Args         []string
-	Env          map[string]string
-	SHA256       string
+	Name     string
+	Restart  Restart
+	Sandbox  Sandbox
+	Timeouts registry.Timeouts
+	Path     string
+	Args     []string
+	Env      map[string]string
+	SHA256   string
+	// Version is the block's version constraint ("~> 1.2"; "" for none).
+	Version string
+	// Resolved is the version of the binary Path names, when its file
+	// name carries one.
+	Resolved     string
 	Settings     []byte
 	StartTimeout time.Duration
 	Range        hcl.Range
@@ -334,6 +351,9 @@ type fileSchema struct {
 	ProjectDir         *string          `hcl:"project_dir,optional"`
 	DataDir            *string          `hcl:"data_dir,optional"`
 	PluginDirs         []string         `hcl:"plugin_dirs,optional"`
+	PluginInstallDir   *string          `hcl:"plugin_install_dir,optional"`
+	AllowUnlocked      *bool            `hcl:"allow_unlocked_plugins,optional"`
+	TrustedKeys        []string         `hcl:"trusted_keys,optional"`
 	LogLevel           *string          `hcl:"log_level,optional"`
 	LogFormat          *string          `hcl:"log_format,optional"`
 	ShutdownGrace      *string          `hcl:"shutdown_grace,optional"`
@@ -381,7 +401,8 @@ type pluginSchema struct {
 	Name         string            `hcl:"name,label"`
 	Enabled      *bool             `hcl:"enabled,optional"`
 	Prefix       *string           `hcl:"prefix,optional"`
-	Path         string            `hcl:"path"`
+	Path         *string           `hcl:"path,optional"`
+	Version      *string           `hcl:"version,optional"`
 	Args         []string          `hcl:"args,optional"`
 	Env          map[string]string `hcl:"env,optional"`
 	SHA256       *string           `hcl:"sha256,optional"`
@@ -591,7 +612,20 @@ func resolveSandboxPath(dir, p string) string {
 }
 
 // LockFileName is the lock file's name, beside the config.
-const LockFileName = "switchboard.lock.hcl"
+const LockFileName = pluginstore.LockFileName
+
+// LockFile is the config's lock file.
+func (c *Config) LockFile() string { return filepath.Join(filepath.Dir(c.File), LockFileName) }
+
+// SearchDirs are the folders searched for plugin binaries: plugin_dirs,
+// then this machine's folder of the install directory.
+func (c *Config) SearchDirs() []string {
+	out := slices.Clone(c.PluginDirs)
+	if c.InstallDir != "" {
+		out = append(out, filepath.Join(c.InstallDir, pluginstore.Platform()))
+	}
+	return out
+}
 
 // Binaries lists the plugin binaries and plugin directories: the part of
 // the control plane a sandbox binds read-only rather than hides.
@@ -602,6 +636,9 @@ func (c *Config) Binaries() []string {
 	}
 	for _, d := range c.PluginDirs {
 		out = append(out, resolved(d))
+	}
+	if c.InstallDir != "" {
+		out = append(out, resolved(c.InstallDir))
 	}
 	return out
 }
@@ -627,6 +664,7 @@ func (c *Config) ControlPlane() []string {
 		paths = append(paths, p.Path)
 	}
 	paths = append(paths, c.PluginDirs...)
+	paths = append(paths, c.InstallDir)
 	var out []string
 	for _, p := range paths {
 		if p == "" {

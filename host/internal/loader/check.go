@@ -1,18 +1,21 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 )
 
 // Check looks for problems a valid config can still have, which only show
 // when servers start: a plugin binary that is missing or not executable, or
-// whose SHA-256 does not match its pin. They are warnings: the file may be
+// whose SHA-256 does not match its pin or the lock file, or a lock file
+// that cannot be read. They are warnings: the file may be
 // right and the binary not built yet.
 func Check(cfg *config.Config) hcl.Diagnostics {
 	var diags hcl.Diagnostics
@@ -20,7 +23,16 @@ func Check(cfg *config.Config) hcl.Diagnostics {
 		rr := r
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: detail, Subject: &rr})
 	}
+	lock, lockErr := readLock(cfg)
+	if lockErr != nil {
+		warn(hcl.Range{Filename: cfg.LockFile()}, "Lock file unreadable", fmt.Sprintf("%v; the host starts no plugin while it is.", lockErr))
+	}
 	for _, p := range cfg.Plugins {
+		if lockErr == nil && p.SHA256 == "" {
+			if err := lock.CheckBinary(p.Name, p.Path); errors.Is(err, pluginstore.ErrHashMismatch) {
+				warn(p.Range, "Plugin binary does not match the lock file", err.Error()+"; the host will refuse to start it.")
+			}
+		}
 		st, err := os.Stat(p.Path)
 		switch {
 		case err != nil:

@@ -29,16 +29,18 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/external"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
+	"github.com/switchboard-mcp/switchboard/internal/feature"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
 // PluginPrefix is the file name prefix of plugin binaries.
-const PluginPrefix = "switchboard-plugin-"
+const PluginPrefix = pluginstore.Prefix
 
 // Files in the data directory.
 const (
@@ -69,6 +71,13 @@ type job struct {
 	restart config.Restart
 	// discovered plugins are named by what they report.
 	discovered bool
+	// refused, if set, is why the job must not start (a discovered plugin
+	// the lock file does not list, an unreadable lock file).
+	refused error
+	// gate, if set, holds the server's tool surface to the locked or
+	// approved one (plugins and external servers; built-ins are the host's
+	// own binary).
+	gate *pluginstore.Gate
 }
 
 // Host is a running set of servers built from a config.
@@ -81,6 +90,8 @@ type Host struct {
 	mu   sync.Mutex // serialises reloads
 	cfg  *config.Config
 	jobs map[string]job // by configured name (discovered: by path)
+	// gate holds servers' tools to the locked or approved ones.
+	gate pluginstore.Gate
 	// hidden is the identity of each hidden control-plane file as the
 	// running sandboxes' mounts cover it (see Rehide).
 	hidden map[string]fileID
@@ -136,6 +147,8 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	reg.SetCallTimeouts(CallTimeouts(cfg))
 	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg)}
 	h.sup = supervisor.New(log, reg.Refresh)
+	h.gate = pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
+	reg.OnEvent(h.vetListChange)
 	reg.SetPrefixes(cfg.Prefixes)
 	reg.AtShutdown(h.sup.Stop)
 
@@ -146,6 +159,34 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		h.jobs[jobKey(j)] = j
 	}
 	return h, h.startJobs(ctx, jobs, opts.WaitAll)
+}
+
+// vetListChange holds a running server's changed tools to the locked or
+// approved ones (a server may change its tools without restarting: an
+// external server's tools/list_changed, a plugin's list change). A server
+// whose tools now differ is taken out of the registry and shown as
+// quarantined until `switchboard approve` (which reloads, starting it
+// again). Between the change and its removal, tools/list may show the new
+// tools for as long as the removal takes.
+func (h *Host) vetListChange(name string, ev feature.Event) {
+	if ev.Kind != feature.ListChanged {
+		return
+	}
+	e := h.reg.Entry(name)
+	if e == nil || e.Kind == registry.KindBuiltin {
+		return
+	}
+	err := h.gate.Check(name, pluginstore.SurfaceOf(e.Server.Describe().GetTools()))
+	if !errors.Is(err, pluginstore.ErrQuarantined) {
+		return
+	}
+	h.log.Warn("server quarantined: its tools changed while it ran", "server", name, "error", err)
+	// Not on this goroutine: closing the server ends the watch that
+	// called us.
+	go func() {
+		_ = h.reg.Remove(context.Background(), name)
+		h.reg.Fail(registry.Failure{Name: name, Kind: e.Kind, Source: e.Source, Err: err})
+	}()
 }
 
 // Registry returns the host's registry.
@@ -284,7 +325,7 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 // settings or an invalid description are permanent until the config or
 // the binary changes.
 func transient(j job, err error) bool {
-	if j.discovered {
+	if j.discovered || j.refused != nil || errors.Is(err, pluginstore.ErrQuarantined) {
 		return false
 	}
 	return j.ext != nil || errors.Is(err, launcher.ErrStart)
@@ -292,6 +333,27 @@ func transient(j job, err error) bool {
 
 // start starts one instance of a job.
 func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
+	if j.refused != nil {
+		return nil, j.refused
+	}
+	inst, err := launch(ctx, j, log)
+	if err != nil {
+		// Not the typed nil *launcher.Plugin: whoever drains a start
+		// result closes a non-nil Inst.
+		return nil, err
+	}
+	if j.gate == nil {
+		return inst, nil
+	}
+	if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOf(inst.Describe().GetTools())); err != nil {
+		_ = inst.Close(ctx)
+		return nil, err
+	}
+	return inst, nil
+}
+
+// launch starts one instance of a job, unchecked.
+func launch(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
 	if j.ext != nil {
 		return external.Connect(ctx, *j.ext, log.Named("external"))
 	}
@@ -672,6 +734,8 @@ func withReattach(jobs []job) []job {
 func Jobs(cfg *config.Config, self string) []job {
 	var jobs []job
 	protected := cfg.ControlPlane()
+	lock, lockErr := readLock(cfg)
+	gate := &pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
 	for _, b := range cfg.Builtins {
 		state := filepath.Join(cfg.DataDir, b.Name)
 		jobs = append(jobs, job{
@@ -689,8 +753,9 @@ func Jobs(cfg *config.Config, self string) []job {
 	named := map[string]bool{}
 	for _, p := range cfg.Plugins {
 		named[p.Path] = true
+		named["name:"+p.Name] = true
 		state := filepath.Join(cfg.DataDir, "plugins", p.Name)
-		jobs = append(jobs, job{
+		j := job{
 			spec: launcher.Spec{
 				Name: p.Name, Path: p.Path, Args: p.Args, Env: p.Env, SHA256: p.SHA256,
 				Settings: p.Settings, ProjectDir: cfg.ProjectDir, DataDir: state,
@@ -700,22 +765,35 @@ func Jobs(cfg *config.Config, self string) []job {
 			kind:    registry.KindPlugin,
 			source:  fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
 			restart: p.Restart,
-		})
+			refused: lockErr,
+			gate:    gate,
+		}
+		// A configured plugin the lock lists runs only as locked; one it
+		// does not list runs as configured (its block is the operator's
+		// choice). A sha256 in the block is checked instead.
+		if pin := lock.Pin(p.Name); pin != "" && j.spec.SHA256 == "" {
+			j.spec.SHA256, j.spec.PinnedBy = pin, lock.Path
+		} else if e := lock.Plugins[p.Name]; e != nil && j.spec.SHA256 == "" {
+			j.refused = fmt.Errorf("loader: plugin %s: %s has no hash for %s; run `switchboard plugin lock -platform=%s`", p.Name, lock.Path, pluginstore.Platform(), pluginstore.Platform())
+		}
+		jobs = append(jobs, j)
 	}
 	for _, x := range cfg.Externals {
 		source := fmt.Sprintf("external %q (%s)", x.Name, rangeText(cfg, x.Range.Filename, x.Range.Start.Line))
 		if x.FromMCPJSON {
 			source = fmt.Sprintf("external %q (.mcp.json)", x.Name)
 		}
-		jobs = append(jobs, externalJob(cfg, x, source))
+		j := externalJob(cfg, x, source)
+		j.gate = gate
+		jobs = append(jobs, j)
 	}
-	for _, path := range Discover(cfg.PluginDirs) {
-		if named[path] {
+	for _, bin := range pluginstore.Newest(pluginstore.List(cfg.SearchDirs())) {
+		path, name := bin.Path, bin.Name
+		if named[path] || named["name:"+name] {
 			continue
 		}
-		name := strings.TrimPrefix(filepath.Base(path), PluginPrefix)
 		state := filepath.Join(cfg.DataDir, "plugins", name)
-		jobs = append(jobs, job{
+		j := job{
 			spec: launcher.Spec{
 				Name: name, Path: path, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
 				ProtectedPaths: protected,
@@ -725,31 +803,41 @@ func Jobs(cfg *config.Config, self string) []job {
 			source:     fmt.Sprintf("discovered plugin %s", path),
 			discovered: true,
 			restart:    cfg.Restart,
-		})
+			refused:    lockErr,
+			gate:       gate,
+		}
+		switch pin := lock.Pin(name); {
+		case lockErr != nil:
+		case pin != "":
+			j.spec.SHA256, j.spec.PinnedBy = pin, lock.Path
+		case lock.Plugins[name] != nil:
+			j.refused = fmt.Errorf("loader: discovered plugin %s: %s has no hash for %s; run `switchboard plugin lock -platform=%s`", path, lock.Path, pluginstore.Platform(), pluginstore.Platform())
+		case !cfg.AllowUnlocked:
+			j.refused = &UnlockedError{Path: path, Name: name, LockFile: lock.Path}
+		}
+		jobs = append(jobs, j)
 	}
 	return withReattach(jobs)
 }
 
-// Discover lists the executable switchboard-plugin-* files in dirs, sorted.
-func Discover(dirs []string) []string {
-	var out []string
-	for _, d := range dirs {
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if e.IsDir() || !strings.HasPrefix(e.Name(), PluginPrefix) {
-				continue
-			}
-			if info, err := e.Info(); err != nil || info.Mode()&0o111 == 0 {
-				continue
-			}
-			out = append(out, filepath.Join(d, e.Name()))
-		}
+// UnlockedError is a discovered plugin the lock file does not list: every
+// binary dropped into a plugin directory would otherwise run unchecked.
+type UnlockedError struct {
+	Path, Name, LockFile string
+}
+
+func (e *UnlockedError) Error() string {
+	return fmt.Sprintf("loader: discovered plugin %s is not in %s, so it does not run: if you trust it, run `switchboard plugin lock` (or set allow_unlocked_plugins = true in the config)", e.Path, e.LockFile)
+}
+
+// readLock reads the config's lock file (empty when there is none). An
+// unreadable one runs no plugin, so the error is every plugin's.
+func readLock(cfg *config.Config) (*pluginstore.Lock, error) {
+	lock, _, err := pluginstore.ReadLock(cfg.LockFile())
+	if err != nil {
+		return lock, fmt.Errorf("loader: %w", err)
 	}
-	slices.Sort(out)
-	return out
+	return lock, nil
 }
 
 func rangeText(cfg *config.Config, file string, line int) string {
@@ -785,3 +873,31 @@ var (
 	_ registry.Confined   = (*launcher.Plugin)(nil)
 	_ registry.Confined   = (*external.Server)(nil)
 )
+
+// PluginTarget is a plugin the config loads: a plugin block, or a binary
+// discovered in plugin_dirs or the install directory.
+type PluginTarget struct {
+	// Name is the block's label, or the NAME of a discovered binary.
+	Name string
+	Path string
+	// Discovered is set for binaries found without a block.
+	Discovered bool
+	// Spec is how the host would launch it (pinned by the lock or the
+	// block when they pin it).
+	Spec launcher.Spec
+	// Refused is why the host would not start it, if it would not.
+	Refused error
+}
+
+// PluginTargets lists the plugins the config loads, in registration
+// order (for `switchboard plugin lock|verify|list`).
+func PluginTargets(cfg *config.Config, self string) []PluginTarget {
+	var out []PluginTarget
+	for _, j := range Jobs(cfg, self) {
+		if j.kind != registry.KindPlugin {
+			continue
+		}
+		out = append(out, PluginTarget{Name: j.spec.Name, Path: j.spec.Path, Discovered: j.discovered, Spec: j.spec, Refused: j.refused})
+	}
+	return out
+}

@@ -112,6 +112,7 @@ func TestCollisions(t *testing.T) {
 	}
 	reg, err := start(t, fmt.Sprintf(`
 plugin_dirs = [%q]
+allow_unlocked_plugins = true
 builtin "git" {}
 plugin "hello" { path = "$HELLO" }
 `, pdir))

@@ -1,0 +1,147 @@
+package pluginstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+)
+
+// SurfaceTool is one tool of a server's surface: everything a model reads
+// or a client shows about it. A changed description is how a tool
+// poisoning attack arrives, so every field counts.
+type SurfaceTool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Access       string          `json:"access,omitempty"`
+}
+
+// Surface is a server's tools, sorted by name, in canonical form.
+type Surface []SurfaceTool
+
+// SurfaceOf builds the canonical surface of a server's tools.
+func SurfaceOf(tools []*pluginv1.Tool) Surface {
+	out := make(Surface, 0, len(tools))
+	for _, t := range tools {
+		st := SurfaceTool{
+			Name: t.GetName(), Title: t.GetTitle(), Description: t.GetDescription(),
+			InputSchema: canonical(t.GetInputSchema()), OutputSchema: canonical(t.GetOutputSchema()),
+		}
+		if a := t.GetAnnotations(); a != nil {
+			m := map[string]any{}
+			if a.Title != nil {
+				m["title"] = a.GetTitle()
+			}
+			if a.ReadOnlyHint != nil {
+				m["readOnlyHint"] = a.GetReadOnlyHint()
+			}
+			if a.DestructiveHint != nil {
+				m["destructiveHint"] = a.GetDestructiveHint()
+			}
+			if a.IdempotentHint != nil {
+				m["idempotentHint"] = a.GetIdempotentHint()
+			}
+			if a.OpenWorldHint != nil {
+				m["openWorldHint"] = a.GetOpenWorldHint()
+			}
+			if len(m) > 0 {
+				st.Annotations, _ = json.Marshal(m)
+			}
+		}
+		if t.GetAccess() != pluginv1.Access_ACCESS_UNSPECIFIED {
+			st.Access = t.GetAccess().String()
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b SurfaceTool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// canonical re-encodes JSON with sorted keys and no insignificant space;
+// bytes that are not JSON are kept as a JSON string.
+func canonical(b []byte) json.RawMessage {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		s, _ := json.Marshal(string(b))
+		return s
+	}
+	out, _ := json.Marshal(v)
+	return out
+}
+
+// JSON is the surface's canonical JSON.
+func (s Surface) JSON() []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// Hash is the lock file hash of the surface: "sha256:<hex>" of its JSON.
+func (s Surface) Hash() string {
+	sum := sha256.Sum256(s.JSON())
+	return Hash(hex.EncodeToString(sum[:]))
+}
+
+// Pretty is the surface as indented JSON, one field a line, for diffs.
+func (s Surface) Pretty() string {
+	var b bytes.Buffer
+	for _, t := range s {
+		fmt.Fprintf(&b, "tool %q\n", t.Name)
+		for _, f := range []struct {
+			k string
+			v any
+		}{{"title", t.Title}, {"description", t.Description}, {"access", t.Access}} {
+			if f.v != "" {
+				q, _ := json.Marshal(f.v)
+				fmt.Fprintf(&b, "  %s: %s\n", f.k, q)
+			}
+		}
+		for _, f := range []struct {
+			k string
+			v json.RawMessage
+		}{{"input_schema", t.InputSchema}, {"output_schema", t.OutputSchema}, {"annotations", t.Annotations}} {
+			if len(f.v) == 0 {
+				continue
+			}
+			var ind bytes.Buffer
+			if json.Indent(&ind, f.v, "  ", "  ") != nil {
+				ind.Write(f.v)
+			}
+			fmt.Fprintf(&b, "  %s: %s\n", f.k, ind.String())
+		}
+	}
+	return b.String()
+}
+
+// ParseSurface reads a surface's JSON.
+func ParseSurface(b []byte) (Surface, error) {
+	var s Surface
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Diff is a unified diff from old to new surface (their Pretty forms).
+func Diff(oldName string, old Surface, newName string, cur Surface) string {
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(old.Pretty()), B: difflib.SplitLines(cur.Pretty()),
+		FromFile: oldName, ToFile: newName, Context: 2,
+	})
+	return d
+}
