@@ -247,6 +247,8 @@ func (a *app) serve(opts serveOptions) error {
 	stopControl := a.startControl(ctx, cfg, h, watch, log)
 	defer stopControl()
 	fe := frontend.New(reg, Version, log)
+	fe.Configure(frontend.SettingsOf(cfg))
+	watch.onApplied(func(c *config.Config) { fe.Configure(frontend.SettingsOf(c)) })
 	fe.SetServerApprover(serverApprover{h: h, watch: watch})
 	tuning.Host()
 	n := len(reg.Tools()) - len(fe.Refusals())

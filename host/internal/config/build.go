@@ -40,6 +40,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		cfg: &Config{File: abs, LogLevel: "info", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20, CallTimeout: DefaultCallTimeout},
 	}
 	b.limits(fs)
+	b.results(fs)
 	b.folders(fs)
 	b.logLevel(fs.LogLevel)
 	b.shutdownGrace(fs.ShutdownGrace)
@@ -55,6 +56,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	}
 	b.importMCPJSON(fs.ImportMCPJSON)
 	b.permissions(fs.Permissions)
+	b.expose(fs)
 	return b.cfg, b.diags
 }
 
@@ -279,6 +281,7 @@ func (b *builder) builtin(s builtinSchema) {
 		return
 	}
 	b.prefix(s.Name, s.Prefix, s.Range)
+	b.serverResults(s.Name, s.Range, s.MaxResultChars, s.MaxImageBytes, s.Tools)
 	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox),
 		Timeouts: b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
 }
@@ -342,6 +345,7 @@ func (b *builder) plugin(p pluginSchema) {
 		pl.Settings = js
 	}
 	b.prefix(p.Name, p.Prefix, p.Range)
+	b.serverResults(p.Name, p.Range, p.MaxResultChars, p.MaxImageBytes, p.Tools)
 	b.cfg.Plugins = append(b.cfg.Plugins, pl)
 }
 
@@ -386,6 +390,7 @@ func (b *builder) external(x externalSchema) {
 		return
 	}
 	b.prefix(x.Name, x.Prefix, x.Range)
+	b.serverResults(x.Name, x.Range, x.MaxResultChars, x.MaxImageBytes, x.Tools)
 	b.cfg.Externals = append(b.cfg.Externals, ext)
 }
 

@@ -64,8 +64,10 @@ type Frontend struct {
 
 	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
 
-	askState  // pending servers put to clients that can elicit
-	featState // resources, templates, prompts, subscriptions (features.go)
+	askState                 // pending servers put to clients that can elicit
+	featState                // resources, templates, prompts, subscriptions (features.go)
+	settingsState            // the settings in force (results.go)
+	saved         savedStore // cut results saved whole (savedresults.go)
 }
 
 // New builds the MCP server for reg. version is the host's version.
@@ -276,7 +278,7 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 		f.log.Debug("call failed", "tool", canonical, "error", err)
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	return ToMCP(res), nil
+	return ToMCP(f.fit(ctx, canonical, res)), nil
 }
 
 // progress returns the function that forwards a call's progress to the
