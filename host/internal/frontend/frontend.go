@@ -68,6 +68,7 @@ type Frontend struct {
 	featState                // resources, templates, prompts, subscriptions (features.go)
 	settingsState            // the settings in force (results.go)
 	saved         savedStore // cut results saved whole (savedresults.go)
+	exposeState              // search mode (search.go)
 }
 
 // New builds the MCP server for reg. version is the host's version.
@@ -112,6 +113,7 @@ func (f *Frontend) Refresh() {
 }
 
 func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, refusals []Refusal) {
+	tools, refusals = f.exposeTools(tools, refusals)
 	f.mu.Lock()
 	f.refusals = refusals
 	f.mu.Unlock()
@@ -129,7 +131,7 @@ func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, 
 // cannot take it ("git is reconnecting: attempt 3 …"). A host with a
 // single tool cannot tell its listing from a call: there a call of a tool
 // whose server is down gets mcp-go's "not found", on both stdio routes.
-func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
+func (f *Frontend) listReady(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 && f.total.Load() > 1 {
 		return tools
 	}
@@ -139,11 +141,11 @@ func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 	}
 	out := tools[:0:0]
 	for _, t := range tools {
-		if ready[t.Name] {
+		if ready[t.Name] || ownTool(t.Name) {
 			out = append(out, t)
 		}
 	}
-	return out
+	return f.exposeFilter(ctx, out)
 }
 
 // Refusals lists the tools that could not be exposed and why.

@@ -65,6 +65,7 @@ type settingsState struct {
 func (f *Frontend) Configure(s Settings) {
 	f.settings.Store(&s)
 	f.saved.setDir(s.DataDir)
+	f.applyExpose()
 }
 
 // currentSettings returns the settings in force.
