@@ -294,4 +294,3 @@ func init() {
 // synonyms maps a stemmed word to the one stemmed word that stands for its
 // meaning.
 var synonyms = map[string]string{}
-
