@@ -53,6 +53,7 @@ type exposeState struct {
 	revealed  map[string]map[string]bool // session -> MCP names a search found
 	listed    map[string]mcp.Tool        // MCP name -> the tool, as set
 	index     *toolsearch.Index          // nil until a search needs it
+	indexGen  int                        // counts the tool sets, so a stale index is not kept
 	exposeKey string                     // the Expose the mode was chosen under
 	tokens    int                        // the full listing's estimated tokens
 }
@@ -94,6 +95,7 @@ func (f *Frontend) exposeTools(tools []server.ServerTool, refusals []Refusal) ([
 	}
 	f.exMu.Lock()
 	f.searching, f.pinned, f.listed, f.index, f.tokens = searching, pinned, listed, nil, tokens
+	f.indexGen++
 	if f.revealed == nil {
 		f.revealed = map[string]map[string]bool{}
 	}
@@ -162,7 +164,7 @@ func (f *Frontend) forgetSession(session string) {
 // first search after the tools changed).
 func (f *Frontend) searchIndex() *toolsearch.Index {
 	f.exMu.Lock()
-	ix := f.index
+	ix, gen := f.index, f.indexGen
 	f.exMu.Unlock()
 	if ix != nil {
 		return ix
@@ -181,7 +183,9 @@ func (f *Frontend) searchIndex() *toolsearch.Index {
 	}
 	ix = toolsearch.New(docs)
 	f.exMu.Lock()
-	f.index = ix
+	if f.indexGen == gen { // the tools did not change meanwhile
+		f.index = ix
+	}
 	f.exMu.Unlock()
 	return ix
 }
