@@ -122,10 +122,7 @@ type replayed struct {
 // ping, and collects everything the host writes until its output ends. A
 // request the corpus cancels must get no response (MCP says so).
 func replay(t *testing.T, corpus []string, noShortPath bool, configure ...func(*Frontend)) replayed {
-	s := startSession(t, nil, noShortPath)
-	for _, c := range configure {
-		c(s.f)
-	}
+	s := startSession(t, nil, noShortPath, configure...)
 	out := replayed{responses: map[string]map[string]any{}, progress: map[string][]map[string]any{}, shortIDs: map[string]bool{}}
 	collect := func(m map[string]any) {
 		switch {
