@@ -55,12 +55,13 @@ type Frontend struct {
 	srv     *server.MCPServer
 	version string
 
-	mu       sync.Mutex
-	refusals []Refusal
-	total    atomic.Int64                      // tools with handlers
-	names    atomic.Pointer[map[string]string] // MCP name -> canonical name
-	short    atomic.Int64                      // calls answered on the stdio short path
-	srvHooks *server.Hooks                     // the mcp-go server's hooks
+	mu        sync.Mutex
+	refreshMu sync.Mutex // one Refresh at a time
+	refusals  []Refusal
+	total     atomic.Int64                      // tools with handlers
+	names     atomic.Pointer[map[string]string] // MCP name -> canonical name
+	short     atomic.Int64                      // calls answered on the stdio short path
+	srvHooks  *server.Hooks                     // the mcp-go server's hooks
 
 	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
 
@@ -105,8 +106,12 @@ func (f *Frontend) passesFilter(ctx context.Context, name string) bool {
 }
 
 // Refresh re-reads the registry's tools; clients get
-// notifications/tools/list_changed.
+// notifications/tools/list_changed. Refreshes run one at a time, so one
+// that read the registry earlier never installs its older view after a
+// later one.
 func (f *Frontend) Refresh() {
+	f.refreshMu.Lock()
+	defer f.refreshMu.Unlock()
 	tools, names, refusals := f.serverTools()
 	f.setTools(tools, names, refusals)
 	f.setFeatures()

@@ -127,7 +127,11 @@ func (f *Frontend) applyExpose() {
 	e := f.currentSettings().Expose
 	key := fmt.Sprintf("%s|%d|%s", e.Mode, e.BudgetTokens, strings.Join(e.AlwaysList, ","))
 	f.exMu.Lock()
-	same := f.exposeKey == key
+	prev := f.exposeKey
+	if prev == "" { // New listed every tool
+		prev = fmt.Sprintf("%s|%d|", config.ExposeAll, e.BudgetTokens)
+	}
+	same := prev == key
 	f.exposeKey = key
 	f.exMu.Unlock()
 	if !same {
