@@ -308,6 +308,8 @@ func (a *app) serve(opts serveOptions) error {
 	stopControl := a.startControl(ctx, cfg, h, watch, log)
 	defer stopControl()
 	fe := frontend.New(reg, Version, log)
+	fe.Configure(frontend.SettingsOf(cfg))
+	watch.onApplied(func(c *config.Config) { fe.Configure(frontend.SettingsOf(c)) })
 	fe.SetServerApprover(serverApprover{h: h, watch: watch})
 	m := metrics.New(reg, metrics.Options{HTTPSessions: fe.HTTPSessions})
 	if cfg.MetricsListen != "" {

@@ -53,6 +53,16 @@ func (c hostControl) Notices() []string { return c.watch.notices() }
 type configWatch struct {
 	mu      sync.Mutex
 	waiting string // the notice, "" when nothing waits
+	// applied, when set, gets each config a reload applied (the front
+	// end's own settings).
+	applied func(*config.Config)
+}
+
+// onApplied sets the function that gets each config a reload applied.
+func (w *configWatch) onApplied(fn func(*config.Config)) {
+	w.mu.Lock()
+	w.applied = fn
+	w.mu.Unlock()
 }
 
 func newConfigWatch() *configWatch { return &configWatch{} }
@@ -78,7 +88,11 @@ func (w *configWatch) reload(ctx context.Context, h *loader.Host) (*loader.Reloa
 	if err == nil {
 		w.mu.Lock()
 		w.waiting = ""
+		applied := w.applied
 		w.mu.Unlock()
+		if applied != nil {
+			applied(h.Config())
+		}
 	}
 	// A config replaced on disk is not covered by the mounts of sandboxes
 	// that started before; restart those.

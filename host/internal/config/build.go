@@ -42,6 +42,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 		cfg: &Config{File: abs, LogLevel: "info", LogFormat: "text", ShutdownGrace: 5 * time.Second, DuplicateCallLimit: 3, AuditMaxBytes: 10 << 20, CallTimeout: DefaultCallTimeout},
 	}
 	b.limits(fs)
+	b.results(fs)
 	b.folders(fs)
 	b.logLevel(fs.LogLevel)
 	b.logFormat(fs.LogFormat)
@@ -59,6 +60,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	}
 	b.importMCPJSON(fs.ImportMCPJSON)
 	b.permissions(fs.Permissions)
+	b.expose(fs)
 	return b.cfg, b.diags
 }
 
@@ -326,6 +328,7 @@ func (b *builder) builtin(s builtinSchema) {
 		return
 	}
 	b.prefix(s.Name, s.Prefix, s.Range)
+	b.serverResults(s.Name, s.Range, s.MaxResultChars, s.MaxImageBytes, s.Tools)
 	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox),
 		Timeouts: b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
 }
@@ -387,6 +390,7 @@ func (b *builder) plugin(p pluginSchema) {
 		pl.Settings = js
 	}
 	b.prefix(p.Name, p.Prefix, p.Range)
+	b.serverResults(p.Name, p.Range, p.MaxResultChars, p.MaxImageBytes, p.Tools)
 	b.cfg.Plugins = append(b.cfg.Plugins, pl)
 }
 
@@ -431,6 +435,7 @@ func (b *builder) external(x externalSchema) {
 		return
 	}
 	b.prefix(x.Name, x.Prefix, x.Range)
+	b.serverResults(x.Name, x.Range, x.MaxResultChars, x.MaxImageBytes, x.Tools)
 	b.cfg.Externals = append(b.cfg.Externals, ext)
 }
 

@@ -105,6 +105,12 @@ type Config struct {
 	// one: the server's names (tools, prompts) are shown to MCP clients as
 	// "<prefix>__<name>", or bare for "". A server not here uses its name.
 	Prefixes map[string]string
+	// Results bounds what a tool result may put into a client's context
+	// (max_result_chars, max_image_bytes; results.go).
+	Results Results
+	// Expose is how tools are listed to MCP clients (expose,
+	// tool_budget_tokens, always_list; results.go).
+	Expose Expose
 }
 
 // Disabled is a server block turned off with enabled = false.
@@ -369,6 +375,11 @@ type fileSchema struct {
 	ImportMCPJSON      *bool            `hcl:"import_mcp_json,optional"`
 	Permissions        []permSchema     `hcl:"permissions,block"`
 	Metrics            []metricsSchema  `hcl:"metrics,block"`
+	MaxResultChars     *int             `hcl:"max_result_chars,optional"`
+	MaxImageBytes      *int64           `hcl:"max_image_bytes,optional"`
+	Expose             *string          `hcl:"expose,optional"`
+	ToolBudgetTokens   *int             `hcl:"tool_budget_tokens,optional"`
+	AlwaysList         []string         `hcl:"always_list,optional"`
 }
 
 // metricsSchema is the `metrics {}` block.
@@ -378,58 +389,65 @@ type metricsSchema struct {
 }
 
 type builtinSchema struct {
-	Name        string          `hcl:"name,label"`
-	Enabled     *bool           `hcl:"enabled,optional"`
-	Prefix      *string         `hcl:"prefix,optional"`
-	CallTimeout *string         `hcl:"call_timeout,optional"`
-	Tools       []toolSchema    `hcl:"tool,block"`
-	Restart     []restartSchema `hcl:"restart,block"`
-	Sandbox     []sandboxSchema `hcl:"sandbox,block"`
-	Rest        hcl.Body        `hcl:",remain"`
-	Range       hcl.Range       `hcl:",def_range"`
+	Name           string          `hcl:"name,label"`
+	Enabled        *bool           `hcl:"enabled,optional"`
+	Prefix         *string         `hcl:"prefix,optional"`
+	CallTimeout    *string         `hcl:"call_timeout,optional"`
+	MaxResultChars *int            `hcl:"max_result_chars,optional"`
+	MaxImageBytes  *int64          `hcl:"max_image_bytes,optional"`
+	Tools          []toolSchema    `hcl:"tool,block"`
+	Restart        []restartSchema `hcl:"restart,block"`
+	Sandbox        []sandboxSchema `hcl:"sandbox,block"`
+	Rest           hcl.Body        `hcl:",remain"`
+	Range          hcl.Range       `hcl:",def_range"`
 }
 
 // toolSchema is a `tool "NAME" {}` block inside a server's block:
 // settings for one of its tools.
 type toolSchema struct {
-	Name        string    `hcl:"name,label"`
-	CallTimeout *string   `hcl:"call_timeout,optional"`
-	Range       hcl.Range `hcl:",def_range"`
+	Name           string    `hcl:"name,label"`
+	CallTimeout    *string   `hcl:"call_timeout,optional"`
+	MaxResultChars *int      `hcl:"max_result_chars,optional"`
+	Range          hcl.Range `hcl:",def_range"`
 }
 
 type pluginSchema struct {
-	Name         string            `hcl:"name,label"`
-	Enabled      *bool             `hcl:"enabled,optional"`
-	Prefix       *string           `hcl:"prefix,optional"`
-	Path         *string           `hcl:"path,optional"`
-	Version      *string           `hcl:"version,optional"`
-	Args         []string          `hcl:"args,optional"`
-	Env          map[string]string `hcl:"env,optional"`
-	SHA256       *string           `hcl:"sha256,optional"`
-	Settings     *cty.Value        `hcl:"config,optional"`
-	StartTimeout *string           `hcl:"start_timeout,optional"`
-	CallTimeout  *string           `hcl:"call_timeout,optional"`
-	Tools        []toolSchema      `hcl:"tool,block"`
-	Restart      []restartSchema   `hcl:"restart,block"`
-	Sandbox      []sandboxSchema   `hcl:"sandbox,block"`
-	Range        hcl.Range         `hcl:",def_range"`
+	Name           string            `hcl:"name,label"`
+	Enabled        *bool             `hcl:"enabled,optional"`
+	Prefix         *string           `hcl:"prefix,optional"`
+	Path           *string           `hcl:"path,optional"`
+	Version        *string           `hcl:"version,optional"`
+	Args           []string          `hcl:"args,optional"`
+	Env            map[string]string `hcl:"env,optional"`
+	SHA256         *string           `hcl:"sha256,optional"`
+	Settings       *cty.Value        `hcl:"config,optional"`
+	StartTimeout   *string           `hcl:"start_timeout,optional"`
+	CallTimeout    *string           `hcl:"call_timeout,optional"`
+	MaxResultChars *int              `hcl:"max_result_chars,optional"`
+	MaxImageBytes  *int64            `hcl:"max_image_bytes,optional"`
+	Tools          []toolSchema      `hcl:"tool,block"`
+	Restart        []restartSchema   `hcl:"restart,block"`
+	Sandbox        []sandboxSchema   `hcl:"sandbox,block"`
+	Range          hcl.Range         `hcl:",def_range"`
 }
 
 type externalSchema struct {
-	Name        string            `hcl:"name,label"`
-	Enabled     *bool             `hcl:"enabled,optional"`
-	Prefix      *string           `hcl:"prefix,optional"`
-	Command     *string           `hcl:"command,optional"`
-	Args        []string          `hcl:"args,optional"`
-	Env         map[string]string `hcl:"env,optional"`
-	URL         *string           `hcl:"url,optional"`
-	Headers     map[string]string `hcl:"headers,optional"`
-	Timeout     *string           `hcl:"timeout,optional"`
-	CallTimeout *string           `hcl:"call_timeout,optional"`
-	Tools       []toolSchema      `hcl:"tool,block"`
-	Restart     []restartSchema   `hcl:"restart,block"`
-	Sandbox     []sandboxSchema   `hcl:"sandbox,block"`
-	Range       hcl.Range         `hcl:",def_range"`
+	Name           string            `hcl:"name,label"`
+	Enabled        *bool             `hcl:"enabled,optional"`
+	Prefix         *string           `hcl:"prefix,optional"`
+	Command        *string           `hcl:"command,optional"`
+	Args           []string          `hcl:"args,optional"`
+	Env            map[string]string `hcl:"env,optional"`
+	URL            *string           `hcl:"url,optional"`
+	Headers        map[string]string `hcl:"headers,optional"`
+	Timeout        *string           `hcl:"timeout,optional"`
+	CallTimeout    *string           `hcl:"call_timeout,optional"`
+	MaxResultChars *int              `hcl:"max_result_chars,optional"`
+	MaxImageBytes  *int64            `hcl:"max_image_bytes,optional"`
+	Tools          []toolSchema      `hcl:"tool,block"`
+	Restart        []restartSchema   `hcl:"restart,block"`
+	Sandbox        []sandboxSchema   `hcl:"sandbox,block"`
+	Range          hcl.Range         `hcl:",def_range"`
 }
 
 type permSchema struct {

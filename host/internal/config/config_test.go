@@ -127,6 +127,12 @@ func TestDiagnostics(t *testing.T) {
 		{"bad permissions default", "permissions {\n  default = \"maybe\"\n}\n", "Invalid permissions default", "config.hcl:2:3"},
 		{"bad permissions access", "permissions {\n  access = \"all\"\n}\n", "Invalid permissions access", "config.hcl:2:3"},
 		{"duplicate permissions", "permissions {}\npermissions {}\n", "Duplicate permissions block", "config.hcl:2:1"},
+		{"bad max_result_chars", "max_result_chars = 10\n", "use 0 (no limit) or at least 1000", "config.hcl:1:1"},
+		{"bad tool max_result_chars", "plugin \"a\" {\n  path = \"x\"\n  tool \"t\" {\n    max_result_chars = -1\n  }\n}\n", "Invalid max_result_chars", "config.hcl:4:5"},
+		{"bad max_image_bytes", "builtin \"git\" {\n  max_image_bytes = -1\n}\n", "Invalid max_image_bytes", "config.hcl:2:3"},
+		{"bad expose", "expose = \"some\"\n", "Invalid expose", "config.hcl:1:1"},
+		{"bad tool_budget_tokens", "tool_budget_tokens = 0\n", "Invalid tool_budget_tokens", "config.hcl:1:1"},
+		{"bad always_list", "always_list = [\"read_text_file\"]\n", "is not a tool name", "config.hcl:1:1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,5 +292,55 @@ external "e" {
 	}
 	if s := string(res.Config.Builtins[0].Settings); strings.Contains(s, "prefix") {
 		t.Errorf("git settings = %s, want no prefix", s)
+	}
+}
+
+// max_result_chars is read at the top level, in every kind of server block
+// and in tool blocks; the most specific one decides; max_image_bytes at
+// the top level and per server.
+func TestResultLimits(t *testing.T) {
+	res, dir := load(t, `
+project_dir      = "."
+data_dir         = "`+t.TempDir()+`"
+max_result_chars = 5000
+builtin "git" {
+  max_result_chars = 2000
+  tool "git_log" { max_result_chars = 0 }
+}
+plugin "a" {
+  path            = "a"
+  max_image_bytes = 10
+  tool "t" {
+    call_timeout     = "1m"
+    max_result_chars = 9000
+  }
+}
+external "e" { command = "x" }
+`)
+	if res.Diags.HasErrors() {
+		t.Fatalf("Load in %s: %s", dir, res.Diags.Error())
+	}
+	r := res.Config.Results
+	for _, tc := range []struct {
+		server, tool string
+		chars        int
+		images       int64
+	}{
+		{"git", "git_status", 2000, DefaultMaxImageBytes},
+		{"git", "git_log", 0, DefaultMaxImageBytes},
+		{"a", "t", 9000, 10},
+		{"a", "u", 5000, 10},
+		{"e", "x", 5000, DefaultMaxImageBytes},
+	} {
+		chars, images, _ := r.Limits(tc.server, tc.tool)
+		if chars != tc.chars || images != tc.images {
+			t.Errorf("Limits(%s, %s) = %d, %d; want %d, %d", tc.server, tc.tool, chars, images, tc.chars, tc.images)
+		}
+	}
+	if s := string(res.Config.Builtins[0].Settings); strings.Contains(s, "max_result_chars") {
+		t.Errorf("git settings = %s, want no max_result_chars", s)
+	}
+	if e := res.Config.Expose; e.Mode != ExposeAll || e.BudgetTokens != DefaultToolBudgetTokens {
+		t.Errorf("Expose = %+v, want all and the default budget", e)
 	}
 }

@@ -144,6 +144,8 @@ func (f *Frontend) buildFeatures() featureSet {
 		names     = map[string]promptOwner{}
 		key       []any
 	)
+	// The host's own: the results it cut to fit (savedresults.go).
+	templates = append(templates, f.resultsTemplateEntry())
 	for _, e := range f.reg.Entries() {
 		if rd, ok := e.Server.(registry.Readiness); ok && !rd.Ready() {
 			continue

@@ -56,19 +56,23 @@ type Frontend struct {
 	srv     *server.MCPServer
 	version string
 
-	mu       sync.Mutex
-	refusals []Refusal
-	total    atomic.Int64                      // tools with handlers
-	names    atomic.Pointer[map[string]string] // MCP name -> canonical name
-	short    atomic.Int64                      // calls answered on the stdio short path
-	srvHooks *server.Hooks                     // the mcp-go server's hooks
+	mu        sync.Mutex
+	refreshMu sync.Mutex // one Refresh at a time
+	refusals  []Refusal
+	total     atomic.Int64                      // tools with handlers
+	names     atomic.Pointer[map[string]string] // MCP name -> canonical name
+	short     atomic.Int64                      // calls answered on the stdio short path
+	srvHooks  *server.Hooks                     // the mcp-go server's hooks
 
 	httpSessions atomic.Pointer[sessionIDs] // while serving HTTP
 
 	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
 
-	askState  // pending servers put to clients that can elicit
-	featState // resources, templates, prompts, subscriptions (features.go)
+	askState                 // pending servers put to clients that can elicit
+	featState                // resources, templates, prompts, subscriptions (features.go)
+	settingsState            // the settings in force (results.go)
+	saved         savedStore // cut results saved whole (savedresults.go)
+	exposeState              // search mode (search.go)
 }
 
 // New builds the MCP server for reg. version is the host's version.
@@ -105,14 +109,19 @@ func (f *Frontend) passesFilter(ctx context.Context, name string) bool {
 }
 
 // Refresh re-reads the registry's tools; clients get
-// notifications/tools/list_changed.
+// notifications/tools/list_changed. Refreshes run one at a time, so one
+// that read the registry earlier never installs its older view after a
+// later one.
 func (f *Frontend) Refresh() {
+	f.refreshMu.Lock()
+	defer f.refreshMu.Unlock()
 	tools, names, refusals := f.serverTools()
 	f.setTools(tools, names, refusals)
 	f.setFeatures()
 }
 
 func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, refusals []Refusal) {
+	tools, refusals = f.exposeTools(tools, refusals)
 	f.mu.Lock()
 	f.refusals = refusals
 	f.mu.Unlock()
@@ -130,7 +139,7 @@ func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, 
 // cannot take it ("git is reconnecting: attempt 3 …"). A host with a
 // single tool cannot tell its listing from a call: there a call of a tool
 // whose server is down gets mcp-go's "not found", on both stdio routes.
-func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
+func (f *Frontend) listReady(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 && f.total.Load() > 1 {
 		return tools
 	}
@@ -140,11 +149,11 @@ func (f *Frontend) listReady(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 	}
 	out := tools[:0:0]
 	for _, t := range tools {
-		if ready[t.Name] {
+		if ready[t.Name] || ownTool(t.Name) {
 			out = append(out, t)
 		}
 	}
-	return out
+	return f.exposeFilter(ctx, out)
 }
 
 // Refusals lists the tools that could not be exposed and why.
@@ -282,7 +291,7 @@ func (f *Frontend) call(ctx context.Context, canonical string, req mcp.CallToolR
 		f.log.Debug("call failed", "tool", canonical, "error", err)
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	return ToMCP(res), nil
+	return ToMCP(f.fit(ctx, canonical, res)), nil
 }
 
 // progress returns the function that forwards a call's progress to the

@@ -46,6 +46,7 @@ func (f *Frontend) hooks() *server.Hooks {
 	h := f.auditHooks()
 	h.AddAfterListTools(f.askAboutServers)
 	f.featureHooks(h)
+	h.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { f.forgetSession(s.SessionID()) })
 	return h
 }
 

@@ -121,8 +121,8 @@ type replayed struct {
 // after its first progress notification, that is once it runs), then a
 // ping, and collects everything the host writes until its output ends. A
 // request the corpus cancels must get no response (MCP says so).
-func replay(t *testing.T, corpus []string, noShortPath bool) replayed {
-	s := startSession(t, nil, noShortPath)
+func replay(t *testing.T, corpus []string, noShortPath bool, configure ...func(*Frontend)) replayed {
+	s := startSession(t, nil, noShortPath, configure...)
 	out := replayed{responses: map[string]map[string]any{}, progress: map[string][]map[string]any{}, shortIDs: map[string]bool{}}
 	collect := func(m map[string]any) {
 		switch {

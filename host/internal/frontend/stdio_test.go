@@ -53,17 +53,17 @@ func newSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioS
 }
 
 // startSession is newSession without the handshake.
-func startSession(t *testing.T, policy *registry.Policy, noShortPath bool) *stdioSession {
+func startSession(t *testing.T, policy *registry.Policy, noShortPath bool, configure ...func(*Frontend)) *stdioSession {
 	t.Helper()
-	return tapSession(t, policy, noShortPath, nil)
+	return tapSession(t, policy, noShortPath, nil, configure...)
 }
 
 // tapSession is startSession that also copies every line the server
 // writes to tap, when it is not nil.
-func tapSession(t *testing.T, policy *registry.Policy, noShortPath bool, tap io.WriteCloser) *stdioSession {
+func tapSession(t *testing.T, policy *registry.Policy, noShortPath bool, tap io.WriteCloser, configure ...func(*Frontend)) *stdioSession {
 	t.Helper()
 	reg, marker := fixtureRegistry(t, policy)
-	s := serveSession(t, reg, noShortPath, tap)
+	s := serveSession(t, reg, noShortPath, tap, configure...)
 	s.marker = marker
 	return s
 }
@@ -90,10 +90,13 @@ func fixtureRegistry(t *testing.T, policy *registry.Policy) (reg *registry.Regis
 
 // serveSession serves reg over stdio pipes; tap, when not nil, gets a copy
 // of every line the server writes.
-func serveSession(t *testing.T, reg *registry.Registry, noShortPath bool, tap io.WriteCloser) *stdioSession {
+func serveSession(t *testing.T, reg *registry.Registry, noShortPath bool, tap io.WriteCloser, configure ...func(*Frontend)) *stdioSession {
 	t.Helper()
 	f := New(reg, "test", hclog.NewNullLogger())
 	f.noShortPath = noShortPath
+	for _, c := range configure { // before any session exists
+		c(f)
+	}
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
