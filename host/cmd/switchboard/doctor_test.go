@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -65,5 +66,29 @@ func TestDoctor(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
+	}
+
+	// A locked binary that changed afterwards.
+	bin2 := filepath.Join(t.TempDir(), "switchboard-plugin-hello2")
+	if err := os.WriteFile(bin2, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	locked := setupWith(t, `plugin "hello2" { path = "`+bin2+`" }`)
+	if out, errOut, code := run(t, locked, "plugin", "lock", "--config", locked.config); code != 0 {
+		t.Fatalf("plugin lock = %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = run(t, locked, "doctor", "--config", locked.config)
+	if code != 0 || !regexp.MustCompile(`(?m)^ok\s+lock hello2`).MatchString(out) {
+		t.Errorf("doctor right after plugin lock = %d:\n%s", code, out)
+	}
+	f, err := os.OpenFile(bin2, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.Write([]byte("tampered"))
+	f.Close()
+	out, _, code = run(t, locked, "doctor", "--config", locked.config)
+	if code != 1 || !regexp.MustCompile(`(?m)^FAIL\s+lock hello2`).MatchString(out) {
+		t.Errorf("doctor with a changed locked binary = %d, want 1 and FAIL on lock hello2:\n%s", code, out)
 	}
 }

@@ -43,8 +43,8 @@ func (a *app) doctorCmd() *cobra.Command {
 		Short: "Check the environment and the config: sandbox, git, bash, data_dir, plugins, servers",
 		Long: "Check what Switchboard needs on this machine and in this config, one verdict per line\n" +
 			"(ok, warn, FAIL): the kernel's sandbox features, git and bash for their built-ins, the\n" +
-			"config (the host's own validation), data_dir and plugin_dirs permissions, pinned plugin\n" +
-			"hashes, and a start of every server (as inspect does). Exits 1 when a check fails.",
+			"config (the host's own validation), data_dir and plugin_dirs permissions, pinned and locked\n" +
+			"plugin hashes, and a start of every server (as inspect does). Exits 1 when a check fails.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var out []finding
@@ -74,6 +74,7 @@ func (a *app) doctorCmd() *cobra.Command {
 			if cfg != nil {
 				doctorDirs(add, cfg)
 				doctorPins(add, cfg)
+				doctorLock(add, cfg, a.selfPath())
 			}
 			if httpAddr != "" {
 				doctorListen(add, httpAddr)
@@ -237,6 +238,36 @@ func doctorPins(add addFunc, cfg *config.Config) {
 			continue
 		}
 		add("pin "+p.Name, verdictOK, "%s matches its sha256", p.Path)
+	}
+}
+
+// doctorLock checks each plugin's binary against the lock file.
+func doctorLock(add addFunc, cfg *config.Config, self string) {
+	targets := loader.PluginTargets(cfg, self)
+	lock, exists, err := pluginstore.ReadLock(cfg.LockFile())
+	switch {
+	case err != nil:
+		add("lock", verdictFail, "%v (the host runs no plugin while it cannot read it)", err)
+		return
+	case !exists:
+		if len(targets) > 0 {
+			add("lock", verdictWarn, "%s does not exist: plugin binaries are checked only against sha256 pins; `switchboard plugin lock` writes it", lock.Path)
+		}
+		return
+	}
+	for _, t := range targets {
+		switch {
+		case t.Refused != nil:
+			add("lock "+t.Name, verdictFail, "%v", t.Refused)
+		case lock.Plugins[t.Name] == nil:
+			add("lock "+t.Name, verdictWarn, "%s is not in %s: run `switchboard plugin lock`", t.Path, lock.Path)
+		default:
+			if err := lock.CheckBinary(t.Name, t.Path); err != nil {
+				add("lock "+t.Name, verdictFail, "%v", err)
+			} else {
+				add("lock "+t.Name, verdictOK, "%s matches %s", t.Path, lock.Path)
+			}
+		}
 	}
 }
 
