@@ -56,6 +56,7 @@ func featureSetup(t *testing.T) (fixtures.Binaries, string) {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`
+start_wait  = "2m"
 project_dir = "project"
 data_dir    = "state"
 plugin "fx" {

@@ -247,7 +247,8 @@ func TestHungPluginIsReplaced(t *testing.T) {
 // the slow one shows as starting, and it joins with list_changed.
 func TestSlowPluginJoinsLater(t *testing.T) {
 	bins := fixtures.Build(t)
-	e := setupWith(t, `plugin "slow" {
+	e := setupWith(t, `start_wait = "3s"
+plugin "slow" {
   path = "`+bins.TestPlugin+`"
   env  = { FIXTURE_START_DELAY_MS = "9000" }
 }`)

@@ -50,6 +50,7 @@ func TestSearchModeAmongFiveThousand(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`
+start_wait  = "2m"
 project_dir = "project"
 data_dir    = "state"
 expose      = "search"

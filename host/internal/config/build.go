@@ -111,6 +111,11 @@ func (b *builder) limits(fs *fileSchema) {
 			b.cfg.CallTimeout = d
 		}
 	}
+	if fs.StartWait != nil {
+		if d, ok := b.duration(b.at("start_wait"), "start_wait", *fs.StartWait); ok {
+			b.cfg.StartWait = d
+		}
+	}
 }
 
 // DefaultCallTimeout bounds a call when the config sets no call_timeout:

@@ -67,6 +67,10 @@ type Config struct {
 	// LogFormat is "text" (the default) or "json" (hclog's JSON lines, for
 	// log collectors).
 	LogFormat string
+	// StartWait is how long serve waits for its servers' first starts
+	// before it answers clients (0: the host's default, 3 s); a server
+	// still starting then joins later.
+	StartWait time.Duration
 	// MetricsListen is where `serve` serves Prometheus metrics at
 	// /metrics ("" = only on the HTTP front end, when it runs).
 	MetricsListen string
@@ -366,6 +370,7 @@ type fileSchema struct {
 	DuplicateCallLimit *int             `hcl:"duplicate_call_limit,optional"`
 	AuditMaxBytes      *int64           `hcl:"audit_max_bytes,optional"`
 	CallTimeout        *string          `hcl:"call_timeout,optional"`
+	StartWait          *string          `hcl:"start_wait,optional"`
 	AuditDurable       *bool            `hcl:"audit_durable,optional"`
 	WatchConfig        *bool            `hcl:"watch_config,optional"`
 	Restart            []restartSchema  `hcl:"restart,block"`

@@ -207,8 +207,9 @@ func jobKey(j job) string {
 }
 
 // StartWait is how long the host waits for its servers' first starts
-// before it serves: a server still starting then (a slow handshake, up to
-// its start_timeout) joins later, and clients get tools/list_changed.
+// before it serves, unless the config's start_wait says otherwise: a
+// server still starting then (a slow handshake, up to its start_timeout)
+// joins later, and clients get tools/list_changed.
 var StartWait = 3 * time.Second
 
 // startJobs launches jobs in parallel and registers them in order. Those
@@ -226,7 +227,11 @@ func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 	}
 	timeUp := make(chan struct{}) // closed once StartWait has passed
 	if !waitAll {
-		t := time.AfterFunc(StartWait, func() { close(timeUp) })
+		wait := StartWait
+		if h.cfg.StartWait > 0 {
+			wait = h.cfg.StartWait
+		}
+		t := time.AfterFunc(wait, func() { close(timeUp) })
 		defer t.Stop()
 	}
 
@@ -268,7 +273,7 @@ func (h *Host) lateOrNow(ctx context.Context, j job, res chan supervisor.StartRe
 		}
 		return supervisor.StartResult{}, first
 	}
-	h.log.Warn("server still starting; serving without it until it is up", "server", name, "waited", StartWait)
+	h.log.Warn("server still starting; serving without it until it is up (start_wait)", "server", name)
 	return supervisor.StartResult{}, first
 }
 
