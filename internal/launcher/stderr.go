@@ -99,8 +99,10 @@ type lineLimiter struct {
 	tokens  float64
 	last    time.Time
 	dropped int
-	warn    hclog.Logger
-	now     func() time.Time
+	// reported is when dropped lines were last reported.
+	reported time.Time
+	warn     hclog.Logger
+	now      func() time.Time
 }
 
 // LimitedLogger returns l with the limits of a plugin's stderr (see
@@ -127,8 +129,12 @@ func (ll *lineLimiter) allow() bool {
 		return false
 	}
 	ll.tokens--
-	dropped := ll.dropped
-	ll.dropped = 0
+	// Dropped lines are reported at most once a second: a report per
+	// line that passes would double the rate of a flood.
+	var dropped int
+	if ll.dropped > 0 && now.Sub(ll.reported) >= time.Second {
+		dropped, ll.dropped, ll.reported = ll.dropped, 0, now
+	}
 	ll.mu.Unlock()
 	if dropped > 0 {
 		ll.warn.Warn("plugin stderr rate-limited: lines dropped", "dropped", dropped, "limit_per_second", stderrRate)
