@@ -159,12 +159,8 @@ func TestNodePluginOverMCP(t *testing.T) {
 
 	init := mcp.InitializeRequest{}
 	init.Params.ClientInfo = mcp.Implementation{Name: "nodeplugin-test", Version: "1"}
-	ires, err := c.Initialize(t.Context(), init)
-	if err != nil {
+	if _, err := c.Initialize(t.Context(), init); err != nil {
 		t.Fatalf("Initialize: %v", err)
-	}
-	if !strings.Contains(ires.Instructions, "Node.js") {
-		t.Errorf("initialize instructions = %q, want the node plugin's own instructions in them", ires.Instructions)
 	}
 
 	// Plugins start in the background; wait for the node plugin's tools.
