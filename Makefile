@@ -75,18 +75,21 @@ proto:
 		--go-grpc_out=. --go-grpc_opt=module=github.com/switchboard-mcp/switchboard \
 		sdk/proto/switchboard/plugin/v1/plugin.proto
 
-RELEASE_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+GORELEASER_VERSION := v2.15.1
 
-## release: static binaries for $(RELEASE_TARGETS) in dist/, with SHA256SUMS
+## release: archives of the host and of each built-in and example plugin for
+## linux and darwin (amd64, arm64) with SHA256SUMS in dist/: goreleaser
+## (.goreleaser.yaml) in snapshot mode, offline, nothing published; pinned,
+## installed into bin/tools on first use. MINISIGN_SECRET_KEY=FILE also signs
+## SHA256SUMS (dist/SHA256SUMS.minisig). Then checks the sums, and the
+## plugin authors' template examples/hello/.goreleaser.yaml.
 release:
-	@for t in $(RELEASE_TARGETS); do \
-		os=$${t%/*}; arch=$${t#*/}; out=dist/$${os}_$${arch}; mkdir -p $$out; \
-		echo "building $$out"; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/switchboard ./host/cmd/switchboard || exit 1; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/switchboard-sandbox ./host/cmd/switchboard-sandbox || exit 1; \
-		for p in $(PLUGINS); do CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; done; \
-	done
-	cd dist && find . -type f -name 'switchboard*' -exec sha256sum {} + > SHA256SUMS
+	@$(BIN)/tools/goreleaser --version 2>/dev/null | grep -q 'GitVersion:[[:space:]]*$(GORELEASER_VERSION:v%=%)$$' || \
+		{ echo "installing goreleaser $(GORELEASER_VERSION) into $(BIN)/tools"; GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); }
+	$(BIN)/tools/goreleaser release --snapshot --clean --parallelism 2 $(if $(MINISIGN_SECRET_KEY),,--skip=sign)
+	cd dist && sha256sum --strict -c SHA256SUMS
+	@n=$$(ls dist/*.tar.gz | wc -l); test "$$n" -eq 28 || { echo "release: $$n archives in dist/, want 28 (7 per platform)"; exit 1; }
+	cd examples/hello && ../../$(BIN)/tools/goreleaser check
 
 clean:
 	rm -rf $(BIN) dist
