@@ -3,13 +3,17 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
-
+	"sync/atomic"
 	"testing"
 	"time"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 
 	"github.com/switchboard-mcp/switchboard/internal/ablate"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
@@ -23,6 +27,10 @@ type ablation struct {
 	pluginEnv  string // the plugin's SWITCHBOARD_ABLATE
 	config     string // added to the host's config
 	secondPath bool   // a second route (DESIGN, performance rule), not a setting
+	// feature marks a row that turns something on (traces) rather than an
+	// optimisation off: its figures are what the feature costs, and the
+	// "everything on" row is the same host with it off.
+	feature bool
 }
 
 // ablations lists the optimisations of the stdio call route, each switched
@@ -40,6 +48,44 @@ func ablations() []ablation {
 		// are written in the background and a killed host loses the last.
 		{name: "durable audit records off", config: "audit_durable = false\n"},
 	}
+}
+
+// tracesOn is the row of a host that exports a span per call to the OTLP
+// receiver at addr (OpenTelemetry, configured as users do, by OTEL_*).
+func tracesOn(addr string) ablation {
+	return ablation{name: "traces exported (OTLP/gRPC, on)", feature: true, hostEnv: []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true",
+	}}
+}
+
+// discardSpans is an OTLP trace receiver that counts and drops what it gets.
+type discardSpans struct {
+	collectortrace.UnimplementedTraceServiceServer
+	spans atomic.Int64
+}
+
+func (d *discardSpans) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			d.spans.Add(int64(len(ss.GetSpans())))
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// startReceiver serves an OTLP trace receiver on 127.0.0.1 until the
+// benchmark ends.
+func startReceiver(b *testing.B) (string, *discardSpans) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rcv := &discardSpans{}
+	gs := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(gs, rcv)
+	go func() { _ = gs.Serve(ln) }()
+	b.Cleanup(gs.Stop)
+	return ln.Addr().String(), rcv
 }
 
 // figures are the four end-to-end figures of the table.
@@ -63,7 +109,8 @@ func BenchmarkAblation(b *testing.B) {
 	bins := fixtures.Build(b)
 	direct, _ := startMCP(b, nil, bins.MCPServer)
 	paths := []func(context.Context) error{direct.echo("echo")}
-	abl := ablations()
+	recvAddr, recv := startReceiver(b)
+	abl := append(ablations(), tracesOn(recvAddr))
 	for _, a := range abl {
 		block := fmt.Sprintf("plugin \"fx\" { path = %q }\n", bins.TestPlugin)
 		if a.pluginEnv != "" {
@@ -129,6 +176,10 @@ func BenchmarkAblation(b *testing.B) {
 			}
 		}
 		verdict := fmt.Sprintf("at most %+.0f %% (%s)", worst*100, at)
+		if a.feature {
+			row(a.name+" (vs off)", f, on, "turning it on costs "+verdict)
+			continue
+		}
 		if a.secondPath {
 			if worst >= 0.10 {
 				verdict += ": a second route that earns its keep"
@@ -138,6 +189,7 @@ func BenchmarkAblation(b *testing.B) {
 		}
 		row(a.name+" (vs on)", f, on, verdict)
 	}
+	fmt.Printf("traces: %d spans received while on; off (every other row) a call does no tracing work\n", recv.spans.Load())
 	fmt.Printf("targets, everything on: p50 %.2fx direct (<= 1.3x), calls/s at 32 callers %.2fx direct (>= 0.8x)\n",
 		on.p50one/d.p50one, on.perSecMany/d.perSecMany)
 
