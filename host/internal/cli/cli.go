@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
+	"github.com/switchboard-mcp/switchboard/host/internal/statuspage"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/host/internal/telemetry"
@@ -83,6 +84,9 @@ type app struct {
 	// stopTraces flushes and stops the trace exporter (set when the
 	// OTEL_* variables ask for traces).
 	stopTraces func(context.Context) error
+	// activity is what the status page shows of a host that serves (for
+	// `switchboard ui`, through the control socket).
+	activity func() (statuspage.Snapshot, error)
 }
 
 // Run runs the CLI with args (without the program name) and returns the
@@ -152,7 +156,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "config file (default $SWITCHBOARD_CONFIG, else ./config.hcl)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
 	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(),
-		a.statusCmd(), a.logsCmd(), a.doctorCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), a.pluginCmd(), pluginServeCmd())
+		a.statusCmd(), a.logsCmd(), a.uiCmd(), a.doctorCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), a.pluginCmd(), pluginServeCmd())
 	return root
 }
 
@@ -256,6 +260,7 @@ type serveOptions struct {
 	maxInFlight      int // per HTTP session
 	maxInFlightTotal int
 	metrics          http.Handler // served at /metrics beside MCP
+	status           http.Handler // the status page, at /status
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -305,6 +310,9 @@ func (a *app) serve(opts serveOptions) error {
 		a.flushTraces()
 	}()
 	watch := newConfigWatch()
+	status := statuspage.InProcess(statuspage.NewRecorder(reg), fmt.Sprintf("pid %d · %s", os.Getpid(), cfg.File),
+		func() any { return ServerInfos(reg) }, func() []string { return waitingServers(ServerInfos(reg)) }, watch.notices)
+	a.activity = status.Snapshot
 	stopControl := a.startControl(ctx, cfg, h, watch, log)
 	defer stopControl()
 	fe := frontend.New(reg, Version, log)
@@ -323,7 +331,7 @@ func (a *app) serve(opts serveOptions) error {
 	tuning.Host()
 	n := len(reg.Tools()) - len(fe.Refusals())
 	if ln != nil {
-		opts.metrics = m.Handler()
+		opts.metrics, opts.status = m.Handler(), statuspage.Handler(status)
 		return a.serveHTTP(ctx, fe, ln, opts, log.With("servers", len(reg.Entries()), "tools", n, "config", cfg.File))
 	}
 	log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
@@ -363,7 +371,7 @@ func stopOnSignals() (ctx context.Context, interrupted *atomic.Bool, stop func()
 // starts watching the config for reloads; stop closes both. Without a
 // control socket the host still serves.
 func (a *app) startControl(ctx context.Context, cfg *config.Config, h *loader.Host, watch *configWatch, log hclog.Logger) (stop func()) {
-	ctl, err := listenControl(cfg, h, watch, a.book, log)
+	ctl, err := listenControl(cfg, h, watch, a.book, a.activity, log)
 	if err != nil {
 		log.Warn("no control socket; status, restart and reload will not reach this host", "error", err)
 	}
@@ -397,7 +405,7 @@ func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Liste
 	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{
 		AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions,
 		MaxInFlight: opts.maxInFlight, MaxInFlightTotal: opts.maxInFlightTotal,
-		Metrics: opts.metrics,
+		Metrics: opts.metrics, Status: opts.status,
 	}); err != nil {
 		return fail(2, "serve: %v", err)
 	}

@@ -28,14 +28,24 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/logbook"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/statuspage"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 )
 
 // hostControl serves a running host over its control socket.
 type hostControl struct {
-	h     *loader.Host
-	watch *configWatch
-	book  *logbook.Book
+	h        *loader.Host
+	watch    *configWatch
+	book     *logbook.Book
+	activity func() (statuspage.Snapshot, error)
+}
+
+// Activity implements control.Activity: the status page's snapshot.
+func (c hostControl) Activity() (any, error) {
+	if c.activity == nil {
+		return nil, errors.New("this host keeps no activity")
+	}
+	return c.activity()
 }
 
 func (c hostControl) Status() any               { return ServerInfos(c.h.Registry()) }
@@ -111,7 +121,7 @@ func (c hostControl) Disconnect(ctx context.Context, name string) error {
 // listenControl opens the host's control socket: it serves only this
 // user's processes in the host's own PID namespace that do not descend from
 // a plugin, and every action goes to the audit log.
-func listenControl(cfg *config.Config, h *loader.Host, watch *configWatch, book *logbook.Book, log hclog.Logger) (*control.Server, error) {
+func listenControl(cfg *config.Config, h *loader.Host, watch *configWatch, book *logbook.Book, activity func() (statuspage.Snapshot, error), log hclog.Logger) (*control.Server, error) {
 	guard, err := control.NewGuard()
 	if err != nil {
 		return nil, err
@@ -126,7 +136,10 @@ func listenControl(cfg *config.Config, h *loader.Host, watch *configWatch, book 
 		}
 		return pids
 	})
-	return control.Listen(cfg.DataDir, hostControl{h, watch, book}, control.Options{Guard: guard, Audit: func(ev control.Event) {
+	return control.Listen(cfg.DataDir, hostControl{h, watch, book, activity}, control.Options{Guard: guard, Audit: func(ev control.Event) {
+		if ev.Action == "activity" && ev.Outcome == "ok" {
+			return // the status page's polling: read-only, and frequent
+		}
 		if ev.Outcome == "refused" {
 			log.Warn("control request refused", "action", ev.Action, "peer_pid", ev.Peer.PID, "peer_uid", ev.Peer.UID, "reason", ev.Error)
 		}

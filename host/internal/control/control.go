@@ -73,6 +73,12 @@ type LogReader interface {
 	FollowLogs(name string, since time.Time, follow bool) (past []logbook.Line, next <-chan logbook.Line, stop func(), err error)
 }
 
+// Activity is an optional upgrade of a Handler that describes what the
+// host is doing for its status page (GET /v1/activity).
+type Activity interface {
+	Activity() (any, error)
+}
+
 // HostStats are the host process's own figures, the "host" section of
 // GET /v1/status: what to watch for leaks (`make chaos` compares them
 // before and after its faults).
@@ -234,6 +240,17 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 			return http.StatusNotFound, map[string]any{"error": err.Error()}
 		}
 		return http.StatusOK, map[string]any{"pid": os.Getpid(), "disconnected": ev.Target}
+	}))
+	mux.Handle("GET /v1/activity", handle("activity", func(*http.Request, *Event) (int, any) {
+		a, ok := h.(Activity)
+		if !ok {
+			return http.StatusNotFound, map[string]any{"error": "this host keeps no activity"}
+		}
+		v, err := a.Activity()
+		if err != nil {
+			return http.StatusServiceUnavailable, map[string]any{"error": err.Error()}
+		}
+		return http.StatusOK, v
 	}))
 	mux.HandleFunc("GET /v1/logs", func(w http.ResponseWriter, r *http.Request) {
 		info := peerOf(r.Context())

@@ -43,6 +43,9 @@ type HTTPOptions struct {
 	// Metrics, when set, is served at MetricsPath (the same origin checks
 	// as MCP).
 	Metrics http.Handler
+	// Status, when set, is served at /status and below it (the status
+	// page; the same origin checks as MCP).
+	Status http.Handler
 }
 
 // MetricsPath is where the HTTP front end serves the host's metrics.
@@ -121,6 +124,11 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 	if opts.Metrics != nil {
 		mux.Handle(MetricsPath, checkOrigin(ln.Addr(), opts.AllowRemote, opts.Metrics))
 	}
+	if opts.Status != nil {
+		h := checkOrigin(ln.Addr(), opts.AllowRemote, opts.Status)
+		mux.Handle("/status", h)
+		mux.Handle("/status/", h)
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -147,6 +155,11 @@ func (f *Frontend) HTTPSessions() int {
 	}
 	return 0
 }
+
+// CheckOrigin wraps next with the front end's origin and Host checks for a
+// listener at addr (see checkOrigin): for other pages a host serves on
+// loopback (`switchboard ui`).
+func CheckOrigin(addr net.Addr, next http.Handler) http.Handler { return checkOrigin(addr, false, next) }
 
 // checkOrigin refuses cross-origin browser requests. An Origin header, if
 // present, must be the listener's own origin: http://127.0.0.1:PORT,

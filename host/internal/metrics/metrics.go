@@ -58,8 +58,8 @@ type Options struct {
 	HTTPSessions func() int
 }
 
-// New returns the metrics of the host whose registry is r, and installs
-// itself as r's call observer.
+// New returns the metrics of the host whose registry is r, and adds
+// itself to r's call observers.
 func New(r *registry.Registry, opts Options) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -81,7 +81,7 @@ func New(r *registry.Registry, opts Options) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&serverCollector{r: r, opts: opts})
-	r.SetObserver(m)
+	r.AddObserver(m)
 	return m
 }
 

@@ -161,7 +161,7 @@ type Registry struct {
 	prefixes    map[string]string // server -> prefix of its exposed names, when set
 	watchers    sync.WaitGroup
 
-	observer atomic.Pointer[CallObserver]
+	observers atomic.Pointer[observers]
 
 	inflight sync.WaitGroup
 	closing  bool
@@ -525,7 +525,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	argsSum := sha256Hex(args)
 	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
 	var t Tool // once looked up
-	obs := r.observer.Load()
+	obs := r.observers.Load()
 	var span trace.Span
 	if tracing.Enabled() {
 		ctx, span = tracing.Tracer().Start(ctx, "tools/call "+name, trace.WithSpanKind(trace.SpanKindInternal))
@@ -548,9 +548,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		if aerr := r.audit.Write(rec); aerr != nil {
 			r.log("audit record not written", "error", aerr)
 		}
-		if obs != nil {
-			(*obs).CallEnded(t.Server, t.Tool.GetName(), &rec, elapsed)
-		}
+		obs.ended(t.Server, t.Tool.GetName(), &rec, elapsed)
 		if span != nil {
 			endSpan(span, t, &rec)
 		}
@@ -572,9 +570,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		rec.Decision, rec.Outcome = "unknown", "refused"
 		return nil, err
 	}
-	if obs != nil {
-		(*obs).CallStarted(t.Server, t.Tool.GetName())
-	}
+	obs.started(t.Server, t.Tool.GetName())
 	pol := r.policy.rules()
 	if err := r.validate(pol, t, args); err != nil {
 		rec.Decision, rec.Outcome = "invalid", "refused"
@@ -656,9 +652,7 @@ func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, d
 		rec.Error = err.Error()
 	}
 	r.Audit(rec)
-	if obs := r.observer.Load(); obs != nil {
-		(*obs).CallEnded("", "", &rec, 0)
-	}
+	r.observers.Load().ended("", "", &rec, 0)
 }
 
 // CallObserver sees every call (metrics): CallStarted once the tool is
@@ -674,13 +668,37 @@ type CallObserver interface {
 // AuditQueued is how many audit records wait to be written.
 func (r *Registry) AuditQueued() int { return r.audit.Queued() }
 
-// SetObserver installs o (nil removes it).
-func (r *Registry) SetObserver(o CallObserver) {
-	if o == nil {
-		r.observer.Store(nil)
-		return
+// AddObserver adds o to the call observers.
+func (r *Registry) AddObserver(o CallObserver) {
+	for {
+		cur := r.observers.Load()
+		next := observers{o}
+		if cur != nil {
+			next = append(slices.Clone(*cur), o)
+		}
+		if r.observers.CompareAndSwap(cur, &next) {
+			return
+		}
 	}
-	r.observer.Store(&o)
+}
+
+// observers are the call observers, in the order added.
+type observers []CallObserver
+
+func (ob *observers) started(server, tool string) {
+	if ob != nil {
+		for _, o := range *ob {
+			o.CallStarted(server, tool)
+		}
+	}
+}
+
+func (ob *observers) ended(server, tool string, rec *AuditRecord, elapsed time.Duration) {
+	if ob != nil {
+		for _, o := range *ob {
+			o.CallEnded(server, tool, rec, elapsed)
+		}
+	}
 }
 
 func (r *Registry) validate(pol rules, t Tool, args []byte) error {
