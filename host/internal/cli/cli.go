@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -222,6 +223,20 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 	// sockets: 0700, and refused if another user could write it.
 	if err := strictmode.PrivateDir(cfg.DataDir); err != nil {
 		return nil, nil, nil, fail(2, "data_dir: %v", err)
+	}
+	// Plugin folders that do not exist yet are made now, so that every
+	// sandbox hides or binds them read-only like the rest of the control
+	// plane: otherwise a tool could create one and plant a binary the next
+	// start runs (found from outside).
+	for _, d := range append(slices.Clone(cfg.PluginDirs), cfg.InstallDir) {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				log.Warn("plugin folder could not be made; a tool could create it", "dir", d, "error", err)
+			}
+		}
 	}
 	launcher.HostVersion = Version
 	if stop, err := telemetry.Setup(ctx, Version); err != nil {

@@ -44,6 +44,44 @@ type inFlight struct {
 	mu        sync.Mutex
 	n         int
 	bySession map[string]int
+
+	// Open GET streams (server-to-client event streams), bounded apart
+	// from requests: each holds a connection, a goroutine and buffers for
+	// as long as the client keeps it.
+	streams          int
+	streamsBySession map[string]int
+}
+
+// Bounds of the GET event streams: a session may keep a few open (the
+// spec lets a client hold more than one), the host at most
+// MaxStreamsTotal.
+const (
+	MaxStreamsPerSession = 4
+	MaxStreamsTotal      = 1024
+)
+
+// acquireStream takes a GET stream's place, or says why not.
+func (l *inFlight) acquireStream(session string) (refusal string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.streamsBySession[session] >= MaxStreamsPerSession {
+		return fmt.Sprintf("this session has %d event streams (GET) open, the most the host keeps for one session; close one first", MaxStreamsPerSession), false
+	}
+	if l.streams >= MaxStreamsTotal {
+		return fmt.Sprintf("the host has %d event streams (GET) open, the most it keeps; retry later", MaxStreamsTotal), false
+	}
+	l.streams++
+	l.streamsBySession[session]++
+	return "", true
+}
+
+func (l *inFlight) releaseStream(session string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.streams--
+	if l.streamsBySession[session]--; l.streamsBySession[session] <= 0 {
+		delete(l.streamsBySession, session)
+	}
 }
 
 func newInFlight(perSession, total int) *inFlight {
@@ -53,7 +91,7 @@ func newInFlight(perSession, total int) *inFlight {
 	if total <= 0 {
 		total = DefaultMaxInFlightTotal
 	}
-	return &inFlight{perSession: perSession, total: total, bySession: map[string]int{}}
+	return &inFlight{perSession: perSession, total: total, bySession: map[string]int{}, streamsBySession: map[string]int{}}
 }
 
 // acquire takes a place for a request of session ("" for a request without
@@ -89,6 +127,18 @@ func (l *inFlight) release(session string) {
 // already: limitBody read them).
 func limitInFlight(l *inFlight, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			session := r.Header.Get(server.HeaderKeySessionID)
+			why, ok := l.acquireStream(session)
+			if !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(5))
+				http.Error(w, "Too many event streams: "+why, http.StatusTooManyRequests)
+				return
+			}
+			defer l.releaseStream(session)
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
 			return

@@ -130,3 +130,50 @@ func TestHTTPInFlightBound(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPEventStreamsBounded: a session may hold MaxStreamsPerSession GET
+// event streams; one more is refused (429) without being opened, and a
+// place is free again once a stream closes. (15,000 streams on one session
+// took the host to 767 MB before this bound, found from outside.)
+func TestHTTPEventStreamsBounded(t *testing.T) {
+	reg, _ := fixtureRegistry(t, nil)
+	url, _ := serveRegistryHTTP(t, reg, HTTPOptions{})
+	h := newRawHTTP(t, url)
+	id := h.initialize()
+	var open []*http.Response
+	for range MaxStreamsPerSession {
+		resp := h.do(http.MethodGet, "", legacyHeader(id))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream %d: %s", len(open)+1, resp.Status)
+		}
+		open = append(open, resp)
+	}
+	resp := h.do(http.MethodGet, "", legacyHeader(id))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "event streams (GET) open") {
+		t.Errorf("GET stream %d: %s %q, want 429 naming the bound", MaxStreamsPerSession+1, resp.Status, body)
+	}
+	// Another session is not affected.
+	if got := h.status(http.MethodGet, "", legacyHeader(h.initialize())); got != http.StatusOK {
+		t.Errorf("another session's first GET stream: %d, want 200", got)
+	}
+	open[0].Body.Close()
+	if !eventuallyOK(10*time.Second, func() bool {
+		return h.status(http.MethodGet, "", legacyHeader(id)) == http.StatusOK
+	}) {
+		t.Error("a closed stream's place was not given back")
+	}
+	for _, r := range open[1:] {
+		r.Body.Close()
+	}
+}
+
+func eventuallyOK(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
