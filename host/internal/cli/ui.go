@@ -83,4 +83,3 @@ func (a *app) uiCmd() *cobra.Command {
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8766", "address to serve the page on (loopback)")
 	return cmd
 }
-

@@ -159,7 +159,9 @@ func (f *Frontend) HTTPSessions() int {
 // CheckOrigin wraps next with the front end's origin and Host checks for a
 // listener at addr (see checkOrigin): for other pages a host serves on
 // loopback (`switchboard ui`).
-func CheckOrigin(addr net.Addr, next http.Handler) http.Handler { return checkOrigin(addr, false, next) }
+func CheckOrigin(addr net.Addr, next http.Handler) http.Handler {
+	return checkOrigin(addr, false, next)
+}
 
 // checkOrigin refuses cross-origin browser requests. An Origin header, if
 // present, must be the listener's own origin: http://127.0.0.1:PORT,
