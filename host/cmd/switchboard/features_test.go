@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -442,31 +441,7 @@ func countOf(list []string, s string) int {
 // plugin's tool and of an external server's tool.
 func TestFeaturesOverHTTP(t *testing.T) {
 	bins, config := featureSetup(t)
-	cmd := exec.Command(bins.Switchboard, "serve", "--config", config, "--http", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	url := ""
-	for sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "switchboard: serving MCP at "); ok {
-			url = u
-			break
-		}
-	}
-	if url == "" {
-		t.Fatal("no URL announced")
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	url := serveHTTPOn(t, bins.Switchboard, config)
 	// With mcp-go v1.2.1 a request from the host to an HTTP client reaches
 	// it only on the client's GET stream (continuous listening).
 	c, err := client.NewStreamableHttpClient(url, transport.WithContinuousListening())

@@ -222,7 +222,14 @@ func replaceInFile(path, old, new string) error {
 // its MCP URL.
 func startServeHTTP(t *testing.T, e env) string {
 	t.Helper()
-	cmd := exec.Command(e.bins.Switchboard, "serve", "--config", e.config, "--http", "127.0.0.1:0")
+	return serveHTTPOn(t, e.bins.Switchboard, e.config)
+}
+
+// serveHTTPOn starts `switchboard serve --http 127.0.0.1:0` on config and
+// returns its MCP URL; the host is killed when the test ends.
+func serveHTTPOn(t *testing.T, switchboard, config string) string {
+	t.Helper()
+	cmd := exec.Command(switchboard, "serve", "--config", config, "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
