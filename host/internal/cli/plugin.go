@@ -102,7 +102,7 @@ func startProbe(ctx context.Context, t loader.PluginTarget, log hclog.Logger) (*
 	}
 	defer func() { _ = p.Close(context.Background()) }()
 	d := p.Describe()
-	pr := &probe{version: d.GetPluginVersion(), protocol: p.ProtocolVersion(), surface: pluginstore.SurfaceOf(d.GetTools())}
+	pr := &probe{version: d.GetPluginVersion(), protocol: p.ProtocolVersion(), surface: pluginstore.SurfaceOfServer(d)}
 	if _, v, ok := pluginstore.ParseName(filepath.Base(t.Path)); ok && v != nil {
 		pr.version = v.String()
 	}
@@ -283,7 +283,7 @@ func (a *app) pluginVerifyCmd() *cobra.Command {
 					problems = append(problems, fmt.Sprintf("%s is version %s, but %s locks %s: run `switchboard plugin lock` if the upgrade is intended", t.Name, dashIfEmpty(pr.version), lock.Path, e.Version))
 				}
 				if e.Surface != "" && pr.surface.Hash() != e.Surface {
-					problems = append(problems, fmt.Sprintf("%s: its tools (names, descriptions, schemas or annotations) changed since it was locked (%s, now %s): the host quarantines it; review the change with `switchboard approve %s`", t.Name, e.Surface, pr.surface.Hash(), t.Name))
+					problems = append(problems, fmt.Sprintf("%s: its surface (tool names, descriptions, schemas or annotations, instructions or prompts) changed since it was locked (%s, now %s): the host quarantines it; review the change with `switchboard approve %s`", t.Name, e.Surface, pr.surface.Hash(), t.Name))
 				}
 				if len(problems) == 0 || !strings.HasPrefix(problems[len(problems)-1], t.Name) {
 					fmt.Fprintf(a.stdout, "ok %s %s (%s)\n", t.Name, dashIfEmpty(e.Version), t.Path)

@@ -176,7 +176,7 @@ func (h *Host) vetListChange(name string, ev feature.Event) {
 	if e == nil || e.Kind == registry.KindBuiltin {
 		return
 	}
-	err := h.gate.Check(name, pluginstore.SurfaceOf(e.Server.Describe().GetTools()))
+	err := h.gate.Check(name, pluginstore.SurfaceOfServer(e.Server.Describe()))
 	if !errors.Is(err, pluginstore.ErrQuarantined) {
 		return
 	}
@@ -350,7 +350,7 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 	if j.gate == nil {
 		return inst, nil
 	}
-	if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOf(inst.Describe().GetTools())); err != nil {
+	if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOfServer(inst.Describe())); err != nil {
 		_ = inst.Close(ctx)
 		return nil, err
 	}

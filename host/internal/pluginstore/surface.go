@@ -68,6 +68,38 @@ func SurfaceOf(tools []*pluginv1.Tool) Surface {
 	return out
 }
 
+// SurfaceOfServer is a server's whole surface: its tools, and the other
+// text a model reads from it, its instructions and its prompts (a poisoned
+// instruction arrives as well through those). Resources are left out: their
+// lists change as a matter of course (files, records). The entries that
+// are not tools have names no tool can have: "(instructions)" and
+// "(prompt) NAME".
+func SurfaceOfServer(d *pluginv1.DescribeResponse) Surface {
+	out := SurfaceOf(d.GetTools())
+	if in := d.GetInstructions(); in != "" {
+		out = append(out, SurfaceTool{Name: "(instructions)", Description: in})
+	}
+	for _, p := range d.GetPrompts() {
+		st := SurfaceTool{Name: "(prompt) " + p.GetName(), Title: p.GetTitle(), Description: p.GetDescription()}
+		if args := p.GetArguments(); len(args) > 0 {
+			type arg struct {
+				Name        string `json:"name"`
+				Title       string `json:"title,omitempty"`
+				Description string `json:"description,omitempty"`
+				Required    bool   `json:"required,omitempty"`
+			}
+			as := make([]arg, 0, len(args))
+			for _, a := range args {
+				as = append(as, arg{a.GetName(), a.GetTitle(), a.GetDescription(), a.GetRequired()})
+			}
+			st.InputSchema, _ = json.Marshal(as)
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b SurfaceTool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // canonical re-encodes JSON with sorted keys and no insignificant space;
 // bytes that are not JSON are kept as a JSON string.
 func canonical(b []byte) json.RawMessage {
