@@ -477,7 +477,7 @@ func (a *app) approveCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "approve NAME",
 		Short: "Approve what waits on a person: a quarantined server's new tools, or a server from .mcp.json",
-		Long: "Release a server quarantined because its surface changed (tools, instructions or prompts)\n" +
+		Long: "Release a server quarantined because its surface changed (tools or instructions)\n" +
 			"after showing the difference (updating " + pluginstore.LockFileName + " when it pins them, else the approval\n" +
 			"in data_dir), or approve a server from .mcp.json as it is now (its command, args, env, url and\n" +
 			"headers). Every running host on the config then reloads. A changed entry needs approving again.",

@@ -283,7 +283,7 @@ func (a *app) pluginVerifyCmd() *cobra.Command {
 					problems = append(problems, fmt.Sprintf("%s is version %s, but %s locks %s: run `switchboard plugin lock` if the upgrade is intended", t.Name, dashIfEmpty(pr.version), lock.Path, e.Version))
 				}
 				if e.Surface != "" && pr.surface.Hash() != e.Surface {
-					problems = append(problems, fmt.Sprintf("%s: its surface (tool names, descriptions, schemas or annotations, instructions or prompts) changed since it was locked (%s, now %s): the host quarantines it; review the change with `switchboard approve %s`", t.Name, e.Surface, pr.surface.Hash(), t.Name))
+					problems = append(problems, fmt.Sprintf("%s: its surface (tool names, descriptions, schemas or annotations, or its instructions) changed since it was locked (%s, now %s): the host quarantines it; review the change with `switchboard approve %s`", t.Name, e.Surface, pr.surface.Hash(), t.Name))
 				}
 				if len(problems) == 0 || !strings.HasPrefix(problems[len(problems)-1], t.Name) {
 					fmt.Fprintf(a.stdout, "ok %s %s (%s)\n", t.Name, dashIfEmpty(e.Version), t.Path)

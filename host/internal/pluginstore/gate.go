@@ -38,7 +38,7 @@ type QuarantineError struct {
 }
 
 func (e *QuarantineError) Error() string {
-	return fmt.Sprintf("quarantined: its surface changed (tool names, descriptions, schemas or annotations, instructions or prompts) since %s (%s, now %s); its tools are hidden until a person runs `switchboard approve %s`, which shows the difference",
+	return fmt.Sprintf("quarantined: its surface changed (tool names, descriptions, schemas or annotations, or its instructions) since %s (%s, now %s); its tools are hidden until a person runs `switchboard approve %s`, which shows the difference",
 		e.Against, e.Want, e.Got, e.Name)
 }
 

@@ -68,35 +68,17 @@ func SurfaceOf(tools []*pluginv1.Tool) Surface {
 	return out
 }
 
-// SurfaceOfServer is a server's whole surface: its tools, and the other
-// text a model reads from it, its instructions and its prompts (a poisoned
-// instruction arrives as well through those). Resources are left out: their
-// lists change as a matter of course (files, records). The entries that
-// are not tools have names no tool can have: "(instructions)" and
-// "(prompt) NAME".
+// SurfaceOfServer is a server's whole surface: its tools, and the
+// instructions it gives the model (a poisoned instruction arrives through
+// those as well). Prompts and resources are left out: their lists may
+// change while a server runs, as a matter of course. The instructions'
+// entry has a name no tool can have: "(instructions)".
 func SurfaceOfServer(d *pluginv1.DescribeResponse) Surface {
 	out := SurfaceOf(d.GetTools())
 	if in := d.GetInstructions(); in != "" {
 		out = append(out, SurfaceTool{Name: "(instructions)", Description: in})
+		slices.SortFunc(out, func(a, b SurfaceTool) int { return strings.Compare(a.Name, b.Name) })
 	}
-	for _, p := range d.GetPrompts() {
-		st := SurfaceTool{Name: "(prompt) " + p.GetName(), Title: p.GetTitle(), Description: p.GetDescription()}
-		if args := p.GetArguments(); len(args) > 0 {
-			type arg struct {
-				Name        string `json:"name"`
-				Title       string `json:"title,omitempty"`
-				Description string `json:"description,omitempty"`
-				Required    bool   `json:"required,omitempty"`
-			}
-			as := make([]arg, 0, len(args))
-			for _, a := range args {
-				as = append(as, arg{a.GetName(), a.GetTitle(), a.GetDescription(), a.GetRequired()})
-			}
-			st.InputSchema, _ = json.Marshal(as)
-		}
-		out = append(out, st)
-	}
-	slices.SortFunc(out, func(a, b SurfaceTool) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
