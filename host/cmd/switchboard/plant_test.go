@@ -39,9 +39,11 @@ permissions { default = "allow" }`)
 		t.Fatal(err)
 	}
 	out, errOut, _ := run(t, e, "call", "--config", e.config, "bash.run",
-		`{"command":"echo RAN; mkdir -p plugins; cp tool.bin plugins/switchboard-plugin-planted && echo PLANTED"}`)
-	if !strings.Contains(out, "RAN") {
-		t.Fatalf("the attack did not run: %s %s", out, errOut)
+		`{"command":"mkdir -p other && cp tool.bin other/x && echo COPIED; mkdir -p plugins; cp tool.bin plugins/switchboard-plugin-planted && echo PLANTED"}`)
+	// Control: the same commands into a folder that is not the plugin
+	// folder work, so what stops the attack is the sandbox's cover.
+	if !strings.Contains(out, "COPIED") {
+		t.Fatalf("the control copy did not run, so the test proves nothing: %s %s", out, errOut)
 	}
 	if strings.Contains(out, "PLANTED") {
 		t.Errorf("bash put a binary into the plugin folder: %s %s", out, errOut)
