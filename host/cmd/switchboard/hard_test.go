@@ -127,6 +127,12 @@ func TestHostEnvironIsHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	// Until setpriv has exec'd sleep, its credential changes leave the
+	// process non-dumpable for a moment: read once it is sleep.
+	eventually(10*time.Second, func() bool {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", sleeper.Process.Pid))
+		return strings.TrimSpace(string(comm)) == "sleep"
+	})
 	var errb bytes.Buffer
 	reader := unprivileged("cat", fmt.Sprintf("/proc/%d/environ", sleeper.Process.Pid))
 	reader.Stderr = &errb
