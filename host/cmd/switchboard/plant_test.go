@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,5 +60,65 @@ permissions { default = "allow" }`)
 	// Control: the folder exists (the host made it), empty.
 	if st, err := os.Stat(plugins); err != nil || !st.IsDir() {
 		t.Errorf("the host did not make the plugin folder: %v", err)
+	}
+}
+
+// TestToolCannotPlantALockFile: with no lock file beside the config and a
+// server that may write the config's folder, the host makes an empty lock
+// file before any server starts, so the sandbox binds it read-only: bash
+// cannot create one pinning what it likes (a tool surface the quarantine
+// would hold, a binary's hash) for the host's next read (found from
+// outside: the sandbox covered only files that existed at start).
+func TestToolCannotPlantALockFile(t *testing.T) {
+	e := setupWith(t, `permissions { default = "allow" }`)
+	cfg := strings.Replace(mustRead(t, e.config), `project_dir = "project"`, `project_dir = "."`, 1)
+	cfg = strings.Replace(cfg, `data_dir    = "state"`, `data_dir    = "`+t.TempDir()+`"`, 1)
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(filepath.Dir(e.config), "switchboard.lock.hcl")
+	if _, err := os.Stat(lock); err == nil {
+		t.Fatal("the test needs a config without a lock file")
+	}
+	planted := `plugin "hello" { surface = "sha256:0000" }`
+	// The script travels encoded so that bash's own pattern guard (which
+	// refuses redirections it can see to protected paths) does not stop it
+	// first: this tests the sandbox under it.
+	script := "echo x > other.hcl && echo WROTE; printf '%s' '" + planted + "' > switchboard.lock.hcl && echo PLANTED; printf '%s' '" + planted + "' >> switchboard.lock.hcl && echo APPENDED; rm -f switchboard.lock.hcl && echo REMOVED"
+	args, _ := json.Marshal(map[string]string{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+	out, errOut, _ := run(t, e, "call", "--config", e.config, "bash.run", string(args))
+	// Control: the same command writes another file in that folder, so
+	// what stops the attack is the sandbox's cover of the lock file.
+	if !strings.Contains(out, "WROTE") {
+		t.Fatalf("the control write did not run, so the test proves nothing: %s %s", out, errOut)
+	}
+	// (Inside the sandbox the writes may "succeed" into the cover, which is
+	// not the file: what counts is the file the host reads.)
+	if strings.Contains(out, "REMOVED") {
+		t.Errorf("bash removed the lock file: %s %s", out, errOut)
+	}
+	got, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatalf("the host made no lock file: %v", err)
+	}
+	if strings.Contains(string(got), "sha256:0000") {
+		t.Errorf("the planted lock is in place:\n%s", got)
+	}
+	if !strings.Contains(string(got), "switchboard plugin lock") {
+		t.Errorf("the lock file is not the host's empty one:\n%s", got)
+	}
+}
+
+// TestNoLockFileWhereNoToolWrites: the host makes the lock file only when a
+// server could otherwise create it; a config folder no server may write
+// stays as the operator left it.
+func TestNoLockFileWhereNoToolWrites(t *testing.T) {
+	e := setupWith(t, `permissions { default = "allow" }`)
+	out, errOut, code := run(t, e, "call", "--config", e.config, "bash.run", `{"command":"echo hi"}`)
+	if code != 0 || !strings.Contains(out, "hi") {
+		t.Fatalf("call failed (%d): %s %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(e.config), "switchboard.lock.hcl")); err == nil {
+		t.Error("the host made a lock file beside a config no server can write")
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,5 +91,56 @@ func TestNothingOutlivesAKilledHost(t *testing.T) {
 	}
 	if alive := fixtures.WaitGone(escapees, 10*time.Second); len(alive) > 0 {
 		t.Errorf("%d processes started with setsid / a double fork outlived the SIGKILLed host: %v", len(alive), alive)
+	}
+}
+
+// TestReplacedLockStaysReadOnly: `switchboard plugin lock` replaces the lock
+// file while a host runs; the mounts of running sandboxes covered the old
+// file only, so the host restarts the confined servers and bash still
+// cannot change the lock the host reads (found from outside: a tool could
+// then pin the surface a quarantine would hold back).
+func TestReplacedLockStaysReadOnly(t *testing.T) {
+	e := setup(t)
+	e.config = filepath.Join(e.project, "config.hcl")
+	cfg := fmt.Sprintf("project_dir = \".\"\ndata_dir = %q\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", filepath.Join(t.TempDir(), "state"))
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(e.project, "switchboard.lock.hcl")
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the host made no lock file beside a config bash may write: %v", err)
+	}
+	before := pids(status(t, e))["bash"]
+	// What `switchboard plugin lock` does: write a new file, rename it over.
+	if err := os.WriteFile(lock+".new", []byte("# locked by a person\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(lock+".new", lock); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(20*time.Second, func() bool {
+		now := pids(status(t, e))["bash"]
+		return now != before && now != 0
+	}) {
+		t.Fatal("bash was not restarted after the lock file was replaced")
+	}
+	// Encoded, so bash's own pattern guard does not stop it first.
+	script := "echo x > other.hcl && echo WROTE; echo 'plugin \"x\" { surface = \"sha256:0000\" }' >> switchboard.lock.hcl; echo END"
+	var out string
+	eventually(20*time.Second, func() bool {
+		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = resultText(res)
+		return strings.Contains(out, "END")
+	})
+	if !strings.Contains(out, "WROTE") {
+		t.Fatalf("the control write did not run, so the test proves nothing: %q", out)
+	}
+	if b, _ := os.ReadFile(lock); strings.Contains(string(b), "sha256:0000") || !strings.Contains(string(b), "locked by a person") {
+		t.Errorf("after the replacement bash changed the lock file:\n%s", b)
 	}
 }

@@ -239,7 +239,7 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 
-	file := h.Config().File
+	file, lockFile := h.Config().File, h.Config().LockFile()
 	var w *fsnotify.Watcher
 	var err error
 	if h.Config().WatchConfig {
@@ -266,7 +266,7 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 		if w != nil {
 			events, errs = w.Events, w.Errors
 		}
-		var debounce <-chan time.Time
+		var debounce, rehide <-chan time.Time
 		for {
 			select {
 			case <-ctx.Done():
@@ -274,8 +274,23 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 			case <-hup:
 				kick("SIGHUP")
 			case ev := <-events:
-				if filepath.Clean(ev.Name) == file && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename) != 0 {
-					debounce = time.After(300 * time.Millisecond)
+				switch filepath.Clean(ev.Name) {
+				case file:
+					if ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename) != 0 {
+						debounce = time.After(300 * time.Millisecond)
+					}
+				case lockFile:
+					// `switchboard plugin lock` replaces the lock file:
+					// sandboxes that covered the old one must start
+					// afresh to cover the new one.
+					if ev.Op&(fsnotify.Create|fsnotify.Rename) != 0 {
+						rehide = time.After(300 * time.Millisecond)
+					}
+				}
+			case <-rehide:
+				rehide = nil
+				if names := h.Rehide(); len(names) > 0 {
+					log.Info("the lock file was replaced on disk; restarted the confined servers so that it stays read-only to them", "servers", strings.Join(names, ", "))
 				}
 			case err := <-errs:
 				log.Debug("config watcher", "error", err)

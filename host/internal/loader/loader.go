@@ -158,6 +158,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	for _, j := range jobs {
 		h.jobs[jobKey(j)] = j
 	}
+	h.placeholdLock(cfg, jobs)
 	return h, h.startJobs(ctx, jobs, opts.WaitAll)
 }
 
@@ -572,6 +573,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	}
 	h.jobs = byKey
 	h.cfg = next
+	h.placeholdLock(next, toStart)
 	if len(toStart) > 0 {
 		if err := h.startJobs(ctx, toStart, false); err != nil {
 			h.log.Warn("reload: a new server did not start", "error", err)

@@ -1,11 +1,16 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 )
@@ -100,4 +105,38 @@ func within(p, dir string) bool {
 		return true
 	}
 	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// placeholdLock writes an empty lock file beside the config when there is
+// none and a server about to start could write one there: a sandbox covers
+// only the control-plane files that exist when it starts, so a tool could
+// otherwise create a lock file that pins what it likes (a tool surface a
+// quarantine would hold back, a binary's hash) for the host's next read
+// (found from outside). The empty lock pins nothing, so it changes no
+// verdict; `switchboard plugin lock` fills it in. The caller holds h.mu
+// (or has not shared h yet).
+func (h *Host) placeholdLock(cfg *config.Config, jobs []job) {
+	path := cfg.LockFile()
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	file := filepath.Join(resolved(filepath.Dir(path)), filepath.Base(path))
+	why := ""
+	for _, j := range jobs {
+		if why = reaches(j, file, cfg.ProjectDir); why != "" {
+			break
+		}
+	}
+	if why == "" {
+		return
+	}
+	lock := &pluginstore.Lock{Path: path, Plugins: map[string]*pluginstore.Entry{}}
+	if err := lock.Write(); err != nil {
+		h.log.Warn("no lock file, and one could not be made: a tool could create one", "file", path, "because", why, "error", err)
+		return
+	}
+	h.log.Info("made an empty lock file so that no tool can create one", "file", path, "because", why)
+	if id, ok := idOf(path); ok {
+		h.hidden[path] = id
+	}
 }

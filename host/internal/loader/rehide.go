@@ -26,11 +26,12 @@ func idOf(path string) (fileID, bool) {
 	return fileID{uint64(sys.Dev), uint64(sys.Ino)}, true
 }
 
-// hiddenIDs records the files a sandbox covers with a mount: the config
-// and an imported .mcp.json (hidden) and plugin binaries (read-only).
+// hiddenIDs records the files a sandbox covers with a mount: the config,
+// an imported .mcp.json (hidden), the lock file and plugin binaries
+// (read-only).
 func hiddenIDs(cfg *config.Config) map[string]fileID {
 	ids := map[string]fileID{}
-	for _, p := range append([]string{cfg.File, cfg.MCPJSON}, cfg.Binaries()...) {
+	for _, p := range append([]string{cfg.File, cfg.MCPJSON, cfg.LockFile()}, cfg.Binaries()...) {
 		if id, ok := idOf(p); ok && p != "" {
 			ids[p] = id
 		}
