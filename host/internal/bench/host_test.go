@@ -73,6 +73,13 @@ func (p *mcpProc) list() func(context.Context) error {
 // stdout, switchboard on stderr) and returns the URL.
 func startHTTP(b *testing.B, command string, args ...string) string {
 	b.Helper()
+	url, _ := startHTTPProc(b, command, args...)
+	return url
+}
+
+// startHTTPProc is startHTTP that also returns the process's pid.
+func startHTTPProc(b *testing.B, command string, args ...string) (string, int) {
+	b.Helper()
 	cmd := exec.Command(command, args...)
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=error")
 	pr, pw, err := os.Pipe()
@@ -93,11 +100,11 @@ func startHTTP(b *testing.B, command string, args ...string) string {
 				for sc.Scan() {
 				}
 			}()
-			return url
+			return url, cmd.Process.Pid
 		}
 	}
 	b.Fatalf("%s announced no URL", command)
-	return ""
+	return "", 0
 }
 
 // initClient starts an MCP client and runs the handshake.

@@ -244,6 +244,9 @@ func limitBody(max int64, timeout time.Duration, next http.Handler) http.Handler
 		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+		if r.Method == http.MethodPost {
+			r = withPost(r, body)
+		}
 		next.ServeHTTP(w, r)
 	})
 }

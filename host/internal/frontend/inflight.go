@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -143,14 +142,13 @@ func limitInFlight(l *inFlight, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body) // already in memory: limitBody read it
-		if err != nil {
-			http.Error(w, "cannot read the request body", http.StatusBadRequest)
+		p := postOf(r) // limitBody decoded it
+		if p == nil || !p.ok {
+			next.ServeHTTP(w, r)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var m message
-		if json.Unmarshal(body, &m) != nil || m.Method == "" || m.Method == string(mcp.MethodInitialize) || len(m.ID) == 0 || string(m.ID) == "null" {
+		m := p.env
+		if m.Method == "" || m.Method == string(mcp.MethodInitialize) || len(m.ID) == 0 || string(m.ID) == "null" {
 			next.ServeHTTP(w, r)
 			return
 		}

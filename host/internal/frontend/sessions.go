@@ -169,31 +169,25 @@ type envelope struct {
 // era pass on: they have no session.
 func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m envelope
-		if r.Method == http.MethodPost && r.Body != nil {
-			body, err := io.ReadAll(r.Body) // already in memory: limitBody read it
-			if err != nil {
-				http.Error(w, "cannot read the request body", http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if why, bad := invalidRequest(body); bad {
+		if p := postOf(r); r.Method == http.MethodPost && p != nil { // limitBody decoded it
+			if p.invalid != "" {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusBadRequest)
-				_, _ = w.Write(append(mustJSON(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.INVALID_REQUEST, why, nil)), '\n'))
+				_, _ = w.Write(append(mustJSON(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.INVALID_REQUEST, p.invalid, nil)), '\n'))
 				return
 			}
-			if json.Unmarshal(body, &m) != nil {
+			if !p.ok {
 				next.ServeHTTP(w, r) // mcp-go answers a parse error
 				return
 			}
+			m := p.env
 			if headerVersion := r.Header.Get(mcp.HeaderProtocolVersion); mcp.IsModernProtocol(headerVersion) {
-				if !modernWithoutMeta(w, r, body, m, headerVersion) {
+				if !modernWithoutMeta(w, r, p, headerVersion) {
 					next.ServeHTTP(w, r)
 				}
 				return
 			}
-			if m.Method == string(mcp.MethodInitialize) && !mcp.IsModernProtocol(metaVersion(m.Params)) {
+			if m.Method == string(mcp.MethodInitialize) && !mcp.IsModernProtocol(p.metaVersion) {
 				if full, victim := ids.full(); full {
 					if victim == "" {
 						http.Error(w, fmt.Sprintf("Service Unavailable: this host has %d sessions open, the most it keeps (--max-sessions), and all are busy; end one (DELETE) or try again later", ids.count()), http.StatusServiceUnavailable)
@@ -204,7 +198,7 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 					evict(next, r, victim)
 				}
 			}
-			if mcp.IsModernProtocol(metaVersion(m.Params)) || m.Method == string(mcp.MethodInitialize) {
+			if mcp.IsModernProtocol(p.metaVersion) || m.Method == string(mcp.MethodInitialize) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -292,8 +286,9 @@ func metaVersion(params json.RawMessage) string {
 // It reports whether it answered the request itself; otherwise r is ready
 // for mcp-go (its body possibly rewritten). Messages that do carry the
 // version, and other requests, are left to mcp-go.
-func modernWithoutMeta(w http.ResponseWriter, r *http.Request, body []byte, m envelope, headerVersion string) (answered bool) {
-	if metaVersion(m.Params) != "" || m.Method == "" || m.JSONRPC != mcp.JSONRPC_VERSION {
+func modernWithoutMeta(w http.ResponseWriter, r *http.Request, p *postMsg, headerVersion string) (answered bool) {
+	m := p.env
+	if p.metaVersion != "" || m.Method == "" || m.JSONRPC != mcp.JSONRPC_VERSION {
 		return false
 	}
 	if len(m.ID) == 0 || string(m.ID) == "null" {
