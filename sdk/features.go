@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -343,7 +344,7 @@ func (h handler) Complete(ctx context.Context, req *pluginv1.CompleteRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	resp := &pluginv1.CompleteResponse{Total: int32(len(values))}
+	resp := &pluginv1.CompleteResponse{Total: int32(min(len(values), math.MaxInt32))} //nolint:gosec // G115: clamped
 	if len(values) > 100 {
 		values, resp.HasMore = values[:100], true
 	}

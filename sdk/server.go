@@ -506,7 +506,7 @@ var (
 )
 
 // Shutdown implements pluginserve.Shutdowner.
-func (h handler) Shutdown() { h.Server.shutdown() }
+func (h handler) Shutdown() { h.shutdown() }
 
 func init() {
 	pluginserve.SDK = func(server any) protocol.Handler { return handler{server.(*Server)} }

@@ -73,7 +73,7 @@ func (r *groupRunner) Start(context.Context) error {
 	if r.conf != nil {
 		if err := r.conf.Started(r.pid); err != nil {
 			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
-			go func() { _ = r.Wait(context.Background()) }()
+			go func() { _ = r.Wait(context.Background()) }() //nolint:gosec // G118: reaps the killed process after the start's context has ended
 			return err
 		}
 	}

@@ -162,7 +162,7 @@ func (l *limitedLogger) Log(level hclog.Level, msg string, args ...any) {
 	// Below the host's level a line is not logged, and costs no token;
 	// info and above always pass on (a host keeps them per server for
 	// `switchboard logs`, whatever its own level).
-	if !l.Logger.IsTrace() && level < min(l.Logger.GetLevel(), hclog.Info) {
+	if !l.IsTrace() && level < min(l.GetLevel(), hclog.Info) {
 		return
 	}
 	if l.lim.allow() {

@@ -62,7 +62,7 @@ func (s *server) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pl
 	}
 	if len(resp.ProtocolVersions) == 0 {
 		for _, v := range s.versions {
-			resp.ProtocolVersions = append(resp.ProtocolVersions, int32(v))
+			resp.ProtocolVersions = append(resp.ProtocolVersions, int32(v)) //nolint:gosec // G115: protocol versions are small integers
 		}
 	}
 	return resp, nil

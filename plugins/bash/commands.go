@@ -970,6 +970,15 @@ func sedScriptProblem(sc string) string {
 		}
 		return false
 	}
+	// delimitedTwice skips the two sections of y/…/…/ and s/…/…/.
+	delimitedTwice := func(d byte) bool {
+		for range 2 {
+			if !delimited(d) {
+				return false
+			}
+		}
+		return true
+	}
 	toEOL := func() {
 		for i < len(sc) && sc[i] != '\n' {
 			i++
@@ -1028,7 +1037,7 @@ func sedScriptProblem(sc string) string {
 			}
 			d := sc[i]
 			i++
-			if !delimited(d) || !delimited(d) {
+			if !delimitedTwice(d) {
 				return "a sed script this check cannot parse"
 			}
 		case 's':
@@ -1037,7 +1046,7 @@ func sedScriptProblem(sc string) string {
 			}
 			d := sc[i]
 			i++
-			if !delimited(d) || !delimited(d) {
+			if !delimitedTwice(d) {
 				return "a sed script this check cannot parse"
 			}
 			for i < len(sc) && sc[i] != ';' && sc[i] != '\n' && sc[i] != '}' {

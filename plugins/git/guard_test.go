@@ -248,9 +248,8 @@ type keyFamily struct {
 	// top.
 	calls func(tg target) []toolCall
 	// control does the equivalent with plain git; nil when git 2.39 cannot
-	// trigger the family outside a terminal (said in noControl).
-	control   func(t *testing.T, f guardFixture, tg target)
-	noControl string
+	// trigger the family outside a terminal.
+	control func(t *testing.T, f guardFixture, tg target)
 }
 
 // inTop runs a control in the top repository: git status there starts a

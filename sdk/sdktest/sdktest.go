@@ -13,6 +13,7 @@ package sdktest
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -424,7 +425,7 @@ func described(t testing.TB, info *pluginv1.DescribeResponse) *Plugin {
 			Access:   sdk.AccessWrite,
 			ReadOnly: a.GetReadOnlyHint(), SkipDuplicateCheck: wt.GetSkipDuplicateCheck(),
 			CustomPermissionPattern: wt.GetCustomPermissionPattern(),
-			MaxDuration:             time.Duration(wt.GetMaxDurationMs()) * time.Millisecond,
+			MaxDuration:             time.Duration(min(wt.GetMaxDurationMs(), math.MaxInt64/uint64(time.Millisecond))) * time.Millisecond, //nolint:gosec // G115: clamped
 		}
 		if wt.GetAccess() == pluginv1.Access_ACCESS_READ {
 			tool.Access = sdk.AccessRead

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -142,6 +141,6 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 		s := rcv.find("tools/call fx.echo")
 		return s != nil && s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR && attr(s, "switchboard.decision") == "invalid"
 	}) {
-		t.Error(fmt.Sprintf("no error span for a call refused by the schema (%d spans)", len(rcv.spans)))
+		t.Errorf("no error span for a call refused by the schema (%d spans)", len(rcv.spans))
 	}
 }

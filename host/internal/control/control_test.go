@@ -77,8 +77,10 @@ func listen(t *testing.T, configure func(*Guard)) (*Server, *spawner) {
 // whose command creates marker.
 func attack(sock, marker string) []string {
 	body := fmt.Sprintf(`{"name":"evil","command":"sh","args":["-c","touch %s"]}`, marker)
-	return []string{"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock,
-		"-X", "POST", "-H", "Content-Type: application/json", "-d", body, "http://switchboard/v1/external"}
+	return []string{
+		"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock,
+		"-X", "POST", "-H", "Content-Type: application/json", "-d", body, "http://switchboard/v1/external",
+	}
 }
 
 func need(t *testing.T, bins ...string) {

@@ -6,9 +6,7 @@ package frontend
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -347,11 +345,6 @@ func clientID(ctx context.Context) string {
 		return "mcp:" + s.SessionID()
 	}
 	return "mcp"
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // ToMCP converts a result to MCP. An item that came from an MCP server

@@ -96,7 +96,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 	const size = 32 << 20
 	send := func(t *testing.T, limit int64, withLength bool) (int, uint64) {
 		url, _ := serveHTTP(t, HTTPOptions{MaxBodyBytes: limit})
-		var body io.Reader = io.LimitReader(zeros{}, size)
+		body := io.LimitReader(zeros{}, size)
 		if !withLength {
 			body = io.MultiReader(body) // hides the length: a chunked body
 		}

@@ -46,7 +46,7 @@ func readNode(dec *json.Decoder) (*jnode, error) {
 	}
 	switch t := tok.(type) {
 	case json.Delim:
-		n := &jnode{kind: byte(t)}
+		n := &jnode{kind: byte(t)} //nolint:gosec // G115: a json.Delim is one of {}[], all ASCII
 		for dec.More() {
 			if t == '{' {
 				k, err := dec.Token()

@@ -29,13 +29,13 @@ func defaultMode(kind registry.Kind) sandbox.Mode {
 func Confinement(cfg *config.Config, kind registry.Kind, name string, block config.Sandbox, settings []byte, stateDir, self string) *sandbox.Sandbox {
 	home, _ := os.UserHomeDir()
 	p := sandbox.Policy{Mode: defaultMode(kind)}
-	switch {
-	case kind == registry.KindBuiltin:
+	switch kind {
+	case registry.KindBuiltin:
 		if b, ok := builtins.Lookup(name); ok {
 			g := b.Grants(cfg.ProjectDir, settings)
 			p.Write, p.Network = g.Write, g.Network
 		}
-	case kind == registry.KindExternal:
+	case registry.KindExternal:
 		// Package runners (npx, uvx) keep their caches in the home folder
 		// and fetch packages from the network.
 		p.Network = true

@@ -46,7 +46,7 @@ func configureBuiltin(bi builtins.Builtin, cfg *config.Config, settings []byte) 
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(scratch)
+	defer func() { _ = os.RemoveAll(scratch) }()
 	h := pluginserve.SDK(bi.New())
 	if sd, ok := h.(pluginserve.Shutdowner); ok {
 		defer sd.Shutdown()

@@ -146,13 +146,6 @@ func TestSurfaceHash(t *testing.T) {
 	}
 }
 
-// release writes a plugin release into dir: an archive of a binary, and
-// SHA256SUMS listing it (sumsOf can tamper with the listed sum).
-type release struct {
-	dir, archive string
-	sums         []byte
-}
-
 func tarGz(t *testing.T, files map[string][]byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer

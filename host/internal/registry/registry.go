@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -224,7 +225,7 @@ func (r *Registry) callTimeout(t Tool) (time.Duration, string) {
 		}
 	}
 	r.toMu.RUnlock()
-	if own := time.Duration(t.Tool.GetMaxDurationMs()) * time.Millisecond; d > 0 && own > d {
+	if own := time.Duration(min(t.Tool.GetMaxDurationMs(), math.MaxInt64/uint64(time.Millisecond))) * time.Millisecond; d > 0 && own > d { //nolint:gosec // G115: clamped
 		// The tool's own limit, plus a moment to report it.
 		d, by = own+5*time.Second, "the tool's own limit"
 	}

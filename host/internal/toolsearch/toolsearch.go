@@ -217,8 +217,15 @@ func stem(w string) string {
 		return w
 	}
 	for _, s := range []struct{ suffix, repl string }{
-		{"ies", "y"}, {"sses", "ss"}, {"ches", "ch"}, {"shes", "sh"}, {"xes", "x"},
-		{"ing", ""}, {"ed", ""}, {"es", "e"}, {"s", ""},
+		{"ies", "y"},
+		{"sses", "ss"},
+		{"ches", "ch"},
+		{"shes", "sh"},
+		{"xes", "x"},
+		{"ing", ""},
+		{"ed", ""},
+		{"es", "e"},
+		{"s", ""},
 	} {
 		if strings.HasSuffix(w, s.suffix) && len(w)-len(s.suffix) >= 3 {
 			if strings.HasSuffix(w, "ss") && s.suffix == "s" {
