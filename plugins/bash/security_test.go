@@ -57,6 +57,11 @@ func TestAttacksRun(t *testing.T) {
 		{"variable command", `c=touch; $c MARKER`},
 		{"relative command", `mkdir -p tools && ln -sf "$(command -v touch)" tools/echo && ./tools/echo MARKER`},
 		{"PATH prefix", `mkdir -p tools && ln -sf "$(command -v touch)" tools/ls && PATH=./tools:$PATH ls MARKER`},
+		// Found from outside: under a rule allowing only git, split or
+		// sort, each ran any command.
+		{"git fsmonitor from the repo's config", `rm -rf .git && git init -q . && cp .git/config cfg && printf '[core]\n\tfsmonitor = "touch MARKER; false"\n' >> cfg && mv cfg .git/config && git status --short`},
+		{"split --filter", `echo x > in.txt && split --filter='touch MARKER' in.txt`},
+		{"sort --compress-program", `printf '#!/bin/sh\ntouch MARKER\ncat\n' > c.sh && chmod +x c.sh && seq 40 > in.txt && sort -S 1K --compress=./c.sh -T . in.txt > /dev/null`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
