@@ -120,6 +120,11 @@ func Serve(h protocol.Handler, opts ...Option) {
 		fmt.Fprintln(os.Stderr, protocol.VersionsLine(cfg.versions))
 	}
 	stopProfile := tuning.Plugin(log, cfg.test != nil)
+	if cfg.test == nil {
+		if err := hideMemory(); err != nil {
+			log.Warn("the plugin's memory stays readable by its own user's processes", "error", err)
+		}
+	}
 	// Shutdown runs once; a caller arriving while it runs (SIGTERM during
 	// a graceful stop) waits for it to finish.
 	var once sync.Once

@@ -122,3 +122,27 @@ func TestNoLockFileWhereNoToolWrites(t *testing.T) {
 		t.Error("the host made a lock file beside a config no server can write")
 	}
 }
+
+// TestCommandsCannotReadThePlugin: the processes a tool starts run as the
+// plugin's user in its sandbox; the plugin is non-dumpable, so they cannot
+// read its environment or memory, where other callers' commands pass
+// (found from outside: a command attached to the bash plugin with ptrace
+// and read another HTTP session's command line from its memory).
+func TestCommandsCannotReadThePlugin(t *testing.T) {
+	e := setupWith(t, `permissions { default = "allow" }`)
+	line := `sleep 30 & s=$!; cat /proc/$s/environ > /dev/null && echo SIBLING-READ; ` +
+		`tr '\0' ' ' < /proc/$PPID/cmdline; echo; cat /proc/$PPID/environ > /dev/null && echo PLUGIN-ENV-READ; ` +
+		`head -c 1 /proc/$PPID/mem > /dev/null 2>&1 && echo PLUGIN-MEM-READ; kill $s`
+	args, _ := json.Marshal(map[string]string{"command": line})
+	out, errOut, _ := run(t, e, "call", "--config", e.config, "bash.run", string(args))
+	// Control: a process of the same user and sandbox that is dumpable
+	// (the sibling sleep) can be read, and the parent is the plugin.
+	if !strings.Contains(out, "SIBLING-READ") || !strings.Contains(out, "plugin-serve bash") {
+		t.Fatalf("the control did not hold (sibling readable, parent the bash plugin), so the test proves nothing: %s %s", out, errOut)
+	}
+	for _, leak := range []string{"PLUGIN-ENV-READ", "PLUGIN-MEM-READ"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("a command read the bash plugin (%s): %s", leak, out)
+		}
+	}
+}
