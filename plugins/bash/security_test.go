@@ -205,3 +205,46 @@ func TestPlantedOutputsLinkIsNotFollowed(t *testing.T) {
 		t.Errorf("saved outputs went through the planted link: %v", ents)
 	}
 }
+
+// TestSavedOutputsAreBoundedTogether: saved outputs may not fill the disk
+// (found from outside: 69 calls left 4.2 GB); past max_saved_total_bytes
+// the oldest go before a new one is written.
+func TestSavedOutputsAreBoundedTogether(t *testing.T) {
+	const perCall, total = 200_000, 500_000
+	for _, tc := range []struct {
+		name     string
+		settings map[string]any
+		bounded  bool
+	}{
+		{"bounded", map[string]any{"output_cap": 1000, "max_saved_total_bytes": total}, true},
+		// Control: with a bound larger than the calls write, every output
+		// stays, so the bound above is what removed them.
+		{"control", map[string]any{"output_cap": 1000, "max_saved_total_bytes": 100 * perCall}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := t.TempDir()
+			p := sdktest.StartInProcess(t, bash.New(), sdktest.WithServerName("bash"), sdktest.WithDataDir(data), sdktest.WithSettings(tc.settings))
+			for i := 0; i < 8; i++ {
+				if res := p.Call("run", map[string]any{"command": "head -c 200000 /dev/zero | tr '\\0' x"}); res.IsError {
+					t.Fatal(res.Text())
+				}
+			}
+			ents, err := os.ReadDir(filepath.Join(data, "outputs"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum int64
+			for _, e := range ents {
+				if fi, err := e.Info(); err == nil {
+					sum += fi.Size()
+				}
+			}
+			switch {
+			case tc.bounded && sum > total+perCall:
+				t.Errorf("saved outputs hold %d bytes in %d files, want at most %d (the bound) + %d (the one being written)", sum, len(ents), total, perCall)
+			case !tc.bounded && len(ents) != 8:
+				t.Errorf("control: %d saved outputs, want all 8 (%d bytes)", len(ents), sum)
+			}
+		})
+	}
+}
