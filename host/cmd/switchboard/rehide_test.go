@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,5 +143,62 @@ func TestReplacedLockStaysReadOnly(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(lock); strings.Contains(string(b), "sha256:0000") || !strings.Contains(string(b), "locked by a person") {
 		t.Errorf("after the replacement bash changed the lock file:\n%s", b)
+	}
+}
+
+// TestConfigFolderIsReadOnly: a config in a subfolder of the project
+// (.sb/config.hcl) has its whole folder bound read-only in the sandbox, so
+// a command waiting for a person's save (a new file renamed over the old,
+// which the cover of the old file does not reach) cannot write it before
+// the host restarts the server (found from outside: the agent's lines were
+// in the config the next reload applied).
+func TestConfigFolderIsReadOnly(t *testing.T) {
+	e := setup(t)
+	sb := filepath.Join(e.project, ".sb")
+	if err := os.Mkdir(sb, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(e.project, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.config = filepath.Join(sb, "config.hcl")
+	cfg := fmt.Sprintf("project_dir = \"..\"\ndata_dir = %q\nwatch_config = false\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", filepath.Join(t.TempDir(), "state"))
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's command: say it is waiting, wait for the save, then
+	// append to the new config and (the control) write a sibling folder.
+	script := `touch waiting; while [ ! -f saved ]; do sleep 0.05; done; ` +
+		`printf '\nbuiltin "web" {}\n' >> .sb/config.hcl && echo APPENDED; ` +
+		`echo x > .sb/planted && echo PLANTED; echo x > other/file && echo CONTROL-WROTE`
+	args, _ := json.Marshal(map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh", "timeout_ms": 60000})
+	done := make(chan string, 1)
+	go func() {
+		out, errOut, _ := run(t, e, "call", "--config", e.config, "bash.run", string(args))
+		done <- out + errOut
+	}()
+	if !eventually(60*time.Second, func() bool { _, err := os.Stat(filepath.Join(e.project, "waiting")); return err == nil }) {
+		t.Fatal("the command never started")
+	}
+	// A person's save: a new file renamed over the config.
+	if err := os.WriteFile(e.config+".new", []byte(cfg+"# saved by a person\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(e.config+".new", e.config); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.project, "saved"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := <-done
+	if !strings.Contains(out, "CONTROL-WROTE") {
+		t.Fatalf("the control write did not run, so the test proves nothing: %s", out)
+	}
+	got := mustRead(t, e.config)
+	if strings.Contains(got, `builtin "web"`) || strings.Contains(out, "APPENDED") {
+		t.Errorf("the command wrote the saved config:\n%s\n%s", got, out)
+	}
+	if _, err := os.Stat(filepath.Join(sb, "planted")); err == nil || strings.Contains(out, "PLANTED") {
+		t.Errorf("the command created a file in the config's folder: %s", out)
 	}
 }

@@ -73,7 +73,34 @@ func Confinement(cfg *config.Config, kind registry.Kind, name string, block conf
 	if helper != self {
 		p.ReadOnly = append(p.ReadOnly, helper)
 	}
-	return &sandbox.Sandbox{Name: name, Policy: p.Clean(home), Helper: helper}
+	p = p.Clean(home)
+	if dir := configFolderInReach(cfg, p); dir != "" {
+		p.ReadOnly = append(p.ReadOnly, dir)
+	}
+	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper}
+}
+
+// configFolderInReach returns the folder that holds the config (and the
+// lock file beside it) when it lies inside a folder the policy lets the
+// server write, and is not that folder itself: the sandbox then binds the
+// whole folder read-only. Covering the files alone is not enough, because
+// a person's save replaces the file (an editor, `git pull`, `plugin lock`),
+// and the cover stays on the old one: a command waiting for the new file
+// could write it before the host restarts the server (found from outside:
+// the next reload applied the agent's config). A config in the writable
+// folder itself (the project's root) cannot be covered this way; README
+// (Security) advises a subfolder.
+func configFolderInReach(cfg *config.Config, p sandbox.Policy) string {
+	dir := resolved(filepath.Dir(cfg.File))
+	for _, w := range append(slices.Clone(p.Write), p.State) {
+		if w == "" {
+			continue
+		}
+		if w = resolved(w); dir != w && within(dir, w) {
+			return dir
+		}
+	}
+	return ""
 }
 
 // HelperBinary is the sandbox helper's file name, beside the switchboard

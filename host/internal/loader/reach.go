@@ -84,6 +84,13 @@ func reaches(j job, file, projectDir string) string {
 	if !r.Confined() || r.Landlock == 0 {
 		return fmt.Sprintf("%s is not confined by Landlock here (%s)", name, r)
 	}
+	if r.Namespaces {
+		for _, ro := range p.ReadOnly {
+			if within(file, ro) {
+				return "" // its folder is bound read-only (configFolderInReach)
+			}
+		}
+	}
 	for _, w := range append(slices.Clone(p.Write), p.State) {
 		if w != "" && within(file, w) {
 			return fmt.Sprintf("%s may write %s, which holds the config", name, w)
