@@ -54,6 +54,8 @@ type plugin struct {
 
 	mu      sync.Mutex
 	osRoots map[string]*os.Root
+
+	hashes hashCache
 }
 
 // New returns the filesystem plugin.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"runtime"
 	"strings"
 	"sync"
@@ -332,20 +333,27 @@ func (s *grepSearch) result() *sdk.Result {
 
 // matcher finds the lines of a text that match a regular expression, as a
 // line-by-line search would, without running the expression on every
-// line: a literal pattern is found with bytes.Index, and any other is run
-// once over the remaining text in multi-line mode to find the next line
-// that can match (a line that matches alone matches there too, at the
-// same place, so no line before that match can; \A and \z, whose meaning
-// differs, make it test every line).
+// line. When every match must contain a literal (the whole pattern, or a
+// part of it such as "_needle" in `\w+_needle`), only the lines holding
+// that literal, found with bytes.Index, are tested. Otherwise the
+// expression runs once over the rest of the text in multi-line mode to
+// find the next line that can match (a line that matches alone matches
+// there too, at the same place, so no line before that match can; \A and
+// \z, whose meaning differs, make it test every line).
 type matcher struct {
 	re    *regexp.Regexp
 	multi *regexp.Regexp
-	lit   []byte
+	lit   []byte // every matching line contains it
+	exact bool   // the pattern is lit itself
 }
 
 func newMatcher(re *regexp.Regexp, expr, pattern string) *matcher {
 	m := &matcher{re: re}
 	if lit, complete := re.LiteralPrefix(); complete && lit != "" {
+		m.lit, m.exact = []byte(lit), true
+		return m
+	}
+	if lit := requiredRegexpLiteral(expr); len(lit) >= 3 && !strings.ContainsRune(lit, '\n') {
 		m.lit = []byte(lit)
 		return m
 	}
@@ -355,9 +363,60 @@ func newMatcher(re *regexp.Regexp, expr, pattern string) *matcher {
 	return m
 }
 
+// requiredRegexpLiteral returns a string every match of expr contains
+// (case-sensitively), or "": the longest run of literal text in the
+// concatenation at its top, looking through groups and repetitions that
+// occur at least once.
+func requiredRegexpLiteral(expr string) string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	var req func(*syntax.Regexp) string
+	req = func(r *syntax.Regexp) string {
+		switch r.Op {
+		case syntax.OpLiteral:
+			if r.Flags&syntax.FoldCase != 0 {
+				return ""
+			}
+			return string(r.Rune)
+		case syntax.OpCapture, syntax.OpPlus:
+			return req(r.Sub[0])
+		case syntax.OpRepeat:
+			if r.Min >= 1 {
+				return req(r.Sub[0])
+			}
+		case syntax.OpConcat:
+			best, run := "", ""
+			for _, sub := range r.Sub {
+				if sub.Op == syntax.OpLiteral && sub.Flags&syntax.FoldCase == 0 {
+					run += string(sub.Rune)
+					if len(run) > len(best) {
+						best = run
+					}
+					continue
+				}
+				run = ""
+				if l := req(sub); len(l) > len(best) {
+					best = l
+				}
+			}
+			return best
+		}
+		return ""
+	}
+	return req(re.Simplify())
+}
+
 // each calls emit for every matching line (1-based number, text without
 // its line ending), until emit returns false.
 func (m *matcher) each(data []byte, emit func(int, []byte) bool) {
+	// A line's "\r\n" ending is not a line end to the multi-line search
+	// ("one$" would miss "one\r"): such text is tested line by line.
+	multi := m.multi
+	if multi != nil && bytes.IndexByte(data, '\r') >= 0 {
+		multi = nil
+	}
 	line, pos := 1, 0
 	for pos < len(data) {
 		at := pos
@@ -368,8 +427,8 @@ func (m *matcher) each(data []byte, emit func(int, []byte) bool) {
 				return
 			}
 			at = pos + i
-		case m.multi != nil:
-			loc := m.multi.FindIndex(data[pos:])
+		case multi != nil:
+			loc := multi.FindIndex(data[pos:])
 			if loc == nil {
 				return
 			}
@@ -380,13 +439,16 @@ func (m *matcher) each(data []byte, emit func(int, []byte) bool) {
 			ls = pos + i + 1
 			line += bytes.Count(data[pos:ls], []byte{'\n'})
 		}
+		if ls == len(data) {
+			return // after the last line's newline: no line
+		}
 		end, next := len(data), len(data)
 		if i := bytes.IndexByte(data[ls:], '\n'); i >= 0 {
 			end, next = ls+i, ls+i+1
 		}
 		text := bytes.TrimSuffix(data[ls:end], []byte{'\r'})
 		var ok bool
-		if m.lit != nil {
+		if m.exact {
 			ok = bytes.Contains(text, m.lit)
 		} else {
 			ok = m.re.Match(text)
