@@ -28,7 +28,7 @@ func readTool(name, title, desc string) sdk.Tool {
 
 func (p *plugin) addReadTools(s *sdk.Server) {
 	t := readTool("read_text_file", "Read text file",
-		"Read a UTF-8 text file. Use head or tail for the first or last N lines, or offset and limit for a range of lines (1-based). The result ends with the file's sha256, to pass as if_match when writing.")
+		"Read a UTF-8 text file. Use head or tail for the first or last N lines, or offset and limit for a range of lines (1-based). The result ends with the file's sha256, to pass as if_match when writing (after part of a file over 256 KB, only when already known; get_file_info gives it).")
 	t.PermissionPattern = p.pathPatterns("path")
 	sdk.AddTool(s, t, p.readTextFile)
 

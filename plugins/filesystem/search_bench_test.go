@@ -99,7 +99,7 @@ func BenchmarkWalk(b *testing.B) {
 	})
 	b.Run("search_files", func(b *testing.B) {
 		loop(b, func() {
-			r, err := p.searchFiles(ctx, nil, searchArgs{Path: ".", Pattern: "*.txt"})
+			r, err := p.searchFiles(ctx, nil, searchArgs{Path: ".", Pattern: "*.md"})
 			mustOK(b, r, err)
 		})
 	})

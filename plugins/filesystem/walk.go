@@ -178,13 +178,18 @@ func (w *walker) open() (*walkDir, error) {
 // first in name order, on the calling goroutine. visit returns errSkipDir
 // to leave a directory unopened, or another error to stop the walk (which
 // walk returns). Directories that cannot be opened or read are skipped
-// after their visit, as fs.WalkDir's callers here did.
+// after their visit, as fs.WalkDir's callers here did. Subdirectories are
+// opened and listed ahead of the visit by a few goroutines (see
+// prefetcher), so listing runs on several CPUs; the visits stay in order.
 func (w *walker) walk(ctx context.Context, root *walkDir, visit func(e walkEntry) error) error {
 	defer root.release()
-	return w.walkIn(ctx, root, visit)
+	pf := newPrefetcher(max(2, runtime.GOMAXPROCS(0)))
+	defer pf.close()
+	return w.walkIn(ctx, pf, root, w.list(root), visit)
 }
 
-func (w *walker) walkIn(ctx context.Context, d *walkDir, visit func(e walkEntry) error) error {
+// list reads a directory's entries and adds its .gitignore to its ignores.
+func (w *walker) list(d *walkDir) []fs.DirEntry {
 	ents, _ := d.d.Entries()
 	if !w.includeIgnored {
 		for _, e := range ents {
@@ -196,10 +201,18 @@ func (w *walker) walkIn(ctx context.Context, d *walkDir, visit func(e walkEntry)
 			}
 		}
 	}
-	for _, e := range ents {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	return ents
+}
+
+func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, ents []fs.DirEntry, visit func(e walkEntry) error) error {
+	type item struct {
+		e           walkEntry
+		isDir, skip bool
+		job         *listJob
+	}
+	items := make([]item, len(ents))
+	descend := w.maxDepth == 0 || d.depth+1 < w.maxDepth
+	for i, e := range ents {
 		name := e.Name()
 		fsPath := name
 		if d.fsPath != "." {
@@ -209,33 +222,193 @@ func (w *walker) walkIn(ctx context.Context, d *walkDir, visit func(e walkEntry)
 		if w.start != "." {
 			rel = fsPath[len(w.start)+1:]
 		}
-		isDir := e.IsDir()
-		if w.skip(d, name, fsPath, rel, isDir) {
-			continue
+		it := &items[i]
+		it.isDir = e.IsDir()
+		it.skip = w.skip(d, name, fsPath, rel, it.isDir)
+		it.e = walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type(), depth: d.depth + 1}
+		if it.isDir && !it.skip && descend {
+			it.job = pf.submit(w, d, name, fsPath)
 		}
-		err := visit(walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type(), depth: d.depth + 1})
-		if errors.Is(err, errSkipDir) {
-			continue
+	}
+	// Jobs not consumed (the walk stopped) are finished and closed.
+	next := 0
+	defer func() {
+		for _, it := range items[next:] {
+			if it.job != nil {
+				pf.discard(it.job)
+			}
 		}
-		if err != nil {
+	}()
+	for ; next < len(items); next++ {
+		it := items[next]
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !isDir || (w.maxDepth > 0 && d.depth+1 >= w.maxDepth) {
+		if it.skip {
 			continue
 		}
-		sub, err := d.d.Sub(name)
-		if err != nil {
+		err := visit(it.e)
+		if errors.Is(err, errSkipDir) || err != nil || !it.isDir || !descend {
+			if it.job != nil {
+				pf.discard(it.job)
+				items[next].job = nil
+			}
+			if errors.Is(err, errSkipDir) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		var child *walkDir
+		var childEnts []fs.DirEntry
+		if it.job != nil {
+			child, childEnts = pf.take(it.job)
+			items[next].job = nil
+		} else if sub, err := d.d.Sub(it.e.name); err == nil {
+			child = &walkDir{d: sub, fsPath: it.e.fsPath, depth: d.depth + 1, ignores: d.ignores}
+			child.hold()
+			childEnts = w.list(child)
+		}
+		if child == nil {
 			continue // unreadable or refused: skipped
 		}
-		child := &walkDir{d: sub, fsPath: fsPath, depth: d.depth + 1, ignores: d.ignores}
-		child.hold()
-		err = w.walkIn(ctx, child, visit)
+		err = w.walkIn(ctx, pf, child, childEnts, visit)
 		child.release()
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// prefetcher opens and lists subdirectories ahead of a walk on a few
+// goroutines, latest submitted first (the walk wants the children of the
+// folder it just entered before the folder's later siblings), at most
+// prefetchMax at a time; past that the walk opens them itself.
+type prefetcher struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	stack   []*listJob
+	pending int // submitted, not yet taken by the walk
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+const prefetchMax = 64
+
+// listJob is a subdirectory to open and list.
+type listJob struct {
+	parent *walkDir
+	name   string
+	fsPath string
+	w      *walker
+	state  atomic.Int32 // 0 queued, 1 claimed
+	done   chan struct{}
+	child  *walkDir
+	ents   []fs.DirEntry
+}
+
+func newPrefetcher(workers int) *prefetcher {
+	pf := &prefetcher{}
+	pf.cond = sync.NewCond(&pf.mu)
+	return pf.start(workers)
+}
+
+func (pf *prefetcher) start(workers int) *prefetcher {
+	for range workers {
+		pf.wg.Add(1)
+		go func() {
+			defer pf.wg.Done()
+			for {
+				pf.mu.Lock()
+				for len(pf.stack) == 0 && !pf.closed {
+					pf.cond.Wait()
+				}
+				if len(pf.stack) == 0 {
+					pf.mu.Unlock()
+					return
+				}
+				j := pf.stack[len(pf.stack)-1]
+				pf.stack = pf.stack[:len(pf.stack)-1]
+				pf.mu.Unlock()
+				if j.state.CompareAndSwap(0, 1) {
+					j.run()
+				}
+			}
+		}()
+	}
+	return pf
+}
+
+// submit queues the listing of parent's subdirectory name, or returns nil
+// when enough are pending.
+func (pf *prefetcher) submit(w *walker, parent *walkDir, name, fsPath string) *listJob {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if pf.pending >= prefetchMax || pf.closed {
+		return nil
+	}
+	pf.pending++
+	j := &listJob{parent: parent, name: name, fsPath: fsPath, done: make(chan struct{})}
+	j.parent.hold()
+	j.w = w
+	pf.stack = append(pf.stack, j)
+	pf.cond.Signal()
+	return j
+}
+
+// run opens and lists the job's directory.
+func (j *listJob) run() {
+	defer close(j.done)
+	defer j.parent.release()
+	sub, err := j.parent.d.Sub(j.name)
+	if err != nil {
+		return
+	}
+	j.child = &walkDir{d: sub, fsPath: j.fsPath, depth: j.parent.depth + 1, ignores: j.parent.ignores}
+	j.child.hold()
+	j.ents = j.w.list(j.child)
+}
+
+// take returns a job's directory and entries, listing it here if no
+// worker has started on it, else waiting for the worker.
+func (pf *prefetcher) take(j *listJob) (*walkDir, []fs.DirEntry) {
+	if j.state.CompareAndSwap(0, 1) {
+		j.run()
+	}
+	<-j.done
+	pf.mu.Lock()
+	pf.pending--
+	pf.mu.Unlock()
+	return j.child, j.ents
+}
+
+// discard drops a job the walk will not use: unstarted, it is not run;
+// started, its directory is closed once listed.
+func (pf *prefetcher) discard(j *listJob) {
+	if j.state.CompareAndSwap(0, 1) {
+		j.parent.release()
+		close(j.done)
+	}
+	<-j.done
+	if j.child != nil {
+		j.child.release()
+	}
+	pf.mu.Lock()
+	pf.pending--
+	pf.mu.Unlock()
+}
+
+// close stops the workers once the queue is drained (every job left is
+// claimed by take, or by a worker and run).
+func (pf *prefetcher) close() {
+	pf.mu.Lock()
+	pf.closed = true
+	pf.cond.Broadcast()
+	pf.mu.Unlock()
+	pf.wg.Wait()
 }
 
 // wide lets a search use every CPU: the SDK runs a plugin with one
