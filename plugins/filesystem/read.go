@@ -118,17 +118,25 @@ func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) 
 	}
 	if whole {
 		// Hash while reading, so the sha256 is of exactly what was read.
+		// One buffer of the file's size, which becomes the text without a
+		// copy.
 		h := sha256.New()
-		b, err := io.ReadAll(io.TeeReader(f, h))
+		var b strings.Builder
+		b.Grow(int(st.Size()) + 1)
+		n, err := io.Copy(io.MultiWriter(&b, h), io.LimitReader(f, p.maxRead+1))
 		if err != nil {
 			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 		}
-		if !utf8.Valid(b) {
+		if n > p.maxRead {
+			return sdk.ErrorResult("%s grew over the %d-byte read limit while it was read; read part of it with head, tail or offset/limit", in.Path, p.maxRead), nil
+		}
+		text := b.String()
+		if !utf8.ValidString(text) {
 			return sdk.ErrorResult("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
 		}
 		sum := hex.EncodeToString(h.Sum(nil))
-		p.hashes.put(st, int64(len(b)), sum)
-		return sdk.Text(string(b)).WithText("sha256: " + sum), nil
+		p.hashes.put(st, n, sum)
+		return sdk.Text(text).WithText("sha256: " + sum), nil
 	}
 	// Part of the file: the cost follows the lines returned. Its sha256
 	// (of the whole file) is read along only for a small file; a larger
