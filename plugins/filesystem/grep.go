@@ -21,6 +21,7 @@ import (
 )
 
 func (p *plugin) grep(ctx context.Context, _ *sdk.Request, in grepArgs) (*sdk.Result, error) {
+	defer p.trim.later()
 	expr := in.Pattern
 	if in.IgnoreCase {
 		expr = "(?i)" + expr

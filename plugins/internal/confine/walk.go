@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +34,8 @@ type Dir struct {
 	fd   int
 	real string // its real path when opened; "" where it cannot be read
 	snap snapshot
+	// snapAt is when snap was taken.
+	snapAt time.Time
 	// protectedNames are the names of protected paths directly in this
 	// directory: the entries refused by path.
 	protectedNames map[string]struct{}
@@ -46,20 +49,26 @@ func (r *Roots) OpenDir(root *os.Root, name string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.newDir(f, snap)
-}
-
-func (r *Roots) newDir(f *os.File, snap snapshot) (*Dir, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
+	return r.newDir(f, fi, fdPath(f), snap, time.Now())
+}
+
+// snapshotReuse is how long a directory's snapshot of the protected paths
+// serves the subdirectories opened from it: a walk stats the protected
+// paths at most about once a millisecond, not once per folder (a folder's
+// files are checked against its snapshot for longer than that anyway).
+const snapshotReuse = time.Millisecond
+
+func (r *Roots) newDir(f *os.File, fi fs.FileInfo, real string, snap snapshot, snapAt time.Time) (*Dir, error) {
 	if !fi.IsDir() {
 		f.Close()
 		return nil, fmt.Errorf("%s is not a directory", f.Name())
 	}
-	d := &Dir{r: r, f: f, real: fdPath(f), snap: snap}
+	d := &Dir{r: r, f: f, real: real, snap: snap, snapAt: snapAt}
 	rc, err := f.SyscallConn()
 	if err == nil {
 		err = rc.Control(func(fd uintptr) { d.fd = int(fd) }) //nolint:gosec // a descriptor fits an int
@@ -98,16 +107,20 @@ func (d *Dir) Sub(name string) (*Dir, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(d.f.Name(), name)) //nolint:gosec // a valid descriptor
-	snap := d.r.snapshot()
+	snap, snapAt := d.snap, d.snapAt
+	if time.Since(snapAt) > snapshotReuse {
+		snap, snapAt = d.r.snapshot(), time.Now()
+	}
 	fi, err := f.Stat()
+	var real string
 	if err == nil {
-		err = d.r.verifyInfo(f, fi, &snap)
+		real, err = d.r.verifyDir(f, fi, &snap)
 	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return d.r.newDir(f, snap)
+	return d.r.newDir(f, fi, real, snap, snapAt)
 }
 
 // Entries reads the directory's entries, less the protected ones (as
