@@ -23,7 +23,17 @@ import (
 // line matched alone.
 func sequentialGrep(t *testing.T, dir, expr string, max int) string {
 	t.Helper()
-	re := regexp.MustCompile(expr)
+	return sequentialWalk(t, dir, expr, max, nil)
+}
+
+// sequentialWalk greps for expr, or with found collects the paths whose
+// name matches the glob expr.
+func sequentialWalk(t *testing.T, dir, expr string, max int, found *[]string) string {
+	t.Helper()
+	var re *regexp.Regexp
+	if found == nil {
+		re = regexp.MustCompile(expr)
+	}
 	fsys := os.DirFS(dir)
 	ignores := map[string]*ignore.GitIgnore{}
 	var b strings.Builder
@@ -61,6 +71,14 @@ func sequentialGrep(t *testing.T, dir, expr string, max int) string {
 			if b, err := fs.ReadFile(fsys, path.Join(p, ".gitignore")); err == nil {
 				ignores[p] = ignore.CompileIgnoreLines(strings.Split(string(b), "\n")...)
 			}
+		}
+		if found != nil {
+			if m, _ := path.Match(expr, d.Name()); m && p != "." {
+				*found = append(*found, p)
+			}
+			return nil
+		}
+		if d.IsDir() {
 			return nil
 		}
 		if !d.Type().IsRegular() {
@@ -148,6 +166,21 @@ func TestGrepEqualsSequentialSearch(t *testing.T) {
 		}
 		if got := res.Texts()[0]; got != want {
 			t.Errorf("grep(%q, max %d) differs from a sequential search:\n got %d bytes: %.300q\nwant %d bytes: %.300q", tt.pattern, tt.max, len(got), got, len(want), want)
+		}
+	}
+	// search_files lists in the same order.
+	for _, glob := range []string{"*.txt", "pkg0*", "*.go"} {
+		var found []string
+		sequentialWalk(t, dir, glob, 0, &found)
+		if len(found) > 1000 {
+			found = found[:1000]
+		}
+		res, err := p.searchFiles(context.Background(), nil, searchArgs{Path: ".", Pattern: glob})
+		if err != nil || res.IsError() {
+			t.Fatalf("search_files(%q): %v %s", glob, err, resultText(res))
+		}
+		if got, want := res.Texts()[0], strings.Join(found, "\n"); got != want {
+			t.Errorf("search_files(%q) differs from a sequential walk:\n got %.300q\nwant %.300q", glob, got, want)
 		}
 	}
 }

@@ -188,8 +188,10 @@ func (w *walker) walk(ctx context.Context, root *walkDir, visit func(e walkEntry
 	return w.walkIn(ctx, pf, root, w.list(root), visit)
 }
 
-// list reads a directory's entries and adds its .gitignore to its ignores.
-func (w *walker) list(d *walkDir) []fs.DirEntry {
+// list reads a directory's entries, adds its .gitignore to its ignores,
+// and prepares each entry (its paths, and whether it is skipped), so that
+// a prefetching goroutine does that work too.
+func (w *walker) list(d *walkDir) []walkItem {
 	ents, _ := d.d.Entries()
 	if !w.includeIgnored {
 		for _, e := range ents {
@@ -201,17 +203,7 @@ func (w *walker) list(d *walkDir) []fs.DirEntry {
 			}
 		}
 	}
-	return ents
-}
-
-func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, ents []fs.DirEntry, visit func(e walkEntry) error) error {
-	type item struct {
-		e           walkEntry
-		isDir, skip bool
-		job         *listJob
-	}
-	items := make([]item, len(ents))
-	descend := w.maxDepth == 0 || d.depth+1 < w.maxDepth
+	items := make([]walkItem, len(ents))
 	for i, e := range ents {
 		name := e.Name()
 		fsPath := name
@@ -226,8 +218,22 @@ func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, ents []
 		it.isDir = e.IsDir()
 		it.skip = w.skip(d, name, fsPath, rel, it.isDir)
 		it.e = walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type(), depth: d.depth + 1}
-		if it.isDir && !it.skip && descend {
-			it.job = pf.submit(w, d, name, fsPath)
+	}
+	return items
+}
+
+// walkItem is a listed entry, prepared.
+type walkItem struct {
+	e           walkEntry
+	isDir, skip bool
+	job         *listJob
+}
+
+func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, items []walkItem, visit func(e walkEntry) error) error {
+	descend := w.maxDepth == 0 || d.depth+1 < w.maxDepth
+	for i := range items {
+		if it := &items[i]; it.isDir && !it.skip && descend {
+			it.job = pf.submit(w, d, it.e.name, it.e.fsPath)
 		}
 	}
 	// Jobs not consumed (the walk stopped) are finished and closed.
@@ -262,7 +268,7 @@ func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, ents []
 			continue
 		}
 		var child *walkDir
-		var childEnts []fs.DirEntry
+		var childEnts []walkItem
 		if it.job != nil {
 			child, childEnts = pf.take(it.job)
 			items[next].job = nil
@@ -307,7 +313,7 @@ type listJob struct {
 	state  atomic.Int32 // 0 queued, 1 claimed
 	done   chan struct{}
 	child  *walkDir
-	ents   []fs.DirEntry
+	items  []walkItem
 }
 
 func newPrefetcher(workers int) *prefetcher {
@@ -369,12 +375,12 @@ func (j *listJob) run() {
 	}
 	j.child = &walkDir{d: sub, fsPath: j.fsPath, depth: j.parent.depth + 1, ignores: j.parent.ignores}
 	j.child.hold()
-	j.ents = j.w.list(j.child)
+	j.items = j.w.list(j.child)
 }
 
 // take returns a job's directory and entries, listing it here if no
 // worker has started on it, else waiting for the worker.
-func (pf *prefetcher) take(j *listJob) (*walkDir, []fs.DirEntry) {
+func (pf *prefetcher) take(j *listJob) (*walkDir, []walkItem) {
 	if j.state.CompareAndSwap(0, 1) {
 		j.run()
 	}
@@ -382,7 +388,7 @@ func (pf *prefetcher) take(j *listJob) (*walkDir, []fs.DirEntry) {
 	pf.mu.Lock()
 	pf.pending--
 	pf.mu.Unlock()
-	return j.child, j.ents
+	return j.child, j.items
 }
 
 // discard drops a job the walk will not use: unstarted, it is not run;
