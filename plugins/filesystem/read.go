@@ -123,7 +123,7 @@ func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) 
 		// copy.
 		h := sha256.New()
 		var b strings.Builder
-		b.Grow(int(st.Size()) + 1)
+		b.Grow(int(st.Size()) + 1) //nolint:gosec // at most max_read_bytes
 		n, err := io.Copy(io.MultiWriter(&b, h), io.LimitReader(f, p.maxRead+1))
 		if err != nil {
 			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil

@@ -187,16 +187,16 @@ func (d *Dir) OpenFile(name string) (*File, error) {
 	}
 	var st unix.Stat_t
 	if err := fstat(fd, &st); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return nil, fmt.Errorf("%w: %s", ErrNotRegular, name)
 	}
 	id := fileID{dev: uint64(st.Dev), ino: st.Ino} //nolint:gosec,unconvert // a device number; int32 on darwin
 	if x, hit := d.snap.ids[id]; hit {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return nil, &ProtectedError{Path: name, Why: "is", Protected: x}
 	}
 	if uint64(st.Nlink) > 1 { //nolint:unconvert // uint16 on darwin
@@ -205,7 +205,7 @@ func (d *Dir) OpenFile(name string) (*File, error) {
 			err = &ProtectedError{Path: name, Why: "is a hard link to", Protected: x}
 		}
 		if err != nil {
-			unix.Close(fd)
+			_ = unix.Close(fd)
 			return nil, err
 		}
 	}
@@ -240,7 +240,7 @@ func (f *File) Read(p []byte) (int, error) {
 // that did not grow since it was opened takes one read.
 func (f *File) ReadAll(buf []byte) ([]byte, error) {
 	buf = buf[:0]
-	if want := int(f.size) + 1; cap(buf) < want {
+	if want := int(f.size) + 1; cap(buf) < want { //nolint:gosec // a regular file within the read limit
 		buf = make([]byte, 0, want)
 	}
 	for {
