@@ -10,7 +10,7 @@ CONFIG    ?= config.hcl
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 
-.PHONY: all build run test conformance bench lint proto release clean
+.PHONY: all build run test conformance bench bench-fs lint proto release clean
 
 all: build
 
@@ -45,7 +45,11 @@ conformance:
 
 ## bench: benchmarks (figures, not tests)
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./host/internal/bench/
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 -timeout 60m ./host/internal/bench/
+
+## bench-fs: the filesystem built-in against ripgrep and find (a part of make bench)
+bench-fs: build
+	$(GO) test -run '^$$' -bench BenchmarkFilesystem -benchtime 2000x -count 1 -timeout 30m ./host/internal/bench/
 
 ## chaos: 32 callers over stdio and 32 over HTTP at once (two hosts on one config)
 ## while plugins and an external server are SIGKILLed, SIGSTOPped, print garbage

@@ -14,3 +14,5 @@ func accessTime(st fs.FileInfo) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+func ctimeNano(s *syscall.Stat_t) int64 { return s.Ctim.Nano() }

@@ -7,7 +7,11 @@
 // after the check cannot lead outside. The host's protected paths (its
 // config, lock file, plugins and data dir) are refused by resolved path
 // before, and on the opened descriptor after, every open (see package
-// confine); listings and walks leave them out. Writes go to a temporary file in the
+// confine); listings and walks leave them out. Walks (directory_tree,
+// search_files, grep) open each folder once through confine.Dir and what is
+// below it relative to the folder's descriptor without following symlinks:
+// path checks per folder (before and after its files are read), identity
+// and hard-link checks per file. Writes go to a temporary file in the
 // same folder that is renamed over the target, and `if_match` (a sha256
 // the caller saw) refuses a write to a file that changed since.
 package filesystem
@@ -54,6 +58,9 @@ type plugin struct {
 
 	mu      sync.Mutex
 	osRoots map[string]*os.Root
+
+	hashes hashCache
+	trim   trimmer
 }
 
 // New returns the filesystem plugin.
@@ -89,6 +96,7 @@ func New() *sdk.Server {
 }
 
 func (p *plugin) close() {
+	p.trim.stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range p.osRoots {

@@ -111,7 +111,7 @@ func TestTools(t *testing.T) {
 		{"grep", map[string]any{"pattern": "ALPHA", "ignore_case": true, "include_ignored": true}, []string{"docs/a.md:2:alpha", "build/out.go:1:"}, nil, false},
 		{"grep", map[string]any{"pattern": "^#", "glob": "b.md"}, []string{"docs/b.md:1:# B"}, []string{"a.md"}, false},
 		{"grep", map[string]any{"pattern": "[", "path": "docs"}, []string{"not a valid regular expression"}, nil, true},
-		{"grep", map[string]any{"pattern": ".", "max_results": 1}, []string{"stopped at 1 matches"}, nil, false},
+		{"grep", map[string]any{"pattern": ".", "max_results": 1}, []string{`{"truncated":{"returned":1,"omitted_at_least":1,"limit":1,"limit_argument":"max_results"`}, nil, false},
 		{"list_allowed_directories", nil, []string{e.project}, nil, false},
 	}
 	for _, tt := range tests {

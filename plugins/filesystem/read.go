@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -27,7 +28,7 @@ func readTool(name, title, desc string) sdk.Tool {
 
 func (p *plugin) addReadTools(s *sdk.Server) {
 	t := readTool("read_text_file", "Read text file",
-		"Read a UTF-8 text file. Use head or tail for the first or last N lines, or offset and limit for a range of lines (1-based). The result ends with the file's sha256, to pass as if_match when writing.")
+		"Read a UTF-8 text file. Use head or tail for the first or last N lines, or offset and limit for a range of lines (1-based). The result ends with the file's sha256, to pass as if_match when writing (after part of a file over 256 KB, only when already known; get_file_info gives it).")
 	t.PermissionPattern = p.pathPatterns("path")
 	sdk.AddTool(s, t, p.readTextFile)
 
@@ -93,6 +94,7 @@ func (p *plugin) openFile(path string) (*os.File, loc, error) {
 }
 
 func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) (*sdk.Result, error) {
+	defer p.trim.later()
 	if in.Head > 0 && in.Tail > 0 {
 		return sdk.ErrorResult("pass head or tail, not both"), nil
 	}
@@ -112,62 +114,132 @@ func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) 
 	if err != nil {
 		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
-	if in.Tail > 0 && st.Size() > p.maxRead {
-		return p.readTail(f, st.Size(), in)
-	}
 	if whole && st.Size() > p.maxRead {
 		return sdk.ErrorResult("%s is %d bytes, over the %d-byte read limit; read part of it with head, tail or offset/limit", in.Path, st.Size(), p.maxRead), nil
 	}
-	// Hash while reading, so the sha256 is of exactly what was read.
-	h := sha256.New()
-	r := io.TeeReader(f, h)
-	var text string
 	if whole {
-		b, err := io.ReadAll(r)
+		// Hash while reading, so the sha256 is of exactly what was read.
+		// One buffer of the file's size, which becomes the text without a
+		// copy.
+		h := sha256.New()
+		var b strings.Builder
+		b.Grow(int(st.Size()) + 1) //nolint:gosec // at most max_read_bytes
+		n, err := io.Copy(io.MultiWriter(&b, h), io.LimitReader(f, p.maxRead+1))
 		if err != nil {
 			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 		}
-		if !utf8.Valid(b) {
+		if n > p.maxRead {
+			return sdk.ErrorResult("%s grew over the %d-byte read limit while it was read; read part of it with head, tail or offset/limit", in.Path, p.maxRead), nil
+		}
+		text := b.String()
+		if !utf8.ValidString(text) {
 			return sdk.ErrorResult("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
 		}
-		text = string(b)
+		sum := hex.EncodeToString(h.Sum(nil))
+		p.hashes.put(st, n, sum)
+		return sdk.Text(text).WithText("sha256: " + sum), nil
+	}
+	// Part of the file: the cost follows the lines returned. Its sha256
+	// (of the whole file) is read along only for a small file; a larger
+	// one's comes from the cache of sums (filled by whole reads and
+	// get_file_info) or is left out.
+	small := st.Size() <= partialHashMax
+	var text string
+	if in.Tail > 0 {
+		if text, err = p.readTail(f, st.Size(), in.Tail); err != nil {
+			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
+		}
 	} else {
-		var err error
+		var r io.Reader = f
+		var h hash.Hash
+		if small {
+			h = sha256.New()
+			r = io.TeeReader(f, h)
+		}
 		if text, err = readLines(ctx, r, in, p.maxRead); err != nil {
 			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 		}
-		if _, err := io.Copy(io.Discard, r); err != nil { // finish the hash
-			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
+		if small {
+			if _, err := io.Copy(io.Discard, r); err != nil { // finish the hash
+				return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
+			}
+			return sdk.Text(text).WithText("sha256: " + hex.EncodeToString(h.Sum(nil))), nil
 		}
 	}
-	return sdk.Text(text).WithText("sha256: " + hex.EncodeToString(h.Sum(nil))), nil
+	if sum, ok := p.hashes.get(st); ok {
+		return sdk.Text(text).WithText("sha256: " + sum), nil
+	}
+	if small {
+		sum, err := hashFrom(f)
+		if err != nil {
+			return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
+		}
+		return sdk.Text(text).WithText("sha256: " + sum), nil
+	}
+	return sdk.Text(text).WithText(fmt.Sprintf("sha256: not computed for part of a %d-byte file (get_file_info gives it)", st.Size())), nil
 }
 
-// readTail returns the last in.Tail lines of a file larger than the read
-// limit, reading no more than the limit, from the end. Its sha256 is not
-// computed (that would read the whole file).
-func (p *plugin) readTail(f *os.File, size int64, in readArgs) (*sdk.Result, error) {
-	buf := make([]byte, p.maxRead)
-	n, err := f.ReadAt(buf, size-p.maxRead)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
+// partialHashMax is the largest file whose sha256 a partial read computes
+// (reading it all costs about as much as the call itself).
+const partialHashMax = 256 << 10
+
+// hashFrom hashes f from its start.
+func hashFrom(f *os.File) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+		return "", err
 	}
-	text := strings.TrimSuffix(string(buf[:n]), "\n")
-	// The window starts inside a line (as far as it can tell): drop it.
-	_, text, complete := strings.Cut(text, "\n")
-	lines := strings.Split(text, "\n")
-	if !complete || len(lines) < in.Tail {
-		return sdk.ErrorResult("the last %d lines of %s exceed the %d-byte read limit; ask for fewer", in.Tail, in.Path, p.maxRead), nil
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// readTail returns the last n lines of a file (as bufio.ScanLines splits
+// them: a final newline ends the last line, "\r" before a newline is
+// dropped), reading backwards from the end in growing chunks and at most
+// the read limit.
+func (p *plugin) readTail(f *os.File, size int64, n int) (string, error) {
+	chunk := int64(64 << 10)
+	for {
+		window := min(chunk, size, p.maxRead)
+		buf := make([]byte, window)
+		got, err := f.ReadAt(buf, size-window)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		buf = buf[:got]
+		text := bytes.TrimSuffix(buf, []byte{'\n'})
+		// The start of the n-th line from the end.
+		cut, found := len(text), 0
+		for found < n {
+			i := bytes.LastIndexByte(text[:cut], '\n')
+			if i < 0 {
+				break
+			}
+			cut, found = i, found+1
+		}
+		whole := window == size
+		if found < n && !whole {
+			if window >= p.maxRead {
+				return "", fmt.Errorf("the last %d lines exceed the %d-byte read limit; ask for fewer", n, p.maxRead)
+			}
+			chunk *= 4
+			continue
+		}
+		if found == n {
+			text = text[cut+1:]
+		}
+		if len(buf) == 0 {
+			return "", nil
+		}
+		lines := strings.Split(string(text), "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimSuffix(l, "\r")
+		}
+		out := strings.Join(lines, "\n")
+		if !utf8.ValidString(out) {
+			return "", fmt.Errorf("not UTF-8 text; use read_media_file for images and audio")
+		}
+		return out, nil
 	}
-	lines = lines[len(lines)-in.Tail:]
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
-	}
-	out := strings.Join(lines, "\n")
-	if !utf8.ValidString(out) {
-		return sdk.ErrorResult("%s is not UTF-8 text; use read_media_file for images and audio", in.Path), nil
-	}
-	return sdk.Text(out).WithText(fmt.Sprintf("sha256: not computed (the file is %d bytes, over the %d-byte read limit)", size, p.maxRead)), nil
 }
 
 func readLines(ctx context.Context, r io.Reader, in readArgs, maxBytes int64) (string, error) {
@@ -228,6 +300,7 @@ type pathArgs struct {
 }
 
 func (p *plugin) readMediaFile(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
+	defer p.trim.later()
 	f, _, err := p.openFile(in.Path)
 	if err != nil {
 		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
@@ -345,8 +418,34 @@ func fileType(st fs.FileInfo) string {
 	}
 }
 
-// hash returns the sha256 of a located file, or "" when it does not exist.
+// hash returns the sha256 of a located file, from the cache of sums when
+// the file is the one hashed before (see hashCache), else read.
 func (p *plugin) hash(l loc) (string, error) {
+	f, err := p.roots.OpenFile(l.root, l.Rel, os.O_RDONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if sum, ok := p.hashes.get(st); ok {
+		return sum, nil
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	p.hashes.put(st, n, sum)
+	return sum, nil
+}
+
+// freshHash returns the sha256 of a located file, always read: what a
+// write's if_match is checked against.
+func (p *plugin) freshHash(l loc) (string, error) {
 	f, err := p.roots.OpenFile(l.root, l.Rel, os.O_RDONLY, 0)
 	if err != nil {
 		return "", err

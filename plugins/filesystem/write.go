@@ -62,7 +62,7 @@ func (p *plugin) checkIfMatch(l loc, want string) error {
 		return nil
 	}
 	want = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(want), "sha256:"))
-	got, err := p.hash(l)
+	got, err := p.freshHash(l)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s no longer exists", ErrChanged, p.display(l))
 	}

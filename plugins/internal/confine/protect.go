@@ -269,11 +269,26 @@ func (r *Roots) verify(f *os.File) (fs.FileInfo, error) {
 // verifyInfo checks the opened f, whose FileInfo is fi, against snap (a
 // fresh snapshot when nil).
 func (r *Roots) verifyInfo(f *os.File, fi fs.FileInfo, snap *snapshot) error {
+	_, err := r.verifyOpened(f, fi, snap)
+	return err
+}
+
+// verifyDir is verifyInfo returning the real path it read from the
+// descriptor ("" where it cannot be read).
+func (r *Roots) verifyDir(f *os.File, fi fs.FileInfo, snap *snapshot) (string, error) {
+	return r.verifyOpened(f, fi, snap)
+}
+
+func (r *Roots) verifyOpened(f *os.File, fi fs.FileInfo, snap *snapshot) (opened string, err error) {
+	opened = fdPath(f)
+	return opened, r.verifyAt(f, fi, snap, opened)
+}
+
+func (r *Roots) verifyAt(f *os.File, fi fs.FileInfo, snap *snapshot, opened string) error {
 	id, ok := idOf(fi)
 	if !ok {
 		return nil
 	}
-	opened := fdPath(f)
 	if len(r.guards) == 0 {
 		return r.inside(f, opened)
 	}
