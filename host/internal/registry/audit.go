@@ -13,7 +13,10 @@ import (
 
 // AuditRecord is one line of audit.jsonl.
 type AuditRecord struct {
-	Time       time.Time `json:"time"`
+	Time time.Time `json:"time"`
+	// CallID names the call in this host (a caller's recent_calls and
+	// why_refused use it); empty for a control action.
+	CallID     string    `json:"call_id,omitempty"`
 	Client     string    `json:"client"`
 	Tool       string    `json:"tool"`
 	ArgsSHA256 string    `json:"args_sha256"`
