@@ -16,11 +16,11 @@ type AuditRecord struct {
 	Time time.Time `json:"time"`
 	// CallID names the call in this host (a caller's recent_calls and
 	// why_refused use it); empty for a control action.
-	CallID     string    `json:"call_id,omitempty"`
-	Client     string    `json:"client"`
-	Tool       string    `json:"tool"`
-	ArgsSHA256 string    `json:"args_sha256"`
-	ArgsSize   int       `json:"args_size"`
+	CallID     string `json:"call_id,omitempty"`
+	Client     string `json:"client"`
+	Tool       string `json:"tool"`
+	ArgsSHA256 string `json:"args_sha256"`
+	ArgsSize   int    `json:"args_size"`
 	// Decision is allow, deny, ask, approved, invalid or unknown.
 	Decision   string  `json:"decision"`
 	Rule       string  `json:"rule,omitempty"`
