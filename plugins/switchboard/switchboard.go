@@ -73,7 +73,7 @@ func New() *sdk.Server {
 		return nil
 	})
 	sdk.AddTool(s, sdk.Tool{
-		Name: ToolServers, Title: "List servers", ReadOnly: true, Idempotent: sdk.Bool(true), OpenWorld: sdk.Bool(false),
+		Name: ToolServers, Title: "List servers", ReadOnly: true, Idempotent: sdk.Bool(true), OpenWorld: sdk.Bool(false), SkipDuplicateCheck: true,
 		Description: "List every server of this host with its kind, state, protocol, version, tool count, restarts, last error and sandbox (what `switchboard status --json` shows).",
 	}, p.servers)
 	sdk.AddTool(s, sdk.Tool{
