@@ -263,6 +263,7 @@ func TestSwitchboardRestartApproved(t *testing.T) {
 	e := setup(t)
 	el := &elicitor{}
 	c := guardedClient(t, e, el)
+	t.Cleanup(func() { _ = c.Close() })
 	before := sbServers(t, c)["hello"]
 	el.will("allow_once")
 	if text, isErr := mustCall(t, c, "switchboard__restart_server", map[string]any{"name": "hello"}); isErr || !strings.Contains(text, "restarting hello") {
@@ -292,6 +293,7 @@ func TestSwitchboardRestartApproved(t *testing.T) {
 	// An allow rule lets it run without asking.
 	e2 := setupWith(t, "permissions {\n  allow = [\"switchboard.restart_server\"]\n}\n")
 	c2 := guardedClient(t, e2, nil)
+	t.Cleanup(func() { _ = c2.Close() })
 	if text, isErr := mustCall(t, c2, "switchboard__restart_server", map[string]any{"name": "fx"}); isErr {
 		t.Errorf("restart_server with an allow rule = %q", text)
 	}
