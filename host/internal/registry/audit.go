@@ -35,7 +35,10 @@ type AuditRecord struct {
 	Repeats int `json:"repeats,omitempty"`
 
 	// Action is set for a control-socket request instead of a tool call
-	// (Tool is then empty): status, restart, reload, connect, disconnect.
+	// (Tool is then empty): status, restart, reload, connect, disconnect;
+	// or for a request of the switchboard built-in to its host service
+	// (Client "plugin:switchboard"): host.list_servers, host.restart_server,
+	// host.why_refused, host.recent_calls.
 	Action string `json:"action,omitempty"`
 	// Target is the server a control action names.
 	Target string `json:"target,omitempty"`
