@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/switchboard-mcp/switchboard/host/internal/cli.Version=$(VERSION)
-PLUGINS   := filesystem bash git web
+PLUGINS   := filesystem bash git web switchboard
 CONFIG    ?= config.hcl
 
 # Pinned generator versions for `make proto`.

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/plugins/git"
+	"github.com/switchboard-mcp/switchboard/plugins/switchboard"
 	"github.com/switchboard-mcp/switchboard/plugins/web"
 	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
@@ -98,7 +99,7 @@ func TestPublishedDescriptionsAreWhole(t *testing.T) {
 		t.Fatalf("found only %d descriptions with a comma in the source; the test would prove little", withComma)
 	}
 	var got []string
-	for _, s := range []*sdk.Server{filesystem.New(), bash.New(), git.New(), web.New()} {
+	for _, s := range []*sdk.Server{filesystem.New(), bash.New(), git.New(), web.New(), switchboard.New()} {
 		p := sdktest.StartInProcess(t, s)
 		for _, tool := range p.Tools {
 			var sch any

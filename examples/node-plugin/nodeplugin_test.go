@@ -288,15 +288,21 @@ func TestNodePluginFromTheCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("switchboard inspect: exit %d", code)
 	}
-	var servers []struct {
+	type server struct {
 		Name, Status, Version, Sandbox string
 		SDKVersion                     string `json:"sdk_version"`
 		Protocol, Tools                int
 	}
-	if err := json.Unmarshal([]byte(out), &servers); err != nil || len(servers) != 1 {
-		t.Fatalf("switchboard inspect --json = %s (%v), want one server", out, err)
+	var servers []server
+	if err := json.Unmarshal([]byte(out), &servers); err != nil {
+		t.Fatalf("switchboard inspect --json = %s (%v)", out, err)
 	}
-	s := servers[0]
+	// The node plugin, beside the switchboard built-in (on by default).
+	i := slices.IndexFunc(servers, func(s server) bool { return s.Name == "node" })
+	if i < 0 || len(servers) != 2 {
+		t.Fatalf("switchboard inspect --json = %s, want the node plugin and the switchboard built-in", out)
+	}
+	s := servers[i]
 	if s.Name != "node" || s.Status != "ready" || s.Protocol != 2 || s.Version != "1.0.0" || s.Tools != 3 ||
 		!strings.Contains(s.SDKVersion, "@grpc/grpc-js") {
 		t.Errorf("inspect = %+v, want node ready on protocol 2, version 1.0.0, 3 tools, sdk @grpc/grpc-js", s)

@@ -31,6 +31,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
+	"github.com/switchboard-mcp/switchboard/internal/caller"
 	"github.com/switchboard-mcp/switchboard/internal/pluginserve"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
@@ -101,6 +102,10 @@ type Spec struct {
 	// Sandbox, if set, confines the plugin process and everything it
 	// starts. Without one the plugin runs with the host's privileges.
 	Sandbox Sandbox
+	// HostService, if set, is served to this plugin alone over go-plugin's
+	// broker (see HostService); nil for every plugin but the built-in
+	// `switchboard` server.
+	HostService HostService
 	// Reattach, if set, uses a plugin started by hand in debug mode
 	// instead of starting one: no process is started, checked, sandboxed
 	// or stopped by the launcher (Path, SHA256 and Sandbox are unused).
@@ -161,6 +166,8 @@ type Plugin struct {
 	reattached     int
 	reattachedDone chan struct{}
 	unwatch        chan struct{} // closed by Close
+	hostID         uint32        // the broker id of the host service, 0 without one
+	hostAddr       atomic.Value  // string: where the host service answered the plugin
 
 	closeOnce sync.Once
 }
@@ -388,6 +395,11 @@ func closeExtra(cmd *exec.Cmd) {
 // configure sends the plugin its settings.
 func (p *Plugin) configure(ctx context.Context) error {
 	spec := p.spec
+	hostID, err := p.serveHost()
+	if err != nil {
+		return err
+	}
+	p.hostID = hostID
 	if err := p.proto.Configure(ctx, &pluginv1.ConfigureRequest{
 		ServerName:     spec.Name,
 		ProjectDir:     spec.ProjectDir,
@@ -396,6 +408,7 @@ func (p *Plugin) configure(ctx context.Context) error {
 		HostVersion:    HostVersion,
 		HostDataDir:    spec.HostDataDir,
 		ProtectedPaths: spec.ProtectedPaths,
+		HostService:    hostID,
 	}); err != nil {
 		if p.exitedSoon() {
 			// Not a refusal: the process died (a crash loop, a kill).
@@ -576,6 +589,7 @@ func (p *Plugin) Exited() bool { return p.client.Exited() }
 // under the plugin's name. The caller's identity (package caller) goes
 // with the call as its owner.
 func (p *Plugin) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
+	defer p.enter(caller.From(ctx), tool)()
 	res, err := p.proto.Call(ctx, tool, args, onProgress)
 	return res, p.callError(tool, err)
 }
@@ -584,6 +598,7 @@ func (p *Plugin) Call(ctx context.Context, tool string, args []byte, onProgress 
 // hands every event (progress and log) to onEvent (sdktest shows them to
 // plugin authors).
 func (p *Plugin) CallEvents(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error) {
+	defer p.enter(call.GetOwner(), call.GetTool())()
 	res, err := p.proto.CallEvents(ctx, call, onEvent)
 	return res, p.callError(call.GetTool(), err)
 }

@@ -251,8 +251,13 @@ type ConfigureRequest struct {
 	// list, write, move, delete or link anything at or under them, however the
 	// path is spelled; recursive tools skip them.
 	ProtectedPaths []string `protobuf:"bytes,7,rep,name=protected_paths,json=protectedPaths,proto3" json:"protected_paths,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The go-plugin broker stream id on which the host serves the Host
+	// service to this plugin, or 0 (the default, and always for third-party
+	// plugins): only the built-in `switchboard` server is given one. The
+	// plugin dials it with go-plugin's GRPCBroker.
+	HostService   uint32 `protobuf:"varint,8,opt,name=host_service,json=hostService,proto3" json:"host_service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -334,6 +339,397 @@ func (x *ConfigureRequest) GetProtectedPaths() []string {
 	return nil
 }
 
+func (x *ConfigureRequest) GetHostService() uint32 {
+	if x != nil {
+		return x.HostService
+	}
+	return 0
+}
+
+// HostRequest names the caller a request is made for: the owner of the tool
+// call being served (Call.owner).
+type HostRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Owner         string                 `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostRequest) Reset() {
+	*x = HostRequest{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostRequest) ProtoMessage() {}
+
+func (x *HostRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostRequest.ProtoReflect.Descriptor instead.
+func (*HostRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *HostRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+type ListServersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The servers as a JSON array, in the shape of `switchboard status --json`.
+	ServersJson   []byte `protobuf:"bytes,1,opt,name=servers_json,json=serversJson,proto3" json:"servers_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListServersResponse) Reset() {
+	*x = ListServersResponse{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListServersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListServersResponse) ProtoMessage() {}
+
+func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
+func (*ListServersResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListServersResponse) GetServersJson() []byte {
+	if x != nil {
+		return x.ServersJson
+	}
+	return nil
+}
+
+type RestartServerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Owner         string                 `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartServerRequest) Reset() {
+	*x = RestartServerRequest{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartServerRequest) ProtoMessage() {}
+
+func (x *RestartServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartServerRequest.ProtoReflect.Descriptor instead.
+func (*RestartServerRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RestartServerRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *RestartServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RestartServerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the host did, one sentence.
+	Message       string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartServerResponse) Reset() {
+	*x = RestartServerResponse{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartServerResponse) ProtoMessage() {}
+
+func (x *RestartServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartServerResponse.ProtoReflect.Descriptor instead.
+func (*RestartServerResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RestartServerResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type WhyRefusedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Owner string                 `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// A call id from RecentCalls; empty for the owner's most recent refusal.
+	CallId        string `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhyRefusedRequest) Reset() {
+	*x = WhyRefusedRequest{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhyRefusedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhyRefusedRequest) ProtoMessage() {}
+
+func (x *WhyRefusedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhyRefusedRequest.ProtoReflect.Descriptor instead.
+func (*WhyRefusedRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WhyRefusedRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *WhyRefusedRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+type WhyRefusedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The explanation as a JSON object.
+	RefusalJson   []byte `protobuf:"bytes,1,opt,name=refusal_json,json=refusalJson,proto3" json:"refusal_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhyRefusedResponse) Reset() {
+	*x = WhyRefusedResponse{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhyRefusedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhyRefusedResponse) ProtoMessage() {}
+
+func (x *WhyRefusedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhyRefusedResponse.ProtoReflect.Descriptor instead.
+func (*WhyRefusedResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WhyRefusedResponse) GetRefusalJson() []byte {
+	if x != nil {
+		return x.RefusalJson
+	}
+	return nil
+}
+
+type RecentCallsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Owner string                 `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// At most this many (the host caps it); 0 for the host's default.
+	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecentCallsRequest) Reset() {
+	*x = RecentCallsRequest{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecentCallsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecentCallsRequest) ProtoMessage() {}
+
+func (x *RecentCallsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecentCallsRequest.ProtoReflect.Descriptor instead.
+func (*RecentCallsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RecentCallsRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *RecentCallsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type RecentCallsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The calls as a JSON array of audit records, newest first.
+	CallsJson     []byte `protobuf:"bytes,1,opt,name=calls_json,json=callsJson,proto3" json:"calls_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecentCallsResponse) Reset() {
+	*x = RecentCallsResponse{}
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecentCallsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecentCallsResponse) ProtoMessage() {}
+
+func (x *RecentCallsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecentCallsResponse.ProtoReflect.Descriptor instead.
+func (*RecentCallsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RecentCallsResponse) GetCallsJson() []byte {
+	if x != nil {
+		return x.CallsJson
+	}
+	return nil
+}
+
 type ConfigureResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -342,7 +738,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +750,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +763,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 type DescribeRequest struct {
@@ -378,7 +774,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +786,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +799,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 type DescribeResponse struct {
@@ -434,7 +830,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +842,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +855,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -564,7 +960,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +972,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +985,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Resource) GetUri() string {
@@ -657,7 +1053,7 @@ type ResourceTemplate struct {
 
 func (x *ResourceTemplate) Reset() {
 	*x = ResourceTemplate{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +1065,7 @@ func (x *ResourceTemplate) String() string {
 func (*ResourceTemplate) ProtoMessage() {}
 
 func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +1078,7 @@ func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceTemplate.ProtoReflect.Descriptor instead.
 func (*ResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResourceTemplate) GetUriTemplate() string {
@@ -738,7 +1134,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +1146,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +1159,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReadResourceRequest) GetUri() string {
@@ -789,7 +1185,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +1197,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +1210,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReadResourceResponse) GetContents() []*EmbeddedResource {
@@ -837,7 +1233,7 @@ type Prompt struct {
 
 func (x *Prompt) Reset() {
 	*x = Prompt{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +1245,7 @@ func (x *Prompt) String() string {
 func (*Prompt) ProtoMessage() {}
 
 func (x *Prompt) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +1258,7 @@ func (x *Prompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
 func (*Prompt) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Prompt) GetName() string {
@@ -905,7 +1301,7 @@ type PromptArgument struct {
 
 func (x *PromptArgument) Reset() {
 	*x = PromptArgument{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +1313,7 @@ func (x *PromptArgument) String() string {
 func (*PromptArgument) ProtoMessage() {}
 
 func (x *PromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1326,7 @@ func (x *PromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptArgument.ProtoReflect.Descriptor instead.
 func (*PromptArgument) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PromptArgument) GetName() string {
@@ -972,7 +1368,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1380,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1393,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetPromptRequest) GetName() string {
@@ -1031,7 +1427,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1439,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1452,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -1084,7 +1480,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1492,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1505,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -1142,7 +1538,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1550,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1563,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CompleteRequest) GetRefType() string {
@@ -1218,7 +1614,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1626,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1639,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CompleteResponse) GetValues() []string {
@@ -1278,7 +1674,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1686,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1699,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SubscribeRequest) GetUri() string {
@@ -1328,7 +1724,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1736,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1749,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 type NotificationsRequest struct {
@@ -1364,7 +1760,7 @@ type NotificationsRequest struct {
 
 func (x *NotificationsRequest) Reset() {
 	*x = NotificationsRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1772,7 @@ func (x *NotificationsRequest) String() string {
 func (*NotificationsRequest) ProtoMessage() {}
 
 func (x *NotificationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1785,7 @@ func (x *NotificationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotificationsRequest.ProtoReflect.Descriptor instead.
 func (*NotificationsRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 // The plugin sends a Notification with no kind first, once it listens, so
@@ -1408,7 +1804,7 @@ type Notification struct {
 
 func (x *Notification) Reset() {
 	*x = Notification{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1816,7 @@ func (x *Notification) String() string {
 func (*Notification) ProtoMessage() {}
 
 func (x *Notification) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1829,7 @@ func (x *Notification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notification.ProtoReflect.Descriptor instead.
 func (*Notification) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Notification) GetKind() isNotification_Kind {
@@ -1489,7 +1885,7 @@ type ResourceUpdated struct {
 
 func (x *ResourceUpdated) Reset() {
 	*x = ResourceUpdated{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1897,7 @@ func (x *ResourceUpdated) String() string {
 func (*ResourceUpdated) ProtoMessage() {}
 
 func (x *ResourceUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1910,7 @@ func (x *ResourceUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUpdated.ProtoReflect.Descriptor instead.
 func (*ResourceUpdated) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResourceUpdated) GetUri() string {
@@ -1532,7 +1928,7 @@ type ListChanged struct {
 
 func (x *ListChanged) Reset() {
 	*x = ListChanged{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1940,7 @@ func (x *ListChanged) String() string {
 func (*ListChanged) ProtoMessage() {}
 
 func (x *ListChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1953,7 @@ func (x *ListChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChanged.ProtoReflect.Descriptor instead.
 func (*ListChanged) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 // SandboxNeeds is what a plugin declares it needs to work. Paths are
@@ -1573,7 +1969,7 @@ type SandboxNeeds struct {
 
 func (x *SandboxNeeds) Reset() {
 	*x = SandboxNeeds{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1981,7 @@ func (x *SandboxNeeds) String() string {
 func (*SandboxNeeds) ProtoMessage() {}
 
 func (x *SandboxNeeds) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1994,7 @@ func (x *SandboxNeeds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxNeeds.ProtoReflect.Descriptor instead.
 func (*SandboxNeeds) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SandboxNeeds) GetRead() []string {
@@ -1648,7 +2044,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +2056,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +2069,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Tool) GetName() string {
@@ -1760,7 +2156,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1772,7 +2168,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1785,7 +2181,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Annotations) GetTitle() string {
@@ -1839,7 +2235,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +2247,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +2260,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CallToolRequest) GetCallId() uint64 {
@@ -1954,7 +2350,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2362,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2375,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Call) GetTool() string {
@@ -2033,7 +2429,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2045,7 +2441,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2058,7 +2454,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Cancel) GetReason() string {
@@ -2085,7 +2481,7 @@ type CallToolEvent struct {
 
 func (x *CallToolEvent) Reset() {
 	*x = CallToolEvent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2493,7 @@ func (x *CallToolEvent) String() string {
 func (*CallToolEvent) ProtoMessage() {}
 
 func (x *CallToolEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2506,7 @@ func (x *CallToolEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolEvent.ProtoReflect.Descriptor instead.
 func (*CallToolEvent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CallToolEvent) GetCallId() uint64 {
@@ -2225,7 +2621,7 @@ type ClientRequest struct {
 
 func (x *ClientRequest) Reset() {
 	*x = ClientRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2633,7 @@ func (x *ClientRequest) String() string {
 func (*ClientRequest) ProtoMessage() {}
 
 func (x *ClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2646,7 @@ func (x *ClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientRequest.ProtoReflect.Descriptor instead.
 func (*ClientRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ClientRequest) GetRequestId() uint64 {
@@ -2287,7 +2683,7 @@ type ClientResponse struct {
 
 func (x *ClientResponse) Reset() {
 	*x = ClientResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2695,7 @@ func (x *ClientResponse) String() string {
 func (*ClientResponse) ProtoMessage() {}
 
 func (x *ClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2708,7 @@ func (x *ClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientResponse.ProtoReflect.Descriptor instead.
 func (*ClientResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ClientResponse) GetRequestId() uint64 {
@@ -2348,7 +2744,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2360,7 +2756,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2373,7 +2769,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Progress) GetProgress() float64 {
@@ -2409,7 +2805,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2817,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2830,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Log) GetLevel() LogLevel {
@@ -2470,7 +2866,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2482,7 +2878,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2495,7 +2891,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Result) GetContent() []*Content {
@@ -2535,7 +2931,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2943,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2956,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Content) GetKind() isContent_Kind {
@@ -2658,7 +3054,7 @@ type TextContent struct {
 
 func (x *TextContent) Reset() {
 	*x = TextContent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +3066,7 @@ func (x *TextContent) String() string {
 func (*TextContent) ProtoMessage() {}
 
 func (x *TextContent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +3079,7 @@ func (x *TextContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextContent.ProtoReflect.Descriptor instead.
 func (*TextContent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TextContent) GetText() string {
@@ -2703,7 +3099,7 @@ type BinaryContent struct {
 
 func (x *BinaryContent) Reset() {
 	*x = BinaryContent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +3111,7 @@ func (x *BinaryContent) String() string {
 func (*BinaryContent) ProtoMessage() {}
 
 func (x *BinaryContent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +3124,7 @@ func (x *BinaryContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BinaryContent.ProtoReflect.Descriptor instead.
 func (*BinaryContent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BinaryContent) GetData() []byte {
@@ -2757,7 +3153,7 @@ type ResourceLink struct {
 
 func (x *ResourceLink) Reset() {
 	*x = ResourceLink{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +3165,7 @@ func (x *ResourceLink) String() string {
 func (*ResourceLink) ProtoMessage() {}
 
 func (x *ResourceLink) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +3178,7 @@ func (x *ResourceLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceLink.ProtoReflect.Descriptor instead.
 func (*ResourceLink) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ResourceLink) GetUri() string {
@@ -2826,7 +3222,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2838,7 +3234,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2851,7 +3247,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *EmbeddedResource) GetUri() string {
@@ -2892,7 +3288,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +3300,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +3313,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -2944,7 +3340,7 @@ type PermissionPatternRequest struct {
 
 func (x *PermissionPatternRequest) Reset() {
 	*x = PermissionPatternRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2956,7 +3352,7 @@ func (x *PermissionPatternRequest) String() string {
 func (*PermissionPatternRequest) ProtoMessage() {}
 
 func (x *PermissionPatternRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2969,7 +3365,7 @@ func (x *PermissionPatternRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionPatternRequest.ProtoReflect.Descriptor instead.
 func (*PermissionPatternRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PermissionPatternRequest) GetTool() string {
@@ -2995,7 +3391,7 @@ type PermissionPatternResponse struct {
 
 func (x *PermissionPatternResponse) Reset() {
 	*x = PermissionPatternResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3403,7 @@ func (x *PermissionPatternResponse) String() string {
 func (*PermissionPatternResponse) ProtoMessage() {}
 
 func (x *PermissionPatternResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3416,7 @@ func (x *PermissionPatternResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionPatternResponse.ProtoReflect.Descriptor instead.
 func (*PermissionPatternResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PermissionPatternResponse) GetPatterns() []string {
@@ -3034,7 +3430,7 @@ var File_switchboard_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"\"switchboard/plugin/v1/plugin.proto\x12\x15switchboard.plugin.v1\"\x84\x02\n" +
+	"\"switchboard/plugin/v1/plugin.proto\x12\x15switchboard.plugin.v1\"\xa7\x02\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vserver_name\x18\x01 \x01(\tR\n" +
 	"serverName\x12\x1f\n" +
@@ -3044,7 +3440,28 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\rsettings_json\x18\x04 \x01(\fR\fsettingsJson\x12!\n" +
 	"\fhost_version\x18\x05 \x01(\tR\vhostVersion\x12\"\n" +
 	"\rhost_data_dir\x18\x06 \x01(\tR\vhostDataDir\x12'\n" +
-	"\x0fprotected_paths\x18\a \x03(\tR\x0eprotectedPaths\"'\n" +
+	"\x0fprotected_paths\x18\a \x03(\tR\x0eprotectedPaths\x12!\n" +
+	"\fhost_service\x18\b \x01(\rR\vhostService\"#\n" +
+	"\vHostRequest\x12\x14\n" +
+	"\x05owner\x18\x01 \x01(\tR\x05owner\"8\n" +
+	"\x13ListServersResponse\x12!\n" +
+	"\fservers_json\x18\x01 \x01(\fR\vserversJson\"@\n" +
+	"\x14RestartServerRequest\x12\x14\n" +
+	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"1\n" +
+	"\x15RestartServerResponse\x12\x18\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\"B\n" +
+	"\x11WhyRefusedRequest\x12\x14\n" +
+	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\"7\n" +
+	"\x12WhyRefusedResponse\x12!\n" +
+	"\frefusal_json\x18\x01 \x01(\fR\vrefusalJson\"@\n" +
+	"\x12RecentCallsRequest\x12\x14\n" +
+	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"4\n" +
+	"\x13RecentCallsResponse\x12\x1d\n" +
+	"\n" +
+	"calls_json\x18\x01 \x01(\fR\tcallsJson\"'\n" +
 	"\x11ConfigureResponseJ\x04\b\x01\x10\x02R\fcall_channel\"\x11\n" +
 	"\x0fDescribeRequest\"\xd2\x04\n" +
 	"\x10DescribeResponse\x12\x12\n" +
@@ -3268,7 +3685,13 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\tGetPrompt\x12'.switchboard.plugin.v1.GetPromptRequest\x1a(.switchboard.plugin.v1.GetPromptResponse\x12[\n" +
 	"\bComplete\x12&.switchboard.plugin.v1.CompleteRequest\x1a'.switchboard.plugin.v1.CompleteResponse\x12^\n" +
 	"\tSubscribe\x12'.switchboard.plugin.v1.SubscribeRequest\x1a(.switchboard.plugin.v1.SubscribeResponse\x12c\n" +
-	"\rNotifications\x12+.switchboard.plugin.v1.NotificationsRequest\x1a#.switchboard.plugin.v1.Notification0\x01BCZAgithub.com/switchboard-mcp/switchboard/internal/pluginv1;pluginv1b\x06proto3"
+	"\rNotifications\x12+.switchboard.plugin.v1.NotificationsRequest\x1a#.switchboard.plugin.v1.Notification0\x012\x9a\x03\n" +
+	"\x04Host\x12]\n" +
+	"\vListServers\x12\".switchboard.plugin.v1.HostRequest\x1a*.switchboard.plugin.v1.ListServersResponse\x12j\n" +
+	"\rRestartServer\x12+.switchboard.plugin.v1.RestartServerRequest\x1a,.switchboard.plugin.v1.RestartServerResponse\x12a\n" +
+	"\n" +
+	"WhyRefused\x12(.switchboard.plugin.v1.WhyRefusedRequest\x1a).switchboard.plugin.v1.WhyRefusedResponse\x12d\n" +
+	"\vRecentCalls\x12).switchboard.plugin.v1.RecentCallsRequest\x1a*.switchboard.plugin.v1.RecentCallsResponseBCZAgithub.com/switchboard-mcp/switchboard/internal/pluginv1;pluginv1b\x06proto3"
 
 var (
 	file_switchboard_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -3283,108 +3706,124 @@ func file_switchboard_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchboard_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_switchboard_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_switchboard_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_switchboard_plugin_v1_plugin_proto_goTypes = []any{
 	(Access)(0),                       // 0: switchboard.plugin.v1.Access
 	(LogLevel)(0),                     // 1: switchboard.plugin.v1.LogLevel
 	(ErrorCode)(0),                    // 2: switchboard.plugin.v1.ErrorCode
 	(*ConfigureRequest)(nil),          // 3: switchboard.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),         // 4: switchboard.plugin.v1.ConfigureResponse
-	(*DescribeRequest)(nil),           // 5: switchboard.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil),          // 6: switchboard.plugin.v1.DescribeResponse
-	(*Resource)(nil),                  // 7: switchboard.plugin.v1.Resource
-	(*ResourceTemplate)(nil),          // 8: switchboard.plugin.v1.ResourceTemplate
-	(*ReadResourceRequest)(nil),       // 9: switchboard.plugin.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),      // 10: switchboard.plugin.v1.ReadResourceResponse
-	(*Prompt)(nil),                    // 11: switchboard.plugin.v1.Prompt
-	(*PromptArgument)(nil),            // 12: switchboard.plugin.v1.PromptArgument
-	(*GetPromptRequest)(nil),          // 13: switchboard.plugin.v1.GetPromptRequest
-	(*GetPromptResponse)(nil),         // 14: switchboard.plugin.v1.GetPromptResponse
-	(*PromptMessage)(nil),             // 15: switchboard.plugin.v1.PromptMessage
-	(*CompleteRequest)(nil),           // 16: switchboard.plugin.v1.CompleteRequest
-	(*CompleteResponse)(nil),          // 17: switchboard.plugin.v1.CompleteResponse
-	(*SubscribeRequest)(nil),          // 18: switchboard.plugin.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),         // 19: switchboard.plugin.v1.SubscribeResponse
-	(*NotificationsRequest)(nil),      // 20: switchboard.plugin.v1.NotificationsRequest
-	(*Notification)(nil),              // 21: switchboard.plugin.v1.Notification
-	(*ResourceUpdated)(nil),           // 22: switchboard.plugin.v1.ResourceUpdated
-	(*ListChanged)(nil),               // 23: switchboard.plugin.v1.ListChanged
-	(*SandboxNeeds)(nil),              // 24: switchboard.plugin.v1.SandboxNeeds
-	(*Tool)(nil),                      // 25: switchboard.plugin.v1.Tool
-	(*Annotations)(nil),               // 26: switchboard.plugin.v1.Annotations
-	(*CallToolRequest)(nil),           // 27: switchboard.plugin.v1.CallToolRequest
-	(*Call)(nil),                      // 28: switchboard.plugin.v1.Call
-	(*Cancel)(nil),                    // 29: switchboard.plugin.v1.Cancel
-	(*CallToolEvent)(nil),             // 30: switchboard.plugin.v1.CallToolEvent
-	(*ClientRequest)(nil),             // 31: switchboard.plugin.v1.ClientRequest
-	(*ClientResponse)(nil),            // 32: switchboard.plugin.v1.ClientResponse
-	(*Progress)(nil),                  // 33: switchboard.plugin.v1.Progress
-	(*Log)(nil),                       // 34: switchboard.plugin.v1.Log
-	(*Result)(nil),                    // 35: switchboard.plugin.v1.Result
-	(*Content)(nil),                   // 36: switchboard.plugin.v1.Content
-	(*TextContent)(nil),               // 37: switchboard.plugin.v1.TextContent
-	(*BinaryContent)(nil),             // 38: switchboard.plugin.v1.BinaryContent
-	(*ResourceLink)(nil),              // 39: switchboard.plugin.v1.ResourceLink
-	(*EmbeddedResource)(nil),          // 40: switchboard.plugin.v1.EmbeddedResource
-	(*Error)(nil),                     // 41: switchboard.plugin.v1.Error
-	(*PermissionPatternRequest)(nil),  // 42: switchboard.plugin.v1.PermissionPatternRequest
-	(*PermissionPatternResponse)(nil), // 43: switchboard.plugin.v1.PermissionPatternResponse
-	nil,                               // 44: switchboard.plugin.v1.GetPromptRequest.ArgumentsEntry
-	nil,                               // 45: switchboard.plugin.v1.CompleteRequest.ContextEntry
+	(*HostRequest)(nil),               // 4: switchboard.plugin.v1.HostRequest
+	(*ListServersResponse)(nil),       // 5: switchboard.plugin.v1.ListServersResponse
+	(*RestartServerRequest)(nil),      // 6: switchboard.plugin.v1.RestartServerRequest
+	(*RestartServerResponse)(nil),     // 7: switchboard.plugin.v1.RestartServerResponse
+	(*WhyRefusedRequest)(nil),         // 8: switchboard.plugin.v1.WhyRefusedRequest
+	(*WhyRefusedResponse)(nil),        // 9: switchboard.plugin.v1.WhyRefusedResponse
+	(*RecentCallsRequest)(nil),        // 10: switchboard.plugin.v1.RecentCallsRequest
+	(*RecentCallsResponse)(nil),       // 11: switchboard.plugin.v1.RecentCallsResponse
+	(*ConfigureResponse)(nil),         // 12: switchboard.plugin.v1.ConfigureResponse
+	(*DescribeRequest)(nil),           // 13: switchboard.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil),          // 14: switchboard.plugin.v1.DescribeResponse
+	(*Resource)(nil),                  // 15: switchboard.plugin.v1.Resource
+	(*ResourceTemplate)(nil),          // 16: switchboard.plugin.v1.ResourceTemplate
+	(*ReadResourceRequest)(nil),       // 17: switchboard.plugin.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),      // 18: switchboard.plugin.v1.ReadResourceResponse
+	(*Prompt)(nil),                    // 19: switchboard.plugin.v1.Prompt
+	(*PromptArgument)(nil),            // 20: switchboard.plugin.v1.PromptArgument
+	(*GetPromptRequest)(nil),          // 21: switchboard.plugin.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),         // 22: switchboard.plugin.v1.GetPromptResponse
+	(*PromptMessage)(nil),             // 23: switchboard.plugin.v1.PromptMessage
+	(*CompleteRequest)(nil),           // 24: switchboard.plugin.v1.CompleteRequest
+	(*CompleteResponse)(nil),          // 25: switchboard.plugin.v1.CompleteResponse
+	(*SubscribeRequest)(nil),          // 26: switchboard.plugin.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),         // 27: switchboard.plugin.v1.SubscribeResponse
+	(*NotificationsRequest)(nil),      // 28: switchboard.plugin.v1.NotificationsRequest
+	(*Notification)(nil),              // 29: switchboard.plugin.v1.Notification
+	(*ResourceUpdated)(nil),           // 30: switchboard.plugin.v1.ResourceUpdated
+	(*ListChanged)(nil),               // 31: switchboard.plugin.v1.ListChanged
+	(*SandboxNeeds)(nil),              // 32: switchboard.plugin.v1.SandboxNeeds
+	(*Tool)(nil),                      // 33: switchboard.plugin.v1.Tool
+	(*Annotations)(nil),               // 34: switchboard.plugin.v1.Annotations
+	(*CallToolRequest)(nil),           // 35: switchboard.plugin.v1.CallToolRequest
+	(*Call)(nil),                      // 36: switchboard.plugin.v1.Call
+	(*Cancel)(nil),                    // 37: switchboard.plugin.v1.Cancel
+	(*CallToolEvent)(nil),             // 38: switchboard.plugin.v1.CallToolEvent
+	(*ClientRequest)(nil),             // 39: switchboard.plugin.v1.ClientRequest
+	(*ClientResponse)(nil),            // 40: switchboard.plugin.v1.ClientResponse
+	(*Progress)(nil),                  // 41: switchboard.plugin.v1.Progress
+	(*Log)(nil),                       // 42: switchboard.plugin.v1.Log
+	(*Result)(nil),                    // 43: switchboard.plugin.v1.Result
+	(*Content)(nil),                   // 44: switchboard.plugin.v1.Content
+	(*TextContent)(nil),               // 45: switchboard.plugin.v1.TextContent
+	(*BinaryContent)(nil),             // 46: switchboard.plugin.v1.BinaryContent
+	(*ResourceLink)(nil),              // 47: switchboard.plugin.v1.ResourceLink
+	(*EmbeddedResource)(nil),          // 48: switchboard.plugin.v1.EmbeddedResource
+	(*Error)(nil),                     // 49: switchboard.plugin.v1.Error
+	(*PermissionPatternRequest)(nil),  // 50: switchboard.plugin.v1.PermissionPatternRequest
+	(*PermissionPatternResponse)(nil), // 51: switchboard.plugin.v1.PermissionPatternResponse
+	nil,                               // 52: switchboard.plugin.v1.GetPromptRequest.ArgumentsEntry
+	nil,                               // 53: switchboard.plugin.v1.CompleteRequest.ContextEntry
 }
 var file_switchboard_plugin_v1_plugin_proto_depIdxs = []int32{
-	25, // 0: switchboard.plugin.v1.DescribeResponse.tools:type_name -> switchboard.plugin.v1.Tool
-	24, // 1: switchboard.plugin.v1.DescribeResponse.sandbox:type_name -> switchboard.plugin.v1.SandboxNeeds
-	7,  // 2: switchboard.plugin.v1.DescribeResponse.resources:type_name -> switchboard.plugin.v1.Resource
-	8,  // 3: switchboard.plugin.v1.DescribeResponse.resource_templates:type_name -> switchboard.plugin.v1.ResourceTemplate
-	11, // 4: switchboard.plugin.v1.DescribeResponse.prompts:type_name -> switchboard.plugin.v1.Prompt
-	40, // 5: switchboard.plugin.v1.ReadResourceResponse.contents:type_name -> switchboard.plugin.v1.EmbeddedResource
-	12, // 6: switchboard.plugin.v1.Prompt.arguments:type_name -> switchboard.plugin.v1.PromptArgument
-	44, // 7: switchboard.plugin.v1.GetPromptRequest.arguments:type_name -> switchboard.plugin.v1.GetPromptRequest.ArgumentsEntry
-	15, // 8: switchboard.plugin.v1.GetPromptResponse.messages:type_name -> switchboard.plugin.v1.PromptMessage
-	36, // 9: switchboard.plugin.v1.PromptMessage.content:type_name -> switchboard.plugin.v1.Content
-	45, // 10: switchboard.plugin.v1.CompleteRequest.context:type_name -> switchboard.plugin.v1.CompleteRequest.ContextEntry
-	22, // 11: switchboard.plugin.v1.Notification.resource_updated:type_name -> switchboard.plugin.v1.ResourceUpdated
-	23, // 12: switchboard.plugin.v1.Notification.list_changed:type_name -> switchboard.plugin.v1.ListChanged
-	26, // 13: switchboard.plugin.v1.Tool.annotations:type_name -> switchboard.plugin.v1.Annotations
+	33, // 0: switchboard.plugin.v1.DescribeResponse.tools:type_name -> switchboard.plugin.v1.Tool
+	32, // 1: switchboard.plugin.v1.DescribeResponse.sandbox:type_name -> switchboard.plugin.v1.SandboxNeeds
+	15, // 2: switchboard.plugin.v1.DescribeResponse.resources:type_name -> switchboard.plugin.v1.Resource
+	16, // 3: switchboard.plugin.v1.DescribeResponse.resource_templates:type_name -> switchboard.plugin.v1.ResourceTemplate
+	19, // 4: switchboard.plugin.v1.DescribeResponse.prompts:type_name -> switchboard.plugin.v1.Prompt
+	48, // 5: switchboard.plugin.v1.ReadResourceResponse.contents:type_name -> switchboard.plugin.v1.EmbeddedResource
+	20, // 6: switchboard.plugin.v1.Prompt.arguments:type_name -> switchboard.plugin.v1.PromptArgument
+	52, // 7: switchboard.plugin.v1.GetPromptRequest.arguments:type_name -> switchboard.plugin.v1.GetPromptRequest.ArgumentsEntry
+	23, // 8: switchboard.plugin.v1.GetPromptResponse.messages:type_name -> switchboard.plugin.v1.PromptMessage
+	44, // 9: switchboard.plugin.v1.PromptMessage.content:type_name -> switchboard.plugin.v1.Content
+	53, // 10: switchboard.plugin.v1.CompleteRequest.context:type_name -> switchboard.plugin.v1.CompleteRequest.ContextEntry
+	30, // 11: switchboard.plugin.v1.Notification.resource_updated:type_name -> switchboard.plugin.v1.ResourceUpdated
+	31, // 12: switchboard.plugin.v1.Notification.list_changed:type_name -> switchboard.plugin.v1.ListChanged
+	34, // 13: switchboard.plugin.v1.Tool.annotations:type_name -> switchboard.plugin.v1.Annotations
 	0,  // 14: switchboard.plugin.v1.Tool.access:type_name -> switchboard.plugin.v1.Access
-	28, // 15: switchboard.plugin.v1.CallToolRequest.call:type_name -> switchboard.plugin.v1.Call
-	29, // 16: switchboard.plugin.v1.CallToolRequest.cancel:type_name -> switchboard.plugin.v1.Cancel
-	32, // 17: switchboard.plugin.v1.CallToolRequest.client_response:type_name -> switchboard.plugin.v1.ClientResponse
-	33, // 18: switchboard.plugin.v1.CallToolEvent.progress:type_name -> switchboard.plugin.v1.Progress
-	34, // 19: switchboard.plugin.v1.CallToolEvent.log:type_name -> switchboard.plugin.v1.Log
-	35, // 20: switchboard.plugin.v1.CallToolEvent.result:type_name -> switchboard.plugin.v1.Result
-	41, // 21: switchboard.plugin.v1.CallToolEvent.error:type_name -> switchboard.plugin.v1.Error
-	31, // 22: switchboard.plugin.v1.CallToolEvent.client_request:type_name -> switchboard.plugin.v1.ClientRequest
-	41, // 23: switchboard.plugin.v1.ClientResponse.error:type_name -> switchboard.plugin.v1.Error
+	36, // 15: switchboard.plugin.v1.CallToolRequest.call:type_name -> switchboard.plugin.v1.Call
+	37, // 16: switchboard.plugin.v1.CallToolRequest.cancel:type_name -> switchboard.plugin.v1.Cancel
+	40, // 17: switchboard.plugin.v1.CallToolRequest.client_response:type_name -> switchboard.plugin.v1.ClientResponse
+	41, // 18: switchboard.plugin.v1.CallToolEvent.progress:type_name -> switchboard.plugin.v1.Progress
+	42, // 19: switchboard.plugin.v1.CallToolEvent.log:type_name -> switchboard.plugin.v1.Log
+	43, // 20: switchboard.plugin.v1.CallToolEvent.result:type_name -> switchboard.plugin.v1.Result
+	49, // 21: switchboard.plugin.v1.CallToolEvent.error:type_name -> switchboard.plugin.v1.Error
+	39, // 22: switchboard.plugin.v1.CallToolEvent.client_request:type_name -> switchboard.plugin.v1.ClientRequest
+	49, // 23: switchboard.plugin.v1.ClientResponse.error:type_name -> switchboard.plugin.v1.Error
 	1,  // 24: switchboard.plugin.v1.Log.level:type_name -> switchboard.plugin.v1.LogLevel
-	36, // 25: switchboard.plugin.v1.Result.content:type_name -> switchboard.plugin.v1.Content
-	37, // 26: switchboard.plugin.v1.Content.text:type_name -> switchboard.plugin.v1.TextContent
-	38, // 27: switchboard.plugin.v1.Content.image:type_name -> switchboard.plugin.v1.BinaryContent
-	38, // 28: switchboard.plugin.v1.Content.audio:type_name -> switchboard.plugin.v1.BinaryContent
-	39, // 29: switchboard.plugin.v1.Content.resource_link:type_name -> switchboard.plugin.v1.ResourceLink
-	40, // 30: switchboard.plugin.v1.Content.resource:type_name -> switchboard.plugin.v1.EmbeddedResource
+	44, // 25: switchboard.plugin.v1.Result.content:type_name -> switchboard.plugin.v1.Content
+	45, // 26: switchboard.plugin.v1.Content.text:type_name -> switchboard.plugin.v1.TextContent
+	46, // 27: switchboard.plugin.v1.Content.image:type_name -> switchboard.plugin.v1.BinaryContent
+	46, // 28: switchboard.plugin.v1.Content.audio:type_name -> switchboard.plugin.v1.BinaryContent
+	47, // 29: switchboard.plugin.v1.Content.resource_link:type_name -> switchboard.plugin.v1.ResourceLink
+	48, // 30: switchboard.plugin.v1.Content.resource:type_name -> switchboard.plugin.v1.EmbeddedResource
 	2,  // 31: switchboard.plugin.v1.Error.code:type_name -> switchboard.plugin.v1.ErrorCode
 	3,  // 32: switchboard.plugin.v1.ToolServer.Configure:input_type -> switchboard.plugin.v1.ConfigureRequest
-	5,  // 33: switchboard.plugin.v1.ToolServer.Describe:input_type -> switchboard.plugin.v1.DescribeRequest
-	27, // 34: switchboard.plugin.v1.ToolServer.CallTool:input_type -> switchboard.plugin.v1.CallToolRequest
-	42, // 35: switchboard.plugin.v1.ToolServer.PermissionPattern:input_type -> switchboard.plugin.v1.PermissionPatternRequest
-	9,  // 36: switchboard.plugin.v1.ToolServer.ReadResource:input_type -> switchboard.plugin.v1.ReadResourceRequest
-	13, // 37: switchboard.plugin.v1.ToolServer.GetPrompt:input_type -> switchboard.plugin.v1.GetPromptRequest
-	16, // 38: switchboard.plugin.v1.ToolServer.Complete:input_type -> switchboard.plugin.v1.CompleteRequest
-	18, // 39: switchboard.plugin.v1.ToolServer.Subscribe:input_type -> switchboard.plugin.v1.SubscribeRequest
-	20, // 40: switchboard.plugin.v1.ToolServer.Notifications:input_type -> switchboard.plugin.v1.NotificationsRequest
-	4,  // 41: switchboard.plugin.v1.ToolServer.Configure:output_type -> switchboard.plugin.v1.ConfigureResponse
-	6,  // 42: switchboard.plugin.v1.ToolServer.Describe:output_type -> switchboard.plugin.v1.DescribeResponse
-	30, // 43: switchboard.plugin.v1.ToolServer.CallTool:output_type -> switchboard.plugin.v1.CallToolEvent
-	43, // 44: switchboard.plugin.v1.ToolServer.PermissionPattern:output_type -> switchboard.plugin.v1.PermissionPatternResponse
-	10, // 45: switchboard.plugin.v1.ToolServer.ReadResource:output_type -> switchboard.plugin.v1.ReadResourceResponse
-	14, // 46: switchboard.plugin.v1.ToolServer.GetPrompt:output_type -> switchboard.plugin.v1.GetPromptResponse
-	17, // 47: switchboard.plugin.v1.ToolServer.Complete:output_type -> switchboard.plugin.v1.CompleteResponse
-	19, // 48: switchboard.plugin.v1.ToolServer.Subscribe:output_type -> switchboard.plugin.v1.SubscribeResponse
-	21, // 49: switchboard.plugin.v1.ToolServer.Notifications:output_type -> switchboard.plugin.v1.Notification
-	41, // [41:50] is the sub-list for method output_type
-	32, // [32:41] is the sub-list for method input_type
+	13, // 33: switchboard.plugin.v1.ToolServer.Describe:input_type -> switchboard.plugin.v1.DescribeRequest
+	35, // 34: switchboard.plugin.v1.ToolServer.CallTool:input_type -> switchboard.plugin.v1.CallToolRequest
+	50, // 35: switchboard.plugin.v1.ToolServer.PermissionPattern:input_type -> switchboard.plugin.v1.PermissionPatternRequest
+	17, // 36: switchboard.plugin.v1.ToolServer.ReadResource:input_type -> switchboard.plugin.v1.ReadResourceRequest
+	21, // 37: switchboard.plugin.v1.ToolServer.GetPrompt:input_type -> switchboard.plugin.v1.GetPromptRequest
+	24, // 38: switchboard.plugin.v1.ToolServer.Complete:input_type -> switchboard.plugin.v1.CompleteRequest
+	26, // 39: switchboard.plugin.v1.ToolServer.Subscribe:input_type -> switchboard.plugin.v1.SubscribeRequest
+	28, // 40: switchboard.plugin.v1.ToolServer.Notifications:input_type -> switchboard.plugin.v1.NotificationsRequest
+	4,  // 41: switchboard.plugin.v1.Host.ListServers:input_type -> switchboard.plugin.v1.HostRequest
+	6,  // 42: switchboard.plugin.v1.Host.RestartServer:input_type -> switchboard.plugin.v1.RestartServerRequest
+	8,  // 43: switchboard.plugin.v1.Host.WhyRefused:input_type -> switchboard.plugin.v1.WhyRefusedRequest
+	10, // 44: switchboard.plugin.v1.Host.RecentCalls:input_type -> switchboard.plugin.v1.RecentCallsRequest
+	12, // 45: switchboard.plugin.v1.ToolServer.Configure:output_type -> switchboard.plugin.v1.ConfigureResponse
+	14, // 46: switchboard.plugin.v1.ToolServer.Describe:output_type -> switchboard.plugin.v1.DescribeResponse
+	38, // 47: switchboard.plugin.v1.ToolServer.CallTool:output_type -> switchboard.plugin.v1.CallToolEvent
+	51, // 48: switchboard.plugin.v1.ToolServer.PermissionPattern:output_type -> switchboard.plugin.v1.PermissionPatternResponse
+	18, // 49: switchboard.plugin.v1.ToolServer.ReadResource:output_type -> switchboard.plugin.v1.ReadResourceResponse
+	22, // 50: switchboard.plugin.v1.ToolServer.GetPrompt:output_type -> switchboard.plugin.v1.GetPromptResponse
+	25, // 51: switchboard.plugin.v1.ToolServer.Complete:output_type -> switchboard.plugin.v1.CompleteResponse
+	27, // 52: switchboard.plugin.v1.ToolServer.Subscribe:output_type -> switchboard.plugin.v1.SubscribeResponse
+	29, // 53: switchboard.plugin.v1.ToolServer.Notifications:output_type -> switchboard.plugin.v1.Notification
+	5,  // 54: switchboard.plugin.v1.Host.ListServers:output_type -> switchboard.plugin.v1.ListServersResponse
+	7,  // 55: switchboard.plugin.v1.Host.RestartServer:output_type -> switchboard.plugin.v1.RestartServerResponse
+	9,  // 56: switchboard.plugin.v1.Host.WhyRefused:output_type -> switchboard.plugin.v1.WhyRefusedResponse
+	11, // 57: switchboard.plugin.v1.Host.RecentCalls:output_type -> switchboard.plugin.v1.RecentCallsResponse
+	45, // [45:58] is the sub-list for method output_type
+	32, // [32:45] is the sub-list for method input_type
 	32, // [32:32] is the sub-list for extension type_name
 	32, // [32:32] is the sub-list for extension extendee
 	0,  // [0:32] is the sub-list for field type_name
@@ -3395,24 +3834,24 @@ func file_switchboard_plugin_v1_plugin_proto_init() {
 	if File_switchboard_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[18].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[26].OneofWrappers = []any{
 		(*Notification_ResourceUpdated)(nil),
 		(*Notification_ListChanged)(nil),
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[23].OneofWrappers = []any{}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[24].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[31].OneofWrappers = []any{}
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[32].OneofWrappers = []any{
 		(*CallToolRequest_Call)(nil),
 		(*CallToolRequest_Cancel)(nil),
 		(*CallToolRequest_ClientResponse)(nil),
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[27].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[35].OneofWrappers = []any{
 		(*CallToolEvent_Progress)(nil),
 		(*CallToolEvent_Log)(nil),
 		(*CallToolEvent_Result)(nil),
 		(*CallToolEvent_Error)(nil),
 		(*CallToolEvent_ClientRequest)(nil),
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[33].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[41].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Image)(nil),
 		(*Content_Audio)(nil),
@@ -3425,9 +3864,9 @@ func file_switchboard_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_plugin_v1_plugin_proto_rawDesc), len(file_switchboard_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   43,
+			NumMessages:   51,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_switchboard_plugin_v1_plugin_proto_goTypes,
 		DependencyIndexes: file_switchboard_plugin_v1_plugin_proto_depIdxs,

@@ -480,3 +480,245 @@ var ToolServer_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "switchboard/plugin/v1/plugin.proto",
 }
+
+const (
+	Host_ListServers_FullMethodName   = "/switchboard.plugin.v1.Host/ListServers"
+	Host_RestartServer_FullMethodName = "/switchboard.plugin.v1.Host/RestartServer"
+	Host_WhyRefused_FullMethodName    = "/switchboard.plugin.v1.Host/WhyRefused"
+	Host_RecentCalls_FullMethodName   = "/switchboard.plugin.v1.Host/RecentCalls"
+)
+
+// HostClient is the client API for Host service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Host is the narrow back-channel the host offers the built-in
+// `switchboard` server over go-plugin's broker (ConfigureRequest.host_service),
+// and no other plugin. Every request is checked (it must come over that
+// plugin's broker connection, mutual TLS, and belong to a call of the matching
+// tool that the named owner is making right now) and audited. It reads
+// what the host knows and restarts a server; it cannot change permissions
+// or config.
+type HostClient interface {
+	// ListServers returns every server as `switchboard status --json` shows it.
+	ListServers(ctx context.Context, in *HostRequest, opts ...grpc.CallOption) (*ListServersResponse, error)
+	// RestartServer gives one server a fresh start, as `switchboard restart NAME`.
+	RestartServer(ctx context.Context, in *RestartServerRequest, opts ...grpc.CallOption) (*RestartServerResponse, error)
+	// WhyRefused explains one refused call of the owner (by call id, or the
+	// owner's most recent refusal).
+	WhyRefused(ctx context.Context, in *WhyRefusedRequest, opts ...grpc.CallOption) (*WhyRefusedResponse, error)
+	// RecentCalls returns the owner's most recent calls, newest first.
+	RecentCalls(ctx context.Context, in *RecentCallsRequest, opts ...grpc.CallOption) (*RecentCallsResponse, error)
+}
+
+type hostClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewHostClient(cc grpc.ClientConnInterface) HostClient {
+	return &hostClient{cc}
+}
+
+func (c *hostClient) ListServers(ctx context.Context, in *HostRequest, opts ...grpc.CallOption) (*ListServersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListServersResponse)
+	err := c.cc.Invoke(ctx, Host_ListServers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostClient) RestartServer(ctx context.Context, in *RestartServerRequest, opts ...grpc.CallOption) (*RestartServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestartServerResponse)
+	err := c.cc.Invoke(ctx, Host_RestartServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostClient) WhyRefused(ctx context.Context, in *WhyRefusedRequest, opts ...grpc.CallOption) (*WhyRefusedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WhyRefusedResponse)
+	err := c.cc.Invoke(ctx, Host_WhyRefused_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostClient) RecentCalls(ctx context.Context, in *RecentCallsRequest, opts ...grpc.CallOption) (*RecentCallsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecentCallsResponse)
+	err := c.cc.Invoke(ctx, Host_RecentCalls_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// HostServer is the server API for Host service.
+// All implementations must embed UnimplementedHostServer
+// for forward compatibility.
+//
+// Host is the narrow back-channel the host offers the built-in
+// `switchboard` server over go-plugin's broker (ConfigureRequest.host_service),
+// and no other plugin. Every request is checked (it must come over that
+// plugin's broker connection, mutual TLS, and belong to a call of the matching
+// tool that the named owner is making right now) and audited. It reads
+// what the host knows and restarts a server; it cannot change permissions
+// or config.
+type HostServer interface {
+	// ListServers returns every server as `switchboard status --json` shows it.
+	ListServers(context.Context, *HostRequest) (*ListServersResponse, error)
+	// RestartServer gives one server a fresh start, as `switchboard restart NAME`.
+	RestartServer(context.Context, *RestartServerRequest) (*RestartServerResponse, error)
+	// WhyRefused explains one refused call of the owner (by call id, or the
+	// owner's most recent refusal).
+	WhyRefused(context.Context, *WhyRefusedRequest) (*WhyRefusedResponse, error)
+	// RecentCalls returns the owner's most recent calls, newest first.
+	RecentCalls(context.Context, *RecentCallsRequest) (*RecentCallsResponse, error)
+	mustEmbedUnimplementedHostServer()
+}
+
+// UnimplementedHostServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedHostServer struct{}
+
+func (UnimplementedHostServer) ListServers(context.Context, *HostRequest) (*ListServersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListServers not implemented")
+}
+func (UnimplementedHostServer) RestartServer(context.Context, *RestartServerRequest) (*RestartServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestartServer not implemented")
+}
+func (UnimplementedHostServer) WhyRefused(context.Context, *WhyRefusedRequest) (*WhyRefusedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WhyRefused not implemented")
+}
+func (UnimplementedHostServer) RecentCalls(context.Context, *RecentCallsRequest) (*RecentCallsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecentCalls not implemented")
+}
+func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
+func (UnimplementedHostServer) testEmbeddedByValue()              {}
+
+// UnsafeHostServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to HostServer will
+// result in compilation errors.
+type UnsafeHostServer interface {
+	mustEmbedUnimplementedHostServer()
+}
+
+func RegisterHostServer(s grpc.ServiceRegistrar, srv HostServer) {
+	// If the following call panics, it indicates UnimplementedHostServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Host_ServiceDesc, srv)
+}
+
+func _Host_ListServers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HostRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).ListServers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_ListServers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).ListServers(ctx, req.(*HostRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Host_RestartServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestartServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).RestartServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_RestartServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).RestartServer(ctx, req.(*RestartServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Host_WhyRefused_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WhyRefusedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).WhyRefused(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_WhyRefused_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).WhyRefused(ctx, req.(*WhyRefusedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Host_RecentCalls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecentCallsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).RecentCalls(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_RecentCalls_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).RecentCalls(ctx, req.(*RecentCallsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Host_ServiceDesc is the grpc.ServiceDesc for Host service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Host_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "switchboard.plugin.v1.Host",
+	HandlerType: (*HostServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListServers",
+			Handler:    _Host_ListServers_Handler,
+		},
+		{
+			MethodName: "RestartServer",
+			Handler:    _Host_RestartServer_Handler,
+		},
+		{
+			MethodName: "WhyRefused",
+			Handler:    _Host_WhyRefused_Handler,
+		},
+		{
+			MethodName: "RecentCalls",
+			Handler:    _Host_RecentCalls_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "switchboard/plugin/v1/plugin.proto",
+}

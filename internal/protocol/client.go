@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -33,6 +34,10 @@ type Client struct {
 	// Log receives the plugin's log events of calls made with Call (nil
 	// drops them). Set it before the first call.
 	Log hclog.Logger
+	// Broker is go-plugin's broker of the plugin's connection (nil when
+	// the Client was made with NewClient): the host serves the host
+	// service on it (see ConfigureRequest.host_service).
+	Broker *plugin.GRPCBroker
 
 	mu      sync.Mutex
 	stream  *callStream

@@ -132,17 +132,22 @@ type GRPCPlugin struct {
 }
 
 // GRPCServer registers the tool server on the plugin's gRPC server.
-func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+func (p *GRPCPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Impl == nil {
 		return fmt.Errorf("protocol: GRPCPlugin has no Impl")
 	}
-	pluginv1.RegisterToolServerServer(s, newServer(p.Impl, p.Version, p.Versions))
+	srv := newServer(p.Impl, p.Version, p.Versions)
+	srv.broker = broker
+	pluginv1.RegisterToolServerServer(s, srv)
 	return nil
 }
 
-// GRPCClient returns a *Client for the host.
-func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
-	return NewClient(pluginv1.NewToolServerClient(cc)), nil
+// GRPCClient returns a *Client for the host; its Broker is the
+// connection's go-plugin broker (for the host service).
+func (p *GRPCPlugin) GRPCClient(_ context.Context, broker *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
+	c := NewClient(pluginv1.NewToolServerClient(cc))
+	c.Broker = broker
+	return c, nil
 }
 
 // PluginSets returns the VersionedPlugins map for the given versions, each

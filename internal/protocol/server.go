@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	plugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,6 +25,7 @@ type server struct {
 	impl     Handler
 	version  int   // the protocol version negotiated with the host
 	versions []int // every version the plugin offers
+	broker   *plugin.GRPCBroker
 
 	mu         sync.Mutex
 	configured bool
@@ -47,6 +49,13 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 			return &pluginv1.ConfigureResponse{}, nil
 		}
 		return nil, status.Error(codes.FailedPrecondition, "plugin is already configured")
+	}
+	if id := req.GetHostService(); id != 0 {
+		conn, err := dialHost(s.broker, id)
+		if err != nil {
+			return nil, statusError(err, CodeUnavailable)
+		}
+		ctx = context.WithValue(ctx, hostConnKey{}, conn)
 	}
 	if err := s.impl.Configure(ctx, req); err != nil {
 		return nil, statusError(err, CodeInvalidArguments)

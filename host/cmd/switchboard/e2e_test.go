@@ -438,7 +438,7 @@ func TestCLI(t *testing.T) {
 				t.Errorf("inspect row %+v, want ready, protocol 2, a pid", r)
 			}
 		}
-		if !slices.Equal(names, []string{"filesystem", "bash", "git", "web", "hello", "fx"}) {
+		if !slices.Equal(names, []string{"filesystem", "bash", "git", "web", "switchboard", "hello", "fx"}) {
 			t.Errorf("inspect servers = %v", names)
 		}
 	})

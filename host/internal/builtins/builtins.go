@@ -1,5 +1,5 @@
 // Package builtins is the one list of the plugins that ship inside the
-// switchboard binary: filesystem, bash, git and web. Everything in the host
+// switchboard binary: filesystem, bash, git, web and switchboard. Everything in the host
 // that needs to know them asks here: config (the settings type each
 // `builtin "NAME" {}` block decodes into), the loader (what each one's
 // sandbox grants by default), and the CLI (which plugin `switchboard
@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/plugins/git"
+	"github.com/switchboard-mcp/switchboard/plugins/switchboard"
 	"github.com/switchboard-mcp/switchboard/plugins/web"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
@@ -40,6 +41,13 @@ type Builtin struct {
 	// Grants says what its sandbox allows by default, before the
 	// operator's sandbox block widens or narrows it (README, Security).
 	Grants func(projectDir string, settings []byte) Grants
+	// Default means it runs without a block naming it (only
+	// `builtin "NAME" { enabled = false }` turns it off); the others run
+	// only when a block names them.
+	Default bool
+	// AskFirst lists its tools that a person approves before they run
+	// when no allow rule matches, even under the default policy (allow).
+	AskFirst []string
 }
 
 // Grants is what a built-in's sandbox allows without a sandbox block.
@@ -90,7 +98,22 @@ var all = []Builtin{
 		// Fetching pages is its job; it writes nothing of the project.
 		Grants: func(string, []byte) Grants { return Grants{Network: true} },
 	},
+	{
+		Name:        switchboard.Name,
+		New:         switchboard.New,
+		NewSettings: func() any { return &switchboard.Settings{} },
+		// It reaches the host only through its back-channel (package
+		// hostapi): no file system writes, no network.
+		Grants:   func(string, []byte) Grants { return Grants{} },
+		Default:  true,
+		AskFirst: []string{switchboard.ToolRestart},
+	},
 }
+
+// Reserved is the server name of the built-in introspection server: no
+// plugin block, external server or discovered plugin may take it, even
+// while the built-in is turned off.
+const Reserved = switchboard.Name
 
 // All returns every built-in, in documented order. The slice is a copy.
 func All() []Builtin { return slices.Clone(all) }
@@ -102,6 +125,18 @@ func Lookup(name string) (Builtin, bool) {
 		return Builtin{}, false
 	}
 	return all[i], true
+}
+
+// AskFirst lists the built-ins' tools (canonical "<server>.<tool>") that
+// ask before they run unless an allow rule matches (registry.Policy).
+func AskFirst() []string {
+	var out []string
+	for _, b := range all {
+		for _, t := range b.AskFirst {
+			out = append(out, b.Name+"."+t)
+		}
+	}
+	return out
 }
 
 // Names lists the built-ins' names, in documented order.

@@ -77,6 +77,7 @@ func TestGrants(t *testing.T) {
 		{"bash", `{}`, Grants{Write: []string{"/p"}}},
 		{"git", `{}`, Grants{Write: []string{"/p"}}},
 		{"web", `{}`, Grants{Network: true}},
+		{"switchboard", `{}`, Grants{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+tt.settings, func(t *testing.T) {

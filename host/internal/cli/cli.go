@@ -34,6 +34,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
+	"github.com/switchboard-mcp/switchboard/host/internal/hostapi"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/logbook"
 	"github.com/switchboard-mcp/switchboard/host/internal/metrics"
@@ -244,11 +245,22 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 	} else {
 		a.stopTraces = stop
 	}
-	h, err := loader.Start(ctx, cfg, loader.Options{Logger: log, WaitAll: oneShot})
+	h, err := loader.Start(ctx, cfg, loader.Options{Logger: log, WaitAll: oneShot, HostService: hostService})
 	if h == nil {
 		return nil, nil, nil, fail(2, "%v", err)
 	}
 	return cfg, h, log, nil
+}
+
+// hostService is the back-channel of the built-in switchboard server: the
+// same servers `switchboard status --json` shows and the same restart as
+// `switchboard restart NAME`.
+func hostService(h *loader.Host) launcher.HostService {
+	return &hostapi.Service{
+		Registry: h.Registry(),
+		Servers:  func() any { return ServerInfos(h.Registry()) },
+		Restart:  h.Restart,
+	}
 }
 
 func (a *app) stop(reg *registry.Registry, cfg *config.Config) {

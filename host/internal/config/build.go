@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -52,6 +53,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	for _, bs := range fs.Builtins {
 		b.builtin(bs)
 	}
+	b.defaultBuiltins()
 	for _, ps := range fs.Plugins {
 		b.plugin(ps)
 	}
@@ -338,9 +340,25 @@ func (b *builder) builtin(s builtinSchema) {
 		Timeouts: b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
 }
 
+// defaultBuiltins enables the built-ins that run without a block
+// (builtins.Builtin.Default) unless a block names them.
+func (b *builder) defaultBuiltins() {
+	for _, bi := range builtins.All() {
+		if _, named := b.seen["builtin "+bi.Name]; named || !bi.Default {
+			continue
+		}
+		settings, _ := json.Marshal(bi.NewSettings())
+		b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: bi.Name, Settings: settings, Restart: b.cfg.Restart})
+	}
+}
+
 // builtinName refuses a plugin or external block named like a built-in
 // (kind as in a summary, and as in the sentence), and reports whether it did.
 func (b *builder) builtinName(kind, noun, name string, r hcl.Range) bool {
+	if name == builtins.Reserved {
+		b.errAt(r, kind+" named like a built-in", fmt.Sprintf("%q is reserved for the built-in introspection server (on by default; builtin %q { enabled = false } turns it off, and the name stays reserved); give the %s another name.", name, name, noun))
+		return true
+	}
 	if _, taken := builtins.Lookup(name); !taken {
 		return false
 	}
@@ -476,6 +494,12 @@ func (b *builder) importMCPJSON(on *bool) {
 	}
 	for _, x := range mj {
 		if _, dup := b.seen["external "+x.Name]; dup {
+			continue
+		}
+		if x.Name == builtins.Reserved {
+			r := b.at("import_mcp_json")
+			b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: ".mcp.json server named like a built-in",
+				Detail: fmt.Sprintf("%s: the server %q is not imported: the name is reserved for the built-in introspection server; rename it there.", b.cfg.MCPJSON, x.Name), Subject: &r})
 			continue
 		}
 		b.cfg.Externals = append(b.cfg.Externals, x)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,8 +50,8 @@ permissions {
 	if cfg.ProjectDir != real {
 		t.Errorf("ProjectDir = %q, want %q", cfg.ProjectDir, real)
 	}
-	if len(cfg.Builtins) != 2 || cfg.Builtins[0].Name != "filesystem" || cfg.Builtins[1].Name != "bash" {
-		t.Fatalf("Builtins = %+v, want filesystem, bash (git disabled)", cfg.Builtins)
+	if len(cfg.Builtins) != 3 || cfg.Builtins[0].Name != "filesystem" || cfg.Builtins[1].Name != "bash" || cfg.Builtins[2].Name != "switchboard" {
+		t.Fatalf("Builtins = %+v, want filesystem, bash (git disabled), switchboard (on by default)", cfg.Builtins)
 	}
 	var fs struct{ Roots []string }
 	if err := json.Unmarshal(cfg.Builtins[0].Settings, &fs); err != nil || len(fs.Roots) != 1 || fs.Roots[0] != filepath.Join(dir, "extra") {
@@ -104,6 +105,9 @@ func TestDiagnostics(t *testing.T) {
 		{"bad tool call_timeout", "plugin \"a\" {\n  path = \"x\"\n  tool \"t\" {\n    call_timeout = \"30\"\n  }\n}\n", "is not a positive duration", "config.hcl:4:5"},
 		{"duplicate tool block", "builtin \"bash\" {\n  tool \"run\" {}\n  tool \"run\" {}\n}\n", "Duplicate tool block", "config.hcl:3:3"},
 		{"plugin named like a built-in", "plugin \"git\" { path = \"x\" }\n", "Plugin named like a built-in", "config.hcl:1:1"},
+		{"plugin named switchboard", "plugin \"switchboard\" { path = \"x\" }\n", "is reserved for the built-in introspection server", "config.hcl:1:1"},
+		{"plugin named switchboard while it is off", "builtin \"switchboard\" { enabled = false }\nplugin \"switchboard\" { path = \"x\" }\n", "the name stays reserved", "config.hcl:2:1"},
+		{"external named switchboard", "external \"switchboard\" { command = \"a\" }\n", "is reserved for the built-in introspection server", "config.hcl:1:1"},
 		{"bad prefix", "plugin \"a\" {\n path = \"x\"\n prefix = \"a.b\"\n}\n", "Invalid prefix", "config.hcl:3:2"},
 		{"bad audit_max_bytes", "\naudit_max_bytes = 10\n", "audit_max_bytes must be at least 4096", "config.hcl:2:1"},
 		{"bad log_level", "log_level = \"loud\"\n", "Invalid log_level", "config.hcl:1:1"},
@@ -342,5 +346,41 @@ external "e" { command = "x" }
 	}
 	if e := res.Config.Expose; e.Mode != ExposeAll || e.BudgetTokens != DefaultToolBudgetTokens {
 		t.Errorf("Expose = %+v, want all and the default budget", e)
+	}
+}
+
+// TestSwitchboardOnByDefault checks that the built-in switchboard server
+// runs without a block and that only enabled = false turns it off.
+func TestSwitchboardOnByDefault(t *testing.T) {
+	names := func(cfg *Config) []string {
+		var out []string
+		for _, b := range cfg.Builtins {
+			out = append(out, b.Name)
+		}
+		return out
+	}
+	tests := []struct {
+		name, src string
+		want      []string
+		disabled  bool
+	}{
+		{"no block", "builtin \"git\" {}\n", []string{"git", "switchboard"}, false},
+		{"a block", "builtin \"switchboard\" {}\nbuiltin \"git\" {}\n", []string{"switchboard", "git"}, false},
+		{"turned off", "builtin \"switchboard\" { enabled = false }\nbuiltin \"git\" {}\n", []string{"git"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := load(t, tt.src)
+			if res.Diags.HasErrors() {
+				t.Fatalf("Load: %s", res.Diags.Error())
+			}
+			if diff := cmp.Diff(tt.want, names(res.Config)); diff != "" {
+				t.Errorf("Builtins (-want +got):\n%s", diff)
+			}
+			off := slices.ContainsFunc(res.Config.Disabled, func(d Disabled) bool { return d.Name == "switchboard" })
+			if off != tt.disabled {
+				t.Errorf("switchboard disabled = %v, want %v", off, tt.disabled)
+			}
+		})
 	}
 }

@@ -385,6 +385,7 @@ func TestShortPathSingleToolServerDown(t *testing.T) {
 	cfg := fmt.Sprintf(`project_dir = "p"
 data_dir = "state"
 watch_config = false
+builtin "switchboard" { enabled = false }   # one server with one tool
 plugin "hi" {
   path = %q
   sandbox { mode = "off" }

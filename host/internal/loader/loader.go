@@ -61,6 +61,11 @@ type Options struct {
 	// tools, call, inspect). Otherwise servers not up within StartWait
 	// join later (serve).
 	WaitAll bool
+	// HostService, if set, makes the back-channel of the built-in
+	// `switchboard` server for the started host (package hostapi); it is
+	// given to that built-in alone. Without it the built-in's tools answer
+	// that the host offers none.
+	HostService func(*Host) launcher.HostService
 }
 
 type job struct {
@@ -95,6 +100,8 @@ type Host struct {
 	// hidden is the identity of each hidden control-plane file as the
 	// running sandboxes' mounts cover it (see Rehide).
 	hidden map[string]fileID
+	// hostSvc is the switchboard built-in's back-channel (nil: none).
+	hostSvc launcher.HostService
 }
 
 // Load starts everything the config names and returns the registry. See
@@ -132,7 +139,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	if err != nil {
 		return nil, err
 	}
-	policy := &registry.Policy{Allow: perms.Allow, Deny: perms.Deny, Default: def, Access: access, Source: filepath.Base(cfg.File)}
+	policy := &registry.Policy{Allow: perms.Allow, Deny: perms.Deny, Default: def, Access: access, Source: filepath.Base(cfg.File), AskFirst: builtins.AskFirst()}
 	if err := policy.Load(filepath.Join(cfg.DataDir, PermissionsFile)); err != nil {
 		return nil, err
 	}
@@ -146,6 +153,9 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		registry.WithWarnings(log.Warn))
 	reg.SetCallTimeouts(CallTimeouts(cfg))
 	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg)}
+	if opts.HostService != nil {
+		h.hostSvc = opts.HostService(h)
+	}
 	h.sup = supervisor.New(log, reg.Refresh)
 	h.gate = pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
 	reg.OnEvent(h.vetListChange)
@@ -154,7 +164,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 
 	run, pending := gateMCPJSON(cfg)
 	reg.SetDisabled(append(disabledOf(cfg), pending...))
-	jobs := Jobs(run, self)
+	jobs := h.withHostService(Jobs(run, self))
 	for _, j := range jobs {
 		h.jobs[jobKey(j)] = j
 	}
@@ -285,7 +295,10 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 	name := j.spec.Name
 	if err == nil && j.discovered {
 		p := inst.(*launcher.Plugin)
-		if reported := p.Describe().GetName(); registry.NameRE.MatchString(reported) {
+		if reported := p.Describe().GetName(); reported == builtins.Reserved {
+			_ = p.Close(ctx)
+			err = &ReservedNameError{Path: j.spec.Path}
+		} else if registry.NameRE.MatchString(reported) {
 			p.Rename(reported)
 			name = reported
 		} else {
@@ -532,7 +545,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	run, pending := gateMCPJSON(next)
 	h.reg.SetDisabled(append(disabledOf(next), pending...))
 
-	newJobs := Jobs(run, h.self)
+	newJobs := h.withHostService(Jobs(run, h.self))
 	byKey := map[string]job{}
 	for _, j := range newJobs {
 		byKey[jobKey(j)] = j
@@ -753,7 +766,7 @@ func Jobs(cfg *config.Config, self string) []job {
 				Sandbox:        Confinement(cfg, registry.KindBuiltin, b.Name, b.Sandbox, b.Settings, state, self),
 			},
 			kind:    registry.KindBuiltin,
-			source:  fmt.Sprintf("builtin %q (%s)", b.Name, rangeText(cfg, b.Range.Filename, b.Range.Start.Line)),
+			source:  builtinSource(cfg, b),
 			restart: b.Restart,
 		})
 	}
@@ -814,6 +827,8 @@ func Jobs(cfg *config.Config, self string) []job {
 			gate:       gate,
 		}
 		switch pin := lock.Pin(name); {
+		case name == builtins.Reserved:
+			j.refused = &ReservedNameError{Path: path}
 		case lockErr != nil:
 		case pin != "":
 			j.spec.SHA256, j.spec.PinnedBy = pin, lock.Path
@@ -825,6 +840,38 @@ func Jobs(cfg *config.Config, self string) []job {
 		jobs = append(jobs, j)
 	}
 	return withReattach(jobs)
+}
+
+// ReservedNameError is a discovered plugin named like the built-in
+// `switchboard` server, a name no other server may take.
+type ReservedNameError struct {
+	Path string
+}
+
+func (e *ReservedNameError) Error() string {
+	return fmt.Sprintf("loader: discovered plugin %s is named %q, which is reserved for the built-in introspection server; rename the binary (and the name it reports)", e.Path, builtins.Reserved)
+}
+
+// withHostService gives the built-in switchboard server its back-channel.
+func (h *Host) withHostService(jobs []job) []job {
+	if h.hostSvc == nil {
+		return jobs
+	}
+	for i := range jobs {
+		if jobs[i].kind == registry.KindBuiltin && jobs[i].spec.Name == builtins.Reserved {
+			jobs[i].spec.HostService = h.hostSvc
+		}
+	}
+	return jobs
+}
+
+// builtinSource names where a built-in comes from: its block, or "on by
+// default" for one that runs without a block.
+func builtinSource(cfg *config.Config, b *config.Builtin) string {
+	if b.Range.Filename == "" {
+		return fmt.Sprintf("builtin %q (on by default)", b.Name)
+	}
+	return fmt.Sprintf("builtin %q (%s)", b.Name, rangeText(cfg, b.Range.Filename, b.Range.Start.Line))
 }
 
 // UnlockedError is a discovered plugin the lock file does not list: every

@@ -78,7 +78,7 @@ plugin "hello" { path = "$HELLO" }
 	for _, e := range reg.Entries() {
 		names = append(names, fmt.Sprintf("%s/%s", e.Server.Name(), e.Kind))
 	}
-	if got := strings.Join(names, " "); got != "filesystem/builtin bash/builtin git/builtin web/builtin hello/plugin" {
+	if got := strings.Join(names, " "); got != "filesystem/builtin bash/builtin git/builtin web/builtin switchboard/builtin hello/plugin" {
 		t.Errorf("registered %s", got)
 	}
 	if got := call(t, reg, "hello.greet", `{"name":"Ada"}`); !strings.Contains(got, "Ada") {

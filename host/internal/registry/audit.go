@@ -13,11 +13,14 @@ import (
 
 // AuditRecord is one line of audit.jsonl.
 type AuditRecord struct {
-	Time       time.Time `json:"time"`
-	Client     string    `json:"client"`
-	Tool       string    `json:"tool"`
-	ArgsSHA256 string    `json:"args_sha256"`
-	ArgsSize   int       `json:"args_size"`
+	Time time.Time `json:"time"`
+	// CallID names the call in this host (a caller's recent_calls and
+	// why_refused use it); empty for a control action.
+	CallID     string `json:"call_id,omitempty"`
+	Client     string `json:"client"`
+	Tool       string `json:"tool"`
+	ArgsSHA256 string `json:"args_sha256"`
+	ArgsSize   int    `json:"args_size"`
 	// Decision is allow, deny, ask, approved, invalid or unknown.
 	Decision   string  `json:"decision"`
 	Rule       string  `json:"rule,omitempty"`
@@ -32,7 +35,10 @@ type AuditRecord struct {
 	Repeats int `json:"repeats,omitempty"`
 
 	// Action is set for a control-socket request instead of a tool call
-	// (Tool is then empty): status, restart, reload, connect, disconnect.
+	// (Tool is then empty): status, restart, reload, connect, disconnect;
+	// or for a request of the switchboard built-in to its host service
+	// (Client "plugin:switchboard"): host.list_servers, host.restart_server,
+	// host.why_refused, host.recent_calls.
 	Action string `json:"action,omitempty"`
 	// Target is the server a control action names.
 	Target string `json:"target,omitempty"`

@@ -34,6 +34,11 @@ type Policy struct {
 	Access  Access  // the zero Access means AccessWrite
 	// Source names where the rules live, for messages ("config.hcl").
 	Source string
+	// AskFirst lists tools (canonical names) that a person approves
+	// before they run when no allow rule matches, even when the default
+	// is allow: a deny default still refuses them, and an allow rule or a
+	// saved "always allow" still lets them run (switchboard.restart_server).
+	AskFirst []string
 
 	mu           sync.RWMutex
 	runtimeAllow []string
@@ -50,6 +55,7 @@ type rules struct {
 	def                   Verdict
 	access                Access
 	source                string
+	askFirst              []string
 }
 
 // rules reads the policy once.
@@ -58,7 +64,7 @@ func (p *Policy) rules() rules {
 	defer p.mu.RUnlock()
 	return rules{
 		allow: p.Allow, deny: p.Deny, savedAllow: p.runtimeAllow, savedDeny: p.runtimeDeny,
-		def: p.Default, access: p.Access, source: sourceName(p.Source),
+		def: p.Default, access: p.Access, source: sourceName(p.Source), askFirst: p.AskFirst,
 	}
 }
 
@@ -117,6 +123,9 @@ func (r rules) decide(tool string, patterns []string) Decision {
 	}
 	switch r.def {
 	case 0, Allow:
+		if slices.Contains(r.askFirst, tool) {
+			return Decision{Verdict: Ask, Reason: ByDefault, Pending: pending}
+		}
 		return Decision{Verdict: Allow, Reason: ByDefault}
 	case Ask:
 		return Decision{Verdict: Ask, Reason: ByDefault, Pending: pending}
@@ -134,7 +143,7 @@ func (p *Policy) Check(tool string, patterns []string) error {
 	case Allow:
 		return nil
 	case Ask:
-		return Approval{Tool: tool, Pending: d.Pending, Source: r.source}.Required()
+		return Approval{Tool: tool, Pending: d.Pending, Source: r.source, AskFirst: r.def != Ask}.Required()
 	}
 	return r.refusal(tool, d)
 }

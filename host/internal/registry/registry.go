@@ -163,6 +163,7 @@ type Registry struct {
 	watchers    sync.WaitGroup
 
 	observers atomic.Pointer[observers]
+	recent    *recentLog
 
 	inflight sync.WaitGroup
 	closing  bool
@@ -245,6 +246,7 @@ func New(policy *Policy, opts ...Option) *Registry {
 	r := &Registry{
 		policy: policy, entries: map[string]*Entry{}, baseCtx: ctx, cancel: cancel,
 		dupLimit: DefaultDuplicateLimit, last: map[string]dupState{}, log: func(string, ...any) {},
+		recent: newRecentLog(),
 	}
 	for _, o := range opts {
 		o(r)
@@ -524,8 +526,10 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	start := time.Now()
 	args = normalizeArgs(args)
 	argsSum := sha256Hex(args)
-	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
+	rec := AuditRecord{Time: start.UTC(), CallID: r.recent.id(), Client: clientOf(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
 	var t Tool // once looked up
+	var pol rules
+	var d Decision
 	obs := r.observers.Load()
 	var span trace.Span
 	if tracing.Enabled() {
@@ -549,6 +553,11 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		if aerr := r.audit.Write(rec); aerr != nil {
 			r.log("audit record not written", "error", aerr)
 		}
+		var why *Refusal
+		if rec.Outcome == "refused" {
+			why = explain(pol, t, d, &rec)
+		}
+		r.recent.add(rec, why)
 		obs.ended(t.Server, t.Tool.GetName(), &rec, elapsed)
 		if span != nil {
 			endSpan(span, t, &rec)
@@ -572,12 +581,12 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		return nil, err
 	}
 	obs.started(t.Server, t.Tool.GetName())
-	pol := r.policy.rules()
+	pol = r.policy.rules()
 	if err := r.validate(pol, t, args); err != nil {
 		rec.Decision, rec.Outcome = "invalid", "refused"
 		return nil, err
 	}
-	d, err := r.decide(ctx, pol, t, args)
+	d, err = r.decide(ctx, pol, t, args)
 	rec.Decision, rec.Rule = d.Verdict.String(), d.auditRule()
 	if span != nil {
 		span.AddEvent("policy", trace.WithAttributes(attribute.String("switchboard.decision", rec.Decision), attribute.String("switchboard.rule", rec.Rule)))
@@ -648,11 +657,12 @@ func (r *Registry) Audit(rec AuditRecord) {
 // client sent them, decision as in AuditRecord.
 func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, decision string, err error) {
 	args = normalizeArgs(args)
-	rec := AuditRecord{Client: clientOf(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args), Decision: decision, Outcome: "refused"}
+	rec := AuditRecord{Time: time.Now().UTC(), CallID: r.recent.id(), Client: clientOf(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args), Decision: decision, Outcome: "refused"}
 	if err != nil {
 		rec.Error = err.Error()
 	}
 	r.Audit(rec)
+	r.recent.add(rec, explain(r.policy.rules(), Tool{}, Decision{}, &rec))
 	r.observers.Load().ended("", "", &rec, 0)
 }
 
@@ -751,7 +761,7 @@ func (r *Registry) settle(ctx context.Context, pol rules, t Tool, args []byte, d
 	case Allow:
 		return nil
 	case Ask:
-		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source}
+		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source, AskFirst: pol.def != Ask}
 		approver := approverFrom(ctx)
 		if approver == nil {
 			return a.Required()

@@ -224,6 +224,9 @@ type Approval struct {
 	Pending []Pending
 	// Source names where the rules live, for messages ("config.hcl").
 	Source string
+	// AskFirst says the tool is asked about although the default is not
+	// ask (Policy.AskFirst).
+	AskFirst bool
 }
 
 // Rules are what an "always" answer stores (see Pending.Rule).
@@ -269,8 +272,12 @@ type ApprovalRequiredError struct {
 }
 
 func (e *ApprovalRequiredError) Error() string {
-	return fmt.Sprintf("%s needs approval: no allow rule matches %s and the default is ask; approve it when asked, or add %s to permissions.allow in %s",
-		e.Tool, e.What(), quoteAll(e.Pending), sourceName(e.Source))
+	why := "the default is ask"
+	if e.AskFirst {
+		why = "this tool asks first whatever the default"
+	}
+	return fmt.Sprintf("%s needs approval: no allow rule matches %s and %s; approve it when asked, or add %s to permissions.allow in %s",
+		e.Tool, e.What(), why, quoteAll(e.Pending), sourceName(e.Source))
 }
 
 // Is makes errors.Is(err, protocol.ErrPermissionDenied) true: the call did

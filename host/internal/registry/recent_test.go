@@ -1,0 +1,107 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/internal/caller"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+)
+
+// explainServer has a READ tool, "look", and a WRITE tool, "put", whose
+// argument "path" is required.
+type explainServer struct{ stubServer }
+
+func (s *explainServer) Describe() *pluginv1.DescribeResponse {
+	return &pluginv1.DescribeResponse{Name: s.name, Tools: []*pluginv1.Tool{
+		{Name: "look", InputSchema: []byte(`{"type":"object"}`), Access: pluginv1.Access_ACCESS_READ},
+		{Name: "put", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`), Access: pluginv1.Access_ACCESS_WRITE},
+	}}
+}
+
+func (s *explainServer) Call(context.Context, string, []byte, toolcall.ProgressFunc) (*toolcall.Result, error) {
+	return &toolcall.Result{Content: []toolcall.Content{toolcall.TextContent("ok")}}, nil
+}
+
+// TestWhyRefused refuses calls by each guard for real and checks what the
+// registry recorded at refusal time: which guard, the rule or patterns,
+// and what would allow the call.
+func TestWhyRefused(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy *Policy
+		tool   string
+		args   string
+		by     string
+		rule   string
+		allow  string // a substring of Allow
+	}{
+		{"unknown tool", nil, "x.nope", `{}`, "unknown tool", "", "tools/list"},
+		{"arguments", nil, "x.put", `{}`, "arguments", "", "input schema"},
+		{"access", &Policy{Access: AccessRead, Source: "c.hcl"}, "x.put", `{"path":"a"}`, "access", "", `access = "write"`},
+		{"deny rule", &Policy{Deny: []string{"x.put"}, Source: "c.hcl"}, "x.put", `{"path":"a"}`, "rule", "x.put", `deny rule "x.put"`},
+		{"default deny", &Policy{Default: Deny, Allow: []string{"x.look"}, Source: "c.hcl"}, "x.put", `{"path":"a"}`, "default", "", `permissions { allow = ["x.put"] } in c.hcl`},
+		{"ask, nobody asked", &Policy{Default: Ask, Source: "c.hcl"}, "x.put", `{"path":"a"}`, "approval", "", "approval when asked"},
+		{"ask first", &Policy{Default: Allow, AskFirst: []string{"x.put"}, Source: "c.hcl"}, "x.put", `{"path":"a"}`, "approval", "", `permissions { allow = ["x.put"] } in c.hcl`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := New(tt.policy, WithDuplicateLimit(0))
+			if err := reg.Register(&explainServer{stubServer{name: "x"}}, KindPlugin, "test"); err != nil {
+				t.Fatal(err)
+			}
+			alice := caller.With(t.Context(), "alice")
+			if _, err := reg.Call(alice, tt.tool, []byte(tt.args), nil); err == nil {
+				t.Fatalf("Call(%s) ran; want a refusal", tt.tool)
+			}
+			// A later call that runs: the most recent refusal is still found.
+			if tt.policy == nil || tt.policy.Default != Ask {
+				if _, err := reg.Call(alice, "x.look", []byte(`{}`), nil); err != nil {
+					t.Fatalf("x.look: %v", err)
+				}
+			}
+			why, err := reg.WhyRefused("alice", "")
+			if err != nil {
+				t.Fatalf("WhyRefused: %v", err)
+			}
+			if why.Tool != tt.tool || why.By != tt.by || why.Rule != tt.rule || !strings.Contains(strings.Join(why.Allow, "\n"), tt.allow) || why.Error == "" {
+				t.Errorf("WhyRefused = %+v, want tool %s by %q rule %q allow ~%q", why, tt.tool, tt.by, tt.rule, tt.allow)
+			}
+			// By id, and never for another caller.
+			if again, err := reg.WhyRefused("alice", why.CallID); err != nil || again.CallID != why.CallID {
+				t.Errorf("WhyRefused(%s) = %+v, %v", why.CallID, again, err)
+			}
+			if _, err := reg.WhyRefused("bob", why.CallID); !errors.Is(err, ErrNoSuchRefusal) {
+				t.Errorf("bob's WhyRefused(%s) = %v, want ErrNoSuchRefusal", why.CallID, err)
+			}
+		})
+	}
+}
+
+func TestRecentCallsAreTheCallersOwn(t *testing.T) {
+	reg := New(nil, WithDuplicateLimit(0))
+	if err := reg.Register(&explainServer{stubServer{name: "x"}}, KindPlugin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i, who := range []string{"alice", "bob", "alice"} {
+		if _, err := reg.Call(caller.With(t.Context(), who), "x.look", []byte(`{}`), nil); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	got := reg.RecentCalls("alice", 10)
+	if len(got) != 2 || got[0].Client != "alice" || got[1].Client != "alice" || got[0].CallID == got[1].CallID || got[0].Outcome != "ok" {
+		t.Errorf("RecentCalls(alice) = %+v, want her two calls", got)
+	}
+	if got := reg.RecentCalls("alice", 1); len(got) != 1 {
+		t.Errorf("RecentCalls(alice, 1) = %d calls", len(got))
+	}
+	if got := reg.RecentCalls("carol", 10); len(got) != 0 {
+		t.Errorf("RecentCalls(carol) = %+v, want none", got)
+	}
+	if _, err := reg.WhyRefused("alice", ""); !errors.Is(err, ErrNoSuchRefusal) {
+		t.Errorf("WhyRefused with no refusal: %v", err)
+	}
+}
