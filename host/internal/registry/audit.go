@@ -13,11 +13,14 @@ import (
 
 // AuditRecord is one line of audit.jsonl.
 type AuditRecord struct {
-	Time       time.Time `json:"time"`
-	Client     string    `json:"client"`
-	Tool       string    `json:"tool"`
-	ArgsSHA256 string    `json:"args_sha256"`
-	ArgsSize   int       `json:"args_size"`
+	Time   time.Time `json:"time"`
+	Client string    `json:"client"`
+	// Caller is the authenticated caller (a token's name or a JWT's
+	// subject), absent when nobody authenticated.
+	Caller     string `json:"caller,omitempty"`
+	Tool       string `json:"tool"`
+	ArgsSHA256 string `json:"args_sha256"`
+	ArgsSize   int    `json:"args_size"`
 	// Decision is allow, deny, ask, approved, invalid or unknown.
 	Decision   string  `json:"decision"`
 	Rule       string  `json:"rule,omitempty"`

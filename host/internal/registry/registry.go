@@ -523,7 +523,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	start := time.Now()
 	args = normalizeArgs(args)
 	argsSum := sha256Hex(args)
-	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
+	rec := AuditRecord{Time: start.UTC(), Client: clientOf(ctx), Caller: CallerName(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
 	var t Tool // once looked up
 	obs := r.observers.Load()
 	var span trace.Span
@@ -571,7 +571,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		return nil, err
 	}
 	obs.started(t.Server, t.Tool.GetName())
-	pol := r.policy.rules()
+	pol := r.policy.rulesFor(CallerFrom(ctx))
 	if err := r.validate(pol, t, args); err != nil {
 		rec.Decision, rec.Outcome = "invalid", "refused"
 		return nil, err
@@ -621,6 +621,9 @@ func endSpan(span trace.Span, t Tool, rec *AuditRecord) {
 		attribute.String("switchboard.decision", rec.Decision),
 		attribute.String("switchboard.outcome", rec.Outcome),
 	)
+	if rec.Caller != "" {
+		span.SetAttributes(attribute.String("enduser.id", rec.Caller))
+	}
 	if rec.Outcome != "ok" {
 		span.SetStatus(codes.Error, rec.Outcome+": "+rec.Error)
 	}
@@ -647,7 +650,7 @@ func (r *Registry) Audit(rec AuditRecord) {
 // client sent them, decision as in AuditRecord.
 func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, decision string, err error) {
 	args = normalizeArgs(args)
-	rec := AuditRecord{Client: clientOf(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args), Decision: decision, Outcome: "refused"}
+	rec := AuditRecord{Client: clientOf(ctx), Caller: CallerName(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args), Decision: decision, Outcome: "refused"}
 	if err != nil {
 		rec.Error = err.Error()
 	}
@@ -702,6 +705,9 @@ func (ob *observers) ended(server, tool string, rec *AuditRecord, elapsed time.D
 }
 
 func (r *Registry) validate(pol rules, t Tool, args []byte) error {
+	if pol.access.Permits(t.Access()) && !pol.caller.Visible(t.Access()) {
+		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and caller %q has access = %q (%s); call it with a token that has write access", t.Name, pol.caller.Name, pol.caller.Access, pol.caller.source())
+	}
 	if !pol.visible(t) {
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and this host is configured with access = \"read\"", t.Name)
 	}
@@ -750,7 +756,7 @@ func (r *Registry) settle(ctx context.Context, pol rules, t Tool, args []byte, d
 	case Allow:
 		return nil
 	case Ask:
-		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source}
+		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source, Caller: CallerName(ctx)}
 		approver := approverFrom(ctx)
 		if approver == nil {
 			return a.Required()

@@ -172,6 +172,9 @@ type Decision struct {
 	// Pending are the call's patterns that no allow rule matched, for a
 	// verdict reached ByDefault.
 	Pending []Pending
+	// Caller is set when the authenticated caller's own rules reached the
+	// verdict (its name).
+	Caller string
 }
 
 // Rules are the rules an "always" answer about the call stores: one per
@@ -224,6 +227,10 @@ type Approval struct {
 	Pending []Pending
 	// Source names where the rules live, for messages ("config.hcl").
 	Source string
+	// Caller is the authenticated caller that made the call ("" for
+	// none): its "always" answers are kept for it alone
+	// (Policy.RememberFor).
+	Caller string
 }
 
 // Rules are what an "always" answer stores (see Pending.Rule).
