@@ -131,15 +131,22 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 	}
 	ids := &sessionIDs{max: opts.MaxSessions}
 	f.httpSessions.Store(ids)
-	mcpHTTP := server.NewStreamableHTTPServer(f.srv,
+	// With auth, requests from beyond this machine are expected: the
+	// token decides, not the Host header (a browser never sends a bearer
+	// token by itself, so DNS rebinding gains nothing), and a proxy on
+	// this machine may pass the public Host on.
+	authOn := opts.Auth.Enabled()
+	remote := opts.AllowRemote || authOn
+	hopts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(EndpointPath),
 		server.WithSessionIdManager(ids),
 		server.WithSessionIdleTTL(opts.SessionIdleTTL),
-		server.WithHeartbeatInterval(30*time.Second),
-	)
-	// With auth, requests from beyond this machine are expected: the
-	// token decides, not the Host header.
-	remote := opts.AllowRemote || opts.Auth.Enabled()
+		server.WithHeartbeatInterval(30 * time.Second),
+	}
+	if authOn {
+		hopts = append(hopts, server.WithDisableLocalhostProtection(true))
+	}
+	mcpHTTP := server.NewStreamableHTTPServer(f.srv, hopts...)
 	drain := newDrain()
 	guard := func(h http.Handler) http.Handler { return checkOrigin(ln.Addr(), remote, opts.Auth.Require(h)) }
 	mux := http.NewServeMux()

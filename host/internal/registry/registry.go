@@ -572,6 +572,12 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	}
 	obs.started(t.Server, t.Tool.GetName())
 	pol := r.policy.rulesFor(CallerFrom(ctx))
+	if pol.access.Permits(t.Access()) && !pol.caller.Visible(t.Access()) {
+		// The caller's access level, not the host's, refuses the tool: a
+		// rule's refusal, counted as one.
+		rec.Decision, rec.Rule, rec.Outcome = "deny", "caller-access", "refused"
+		return nil, protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and caller %q has access = %q (%s); call it with a token that has write access", t.Name, pol.caller.Name, pol.caller.Access, pol.caller.source())
+	}
 	if err := r.validate(pol, t, args); err != nil {
 		rec.Decision, rec.Outcome = "invalid", "refused"
 		return nil, err
@@ -705,9 +711,6 @@ func (ob *observers) ended(server, tool string, rec *AuditRecord, elapsed time.D
 }
 
 func (r *Registry) validate(pol rules, t Tool, args []byte) error {
-	if pol.access.Permits(t.Access()) && !pol.caller.Visible(t.Access()) {
-		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and caller %q has access = %q (%s); call it with a token that has write access", t.Name, pol.caller.Name, pol.caller.Access, pol.caller.source())
-	}
 	if !pol.visible(t) {
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and this host is configured with access = \"read\"", t.Name)
 	}
