@@ -27,6 +27,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/auth"
 	"github.com/switchboard-mcp/switchboard/host/internal/auth/authtest"
@@ -79,8 +81,14 @@ func newToken(t *testing.T, e env, name string, access ...string) string {
 // its announced MCP URL; it is killed when the test ends.
 func startHost(t *testing.T, e env, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startHostEnv(t, e, nil, args...)
+}
+
+// startHostEnv is startHost with more environment variables.
+func startHostEnv(t *testing.T, e env, environ []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(e.bins.Switchboard, append([]string{"serve", "--config", e.config}, args...)...)
-	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn")
+	cmd.Env = append(append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn"), environ...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -517,4 +525,30 @@ func TestTeamRemoteBind(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("initialize via Host switchboard.example = %d, want 200", resp.StatusCode)
 	}
+}
+
+// TestTeamTraceNamesTheCaller: a call's span carries the authenticated
+// caller (enduser.id), exported to a real OTLP receiver.
+func TestTeamTraceNamesTheCaller(t *testing.T) {
+	rcv := &receiver{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(gs, rcv)
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+	e := teamSetup(t, "")
+	tok := newToken(t, e, "dev")
+	_, url := startHostEnv(t, e, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(),
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true", "OTEL_BSP_SCHEDULE_DELAY=100"}, "--http", "127.0.0.1:0")
+	c := tokenClient(t, url, tok)
+	if res, err := callTool(t.Context(), c, "fx__echo", map[string]any{"text": "traced"}, nil); err != nil || res.IsError {
+		t.Fatalf("echo = %v %v", resultText(res), err)
+	}
+	waitFor(t, "the call's span naming dev", func() bool {
+		s := rcv.find("tools/call fx.echo")
+		return s != nil && attr(s, "enduser.id") == "dev"
+	})
 }
