@@ -111,3 +111,37 @@ func TestAlwaysDecisionsArePerCaller(t *testing.T) {
 		t.Errorf("permissions.json = %s, want ann's answer under her name", b)
 	}
 }
+
+// TestSessionBelongsToItsCaller: a 2025-11-25 session started with ann's
+// token is not found by a request with bob's token that carries its ID.
+func TestSessionBelongsToItsCaller(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &config.Config{File: filepath.Join(dir, "config.hcl"), DataDir: dir, Auth: &config.Auth{TokensFile: filepath.Join(dir, "tokens.json")}}
+	annTok, _ := auth.NewToken(cfg.Auth.TokensFile, "ann", "write")
+	bobTok, _ := auth.NewToken(cfg.Auth.TokensFile, "bob", "write")
+	v, err := auth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _ := serveHTTP(t, HTTPOptions{Auth: v})
+	resp, err := post(t, url, strings.NewReader(initBody), map[string]string{"Authorization": "Bearer " + annTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("ann's initialize = %d, session %q", resp.StatusCode, id)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for who, want := range map[string]int{bobTok: http.StatusNotFound, annTok: http.StatusOK} {
+		resp, err := post(t, url, strings.NewReader(list), map[string]string{"Authorization": "Bearer " + who, "Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-06-18"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("tools/list in ann's session with token %s…: %d, want %d", who[:8], resp.StatusCode, want)
+		}
+	}
+}

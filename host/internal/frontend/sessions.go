@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
 
 // HTTP sessions, per era of the protocol:
@@ -46,7 +48,72 @@ type sessionIDs struct {
 	// the cap: the idle session used longest ago is ended first.
 	use map[string]*sessionUse
 	max int // most live sessions; 0 = DefaultMaxSessions
+	// owner is the authenticated caller that started each session ("" for
+	// none): a request of another caller does not find the session.
+	owner map[string]string
 }
+
+// bind records caller as the owner of live session id.
+func (s *sessionIDs) bind(id, caller string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, live := s.live[id]; !live {
+		return
+	}
+	if s.owner == nil {
+		s.owner = map[string]string{}
+	}
+	if _, set := s.owner[id]; !set {
+		s.owner[id] = caller
+	}
+}
+
+// ownedBy reports whether session id belongs to caller (a session whose
+// initialize response was never seen belongs to anyone).
+func (s *sessionIDs) ownedBy(id, caller string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	owner, set := s.owner[id]
+	return !set || owner == caller
+}
+
+// bindingWriter binds the session its response announces to the caller
+// of the initialize request it answers.
+type bindingWriter struct {
+	http.ResponseWriter
+	ids    *sessionIDs
+	caller string
+	done   bool
+}
+
+func (b *bindingWriter) bindNow() {
+	if !b.done {
+		b.done = true
+		if id := b.Header().Get(server.HeaderKeySessionID); id != "" {
+			b.ids.bind(id, b.caller)
+		}
+	}
+}
+
+func (b *bindingWriter) WriteHeader(code int) {
+	b.bindNow()
+	b.ResponseWriter.WriteHeader(code)
+}
+
+func (b *bindingWriter) Write(p []byte) (int, error) {
+	b.bindNow()
+	return b.ResponseWriter.Write(p)
+}
+
+// Flush and Unwrap keep streaming working through the wrapper.
+func (b *bindingWriter) Flush() {
+	b.bindNow()
+	if f, ok := b.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (b *bindingWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 
 type sessionUse struct {
 	open     int
@@ -140,6 +207,7 @@ func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 		delete(s.live, id)
 	}
 	delete(s.use, id)
+	delete(s.owner, id)
 	return false, nil
 }
 
@@ -204,8 +272,13 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 					evict(next, r, victim)
 				}
 			}
-			if mcp.IsModernProtocol(metaVersion(m.Params)) || m.Method == string(mcp.MethodInitialize) {
+			if mcp.IsModernProtocol(metaVersion(m.Params)) {
 				next.ServeHTTP(w, r)
+				return
+			}
+			if m.Method == string(mcp.MethodInitialize) {
+				// The session belongs to whoever started it.
+				next.ServeHTTP(&bindingWriter{ResponseWriter: w, ids: ids, caller: registry.CallerName(r.Context())}, r)
 				return
 			}
 		} else if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
@@ -220,7 +293,7 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				return
 			}
 			end := ids.ended(id)
-			if end == nil {
+			if end == nil || !ids.ownedBy(id, registry.CallerName(r.Context())) {
 				http.Error(w, "Not Found: no such session (it ended, or was never started): send initialize to start a new one", http.StatusNotFound)
 				return
 			}
