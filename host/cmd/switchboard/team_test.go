@@ -552,3 +552,28 @@ func TestTeamTraceNamesTheCaller(t *testing.T) {
 		return s != nil && attr(s, "enduser.id") == "dev"
 	})
 }
+
+// TestTeamCallerRulesReload: a changed caller block applies at a reload,
+// without a restart.
+func TestTeamCallerRulesReload(t *testing.T) {
+	e := teamSetup(t, "watch_config = false\ncaller \"dev\" {}")
+	tok := newToken(t, e, "dev")
+	_, url := startHost(t, e, "--http", "127.0.0.1:0")
+	c := tokenClient(t, url, tok)
+	if res, err := callTool(t.Context(), c, "fx__clock", nil, nil); err != nil || res.IsError {
+		t.Fatalf("dev's clock = %v %v", resultText(res), err)
+	}
+	b, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.config, []byte(strings.Replace(string(b), `caller "dev" {}`, `caller "dev" { deny = ["fx.clock"] }`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := run(t, e, "reload", "--config", e.config); code != 0 {
+		t.Fatalf("reload = %d %s", code, errOut)
+	}
+	if res, err := callTool(t.Context(), c, "fx__clock", nil, nil); err != nil || !res.IsError || !strings.Contains(resultText(res), `denied for caller "dev"`) {
+		t.Errorf("dev's clock after the reload = %v %v; want denied by its caller block", resultText(res), err)
+	}
+}
