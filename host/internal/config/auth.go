@@ -103,8 +103,13 @@ type tlsSchema struct {
 	Range        hcl.Range `hcl:",def_range"`
 }
 
-// TokenName is what a static token's or a caller block's name may be.
+// TokenName is what a static token's name may be.
 var TokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}$`)
+
+// CallerName is what a caller block's name may be: a token's name, or a
+// JWT subject as issuers write them ("auth0|5f…", "user@example.com",
+// a UUID).
+var CallerName = regexp.MustCompile(`^[A-Za-z0-9_.@:|+/=-]{1,256}$`)
 
 // auth reads the auth, caller and tls blocks (after folders: the tokens
 // file defaults into data_dir).
@@ -156,8 +161,8 @@ func (b *builder) auth(fs *fileSchema) {
 		}
 	}
 	for _, cs := range fs.Callers {
-		if !TokenName.MatchString(cs.Name) {
-			b.errAt(cs.Range, "Invalid caller name", fmt.Sprintf("caller %q: a caller is named like its token or its JWT subject: letters, digits and _ . @ : - (at most 128).", cs.Name))
+		if !CallerName.MatchString(cs.Name) {
+			b.errAt(cs.Range, "Invalid caller name", fmt.Sprintf("caller %q: a caller is named like its token or its JWT subject: letters, digits and _ . @ : | + / = - (at most 256).", cs.Name))
 		}
 		if prev, dup := b.claim("caller", cs.Name, cs.Range); dup {
 			b.errAt(cs.Range, "Duplicate caller", fmt.Sprintf("caller %q is already defined at %s.", cs.Name, prev))

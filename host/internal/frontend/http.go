@@ -86,7 +86,8 @@ const DefaultBodyTimeout = 30 * time.Second
 const EndpointPath = "/mcp"
 
 // ListenHTTP opens the HTTP listener, refusing non-loopback addresses
-// unless opts allow them. An address without a host means 127.0.0.1.
+// unless opts allow them: AllowRemote, or an Auth that requires tokens. An
+// address without a host means 127.0.0.1.
 func ListenHTTP(addr string, opts HTTPOptions) (net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
