@@ -134,7 +134,13 @@ func TestSessionBelongsToItsCaller(t *testing.T) {
 		t.Fatalf("ann's initialize = %d, session %q", resp.StatusCode, id)
 	}
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
-	for who, want := range map[string]int{bobTok: http.StatusNotFound, annTok: http.StatusOK} {
+	// ann uses her session first (as her client does: notifications/
+	// initialized), then bob tries it.
+	for _, step := range []struct {
+		who  string
+		want int
+	}{{annTok, http.StatusOK}, {bobTok, http.StatusNotFound}, {annTok, http.StatusOK}} {
+		who, want := step.who, step.want
 		resp, err := post(t, url, strings.NewReader(list), map[string]string{"Authorization": "Bearer " + who, "Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-06-18"})
 		if err != nil {
 			t.Fatal(err)

@@ -48,72 +48,32 @@ type sessionIDs struct {
 	// the cap: the idle session used longest ago is ended first.
 	use map[string]*sessionUse
 	max int // most live sessions; 0 = DefaultMaxSessions
-	// owner is the authenticated caller that started each session ("" for
-	// none): a request of another caller does not find the session.
+	// owner is the authenticated caller that owns each session ("" for
+	// none; see claim): a request of another caller does not find it.
 	owner map[string]string
 }
 
-// bind records caller as the owner of live session id.
-func (s *sessionIDs) bind(id, caller string) {
+// claim reports whether session id belongs to caller: the caller of the
+// first request that uses the session after its initialize owns it (the
+// client that started it: only it has the ID). Wrapping initialize's
+// response to read the ID there broke mcp-go's sessions (a client's
+// declared capabilities were lost), so the first use decides.
+func (s *sessionIDs) claim(id, caller string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, live := s.live[id]; !live {
-		return
+		return false
 	}
 	if s.owner == nil {
 		s.owner = map[string]string{}
 	}
-	if _, set := s.owner[id]; !set {
-		s.owner[id] = caller
-	}
-}
-
-// ownedBy reports whether session id belongs to caller (a session whose
-// initialize response was never seen belongs to anyone).
-func (s *sessionIDs) ownedBy(id, caller string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	owner, set := s.owner[id]
-	return !set || owner == caller
-}
-
-// bindingWriter binds the session its response announces to the caller
-// of the initialize request it answers.
-type bindingWriter struct {
-	http.ResponseWriter
-	ids    *sessionIDs
-	caller string
-	done   bool
-}
-
-func (b *bindingWriter) bindNow() {
-	if !b.done {
-		b.done = true
-		if id := b.Header().Get(server.HeaderKeySessionID); id != "" {
-			b.ids.bind(id, b.caller)
-		}
+	if !set {
+		s.owner[id] = caller
+		return true
 	}
+	return owner == caller
 }
-
-func (b *bindingWriter) WriteHeader(code int) {
-	b.bindNow()
-	b.ResponseWriter.WriteHeader(code)
-}
-
-func (b *bindingWriter) Write(p []byte) (int, error) {
-	b.bindNow()
-	return b.ResponseWriter.Write(p)
-}
-
-// Flush and Unwrap keep streaming working through the wrapper.
-func (b *bindingWriter) Flush() {
-	b.bindNow()
-	if f, ok := b.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (b *bindingWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 
 type sessionUse struct {
 	open     int
@@ -277,8 +237,7 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				return
 			}
 			if m.Method == string(mcp.MethodInitialize) {
-				// The session belongs to whoever started it.
-				next.ServeHTTP(&bindingWriter{ResponseWriter: w, ids: ids, caller: registry.CallerName(r.Context())}, r)
+				next.ServeHTTP(w, r)
 				return
 			}
 		} else if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
@@ -293,7 +252,7 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				return
 			}
 			end := ids.ended(id)
-			if end == nil || !ids.ownedBy(id, registry.CallerName(r.Context())) {
+			if end == nil || !ids.claim(id, registry.CallerName(r.Context())) {
 				http.Error(w, "Not Found: no such session (it ended, or was never started): send initialize to start a new one", http.StatusNotFound)
 				return
 			}
