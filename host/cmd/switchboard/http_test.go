@@ -118,7 +118,7 @@ func TestServeHTTP(t *testing.T) {
 func TestServeHTTPRefusesRemoteBind(t *testing.T) {
 	e := setup(t)
 	_, errOut, code := run(t, e, "serve", "--config", e.config, "--http", "0.0.0.0:0")
-	if code != 2 || !strings.Contains(errOut, "no authentication") {
+	if code != 2 || !strings.Contains(errOut, "no token or issuer") {
 		t.Errorf("serve --http 0.0.0.0:0 = %d %q", code, errOut)
 	}
 }

@@ -65,6 +65,13 @@ type Rememberer interface {
 	Remember(rules []string, allow bool) error
 }
 
+// CallerRememberer keeps "always" answers apart per authenticated caller:
+// *registry.Policy. Apply uses it for an Approval that names a caller.
+type CallerRememberer interface {
+	// RememberFor is Remember for the answers of caller alone.
+	RememberFor(caller string, rules []string, allow bool) error
+}
+
 // Approver is the one place where a call that needs approval is decided:
 // it asks a person through an Asker, keeps "always" answers in a
 // Rememberer, and refuses the call when nobody can be asked. It is the
@@ -99,19 +106,23 @@ func (g *Approver) Approve(ctx context.Context, a registry.Approval) error {
 // matches the approved call's pattern literally, never as a glob.
 func Apply(keep Rememberer, a registry.Approval, answer Answer) error {
 	rules := a.Rules()
+	remember := keep.Remember
+	if pc, ok := keep.(CallerRememberer); ok && a.Caller != "" {
+		remember = func(rules []string, allow bool) error { return pc.RememberFor(a.Caller, rules, allow) }
+	}
 	switch answer {
 	case AllowOnce:
 		return nil
 	case AlwaysAllow:
 		if len(rules) > 0 {
-			if err := keep.Remember(rules, true); err != nil {
+			if err := remember(rules, true); err != nil {
 				return fmt.Errorf("%s: allowed once, but the decision could not be saved: %v", a.Tool, err)
 			}
 		}
 		return nil
 	case AlwaysDeny:
 		if len(rules) > 0 {
-			if err := keep.Remember(rules, false); err != nil {
+			if err := remember(rules, false); err != nil {
 				return fmt.Errorf("%s denied (the decision could not be saved: %v)", a.Tool, err)
 			}
 		}
@@ -135,4 +146,5 @@ func (e *unansweredError) Unwrap() []error { return []error{e.required, e.err} }
 var (
 	_ registry.Approver = (*Approver)(nil)
 	_ Rememberer        = (*registry.Policy)(nil)
+	_ CallerRememberer  = (*registry.Policy)(nil)
 )

@@ -10,6 +10,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
+	"github.com/switchboard-mcp/switchboard/host/internal/auth"
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/frontend"
@@ -159,6 +161,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail(2, "%v", err) })
 	root.AddCommand(a.serveCmd(), a.toolsCmd(), a.callCmd(), a.inspectCmd(), a.validateCmd(), a.versionCmd(),
 		a.statusCmd(), a.logsCmd(), a.uiCmd(), a.doctorCmd(), a.restartCmd(), a.reloadCmd(), a.connectCmd(), a.disconnectCmd(), a.approveCmd(), a.pluginCmd(), pluginServeCmd())
+	root.AddCommand(a.tokenCmd())
 	return root
 }
 
@@ -282,10 +285,14 @@ func (a *app) flushTraces() {
 // serveOptions are serve's flags.
 type serveOptions struct {
 	httpAddr         string
+	auth             *auth.Verifier
+	tls              *tls.Config
 	allowRemote      bool
 	maxSessions      int
 	maxInFlight      int // per HTTP session
 	maxInFlightTotal int
+	grace            time.Duration // shutdown_grace
+	interrupted      func() bool
 	metrics          http.Handler // served at /metrics beside MCP
 	status           http.Handler // the status page, at /status
 }
@@ -299,7 +306,7 @@ func (a *app) serveCmd() *cobra.Command {
 		RunE:  func(*cobra.Command, []string) error { return a.serve(opts) },
 	}
 	cmd.Flags().StringVar(&opts.httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio")
-	cmd.Flags().BoolVar(&opts.allowRemote, "allow-remote", false, "let --http listen beyond loopback (there is no authentication)")
+	cmd.Flags().BoolVar(&opts.allowRemote, "allow-remote", false, "let --http listen beyond loopback without tokens (behind an authenticating proxy); with a token or issuer configured this is not needed")
 	cmd.Flags().IntVar(&opts.maxSessions, "max-sessions", frontend.DefaultMaxSessions, "most HTTP sessions kept at once; a new one then ends the idle session used longest ago, or is refused (503) when all are busy")
 	cmd.Flags().IntVar(&opts.maxInFlight, "max-inflight", frontend.DefaultMaxInFlightHTTP, "most requests one HTTP session may have unanswered; past it a request is refused (429) until one is answered")
 	cmd.Flags().IntVar(&opts.maxInFlightTotal, "max-inflight-total", frontend.DefaultMaxInFlightTotal, "most requests all HTTP clients together may have unanswered; past it a request is refused (429)")
@@ -312,9 +319,20 @@ func (a *app) serveCmd() *cobra.Command {
 func (a *app) serve(opts serveOptions) error {
 	var ln net.Listener
 	if opts.httpAddr != "" {
+		// Who may call, and over what, is settled before anything
+		// listens: the same checks as `switchboard validate`.
+		cfg, err := a.loadConfig()
+		if err != nil {
+			return err
+		}
+		if opts.auth, err = auth.New(cfg); err != nil {
+			return fail(2, "%v (run `switchboard validate`)", err)
+		}
+		if opts.tls, err = auth.ServerTLS(cfg.TLS); err != nil {
+			return fail(2, "%v", err)
+		}
 		// Listen first: a taken address fails before any plugin starts.
-		var err error
-		if ln, err = frontend.ListenHTTP(opts.httpAddr, frontend.HTTPOptions{AllowRemote: opts.allowRemote}); err != nil {
+		if ln, err = frontend.ListenHTTP(opts.httpAddr, frontend.HTTPOptions{AllowRemote: opts.allowRemote, Auth: opts.auth}); err != nil {
 			return fail(2, "%v", err)
 		}
 		defer ln.Close()
@@ -344,9 +362,16 @@ func (a *app) serve(opts serveOptions) error {
 	defer stopControl()
 	fe := frontend.New(reg, Version, log)
 	fe.Configure(frontend.SettingsOf(cfg))
-	watch.onApplied(func(c *config.Config) { fe.Configure(frontend.SettingsOf(c)) })
+	m := metrics.New(reg, metrics.Options{HTTPSessions: fe.HTTPSessions, Callers: opts.auth.Names})
+	watch.onApplied(func(c *config.Config) {
+		fe.Configure(frontend.SettingsOf(c))
+		if opts.auth != nil {
+			if err := opts.auth.Update(c); err != nil {
+				log.Error("auth settings not applied; the previous ones stay", "error", err)
+			}
+		}
+	})
 	fe.SetServerApprover(serverApprover{h: h, watch: watch})
-	m := metrics.New(reg, metrics.Options{HTTPSessions: fe.HTTPSessions})
 	if cfg.MetricsListen != "" {
 		stopMetrics, err := serveMetrics(cfg.MetricsListen, m)
 		if err != nil {
@@ -359,6 +384,7 @@ func (a *app) serve(opts serveOptions) error {
 	n := len(reg.Tools()) - len(fe.Refusals())
 	if ln != nil {
 		opts.metrics, opts.status = m.Handler(), statuspage.Handler(status)
+		opts.grace, opts.interrupted = cfg.ShutdownGrace, interrupted.Load
 		return a.serveHTTP(ctx, fe, ln, opts, log.With("servers", len(reg.Entries()), "tools", n, "config", cfg.File))
 	}
 	log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
@@ -426,13 +452,18 @@ func serveMetrics(addr string, m *metrics.Metrics) (stop func(), err error) {
 
 // serveHTTP serves MCP over streamable HTTP on ln until ctx ends.
 func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Listener, opts serveOptions, log hclog.Logger) error {
-	url := "http://" + ln.Addr().String() + frontend.EndpointPath
+	scheme := "http"
+	if opts.tls != nil {
+		scheme = "https"
+	}
+	url := scheme + "://" + ln.Addr().String() + frontend.EndpointPath
 	log.Info("serving MCP over HTTP at " + url)
 	fmt.Fprintf(a.stderr, "switchboard: serving MCP at %s\n", url)
 	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{
 		AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions,
 		MaxInFlight: opts.maxInFlight, MaxInFlightTotal: opts.maxInFlightTotal,
 		Metrics: opts.metrics, Status: opts.status,
+		Auth: opts.auth, TLS: opts.tls, ShutdownGrace: opts.grace, Interrupted: opts.interrupted,
 	}); err != nil {
 		return fail(2, "serve: %v", err)
 	}
@@ -815,6 +846,7 @@ func (a *app) validateCmd() *cobra.Command {
 			if res.Config != nil {
 				res.Diags = append(res.Diags, loader.Check(res.Config)...)
 				res.Diags = append(res.Diags, loader.CheckSettings(res.Config)...)
+				res.Diags = append(res.Diags, auth.Check(res.Config)...)
 			}
 			if len(res.Diags) > 0 {
 				_ = res.WriteDiagnostics(a.stderr)

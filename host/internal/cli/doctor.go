@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/auth"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
@@ -77,7 +78,7 @@ func (a *app) doctorCmd() *cobra.Command {
 				doctorLock(add, cfg, a.selfPath())
 			}
 			if httpAddr != "" {
-				doctorListen(add, httpAddr)
+				doctorListen(add, httpAddr, cfg)
 			}
 			if cfg != nil && !hasFail(out) {
 				_, reg, _, err := a.start(cmd.Context(), true)
@@ -272,7 +273,7 @@ func doctorLock(add addFunc, cfg *config.Config, self string) {
 }
 
 // doctorListen checks that serve --http could listen on addr.
-func doctorListen(add addFunc, addr string) {
+func doctorListen(add addFunc, addr string, cfg *config.Config) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		add("http", verdictFail, "cannot listen on %s: %v", addr, err)
@@ -281,7 +282,13 @@ func doctorListen(add addFunc, addr string) {
 	ln.Close()
 	host, _, _ := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); (ip == nil && host != "localhost") || (ip != nil && !ip.IsLoopback()) {
-		add("http", verdictWarn, "%s is not a loopback address: serve refuses it without --allow-remote, and serves it without authentication", addr)
+		if cfg != nil {
+			if v, err := auth.New(cfg); err == nil && v.Enabled() {
+				add("http", verdictOK, "%s is free; beyond loopback, every request needs a token (tokens or issuers are configured)", addr)
+				return
+			}
+		}
+		add("http", verdictWarn, "%s is not a loopback address: serve refuses it without --allow-remote, and serves it without authentication; create a token (`switchboard token new NAME`) or configure an issuer", addr)
 		return
 	}
 	add("http", verdictOK, "%s is free", addr)

@@ -62,6 +62,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	}
 	b.importMCPJSON(fs.ImportMCPJSON)
 	b.permissions(fs.Permissions)
+	b.auth(fs)
 	b.expose(fs)
 	return b.cfg, b.diags
 }

@@ -115,6 +115,12 @@ type Config struct {
 	// Expose is how tools are listed to MCP clients (expose,
 	// tool_budget_tokens, always_list; results.go).
 	Expose Expose
+	// Auth is who may call the HTTP front end (auth.go); never nil.
+	Auth *Auth
+	// Callers are the caller blocks: authenticated callers' own rules.
+	Callers []*CallerRules
+	// TLS, when set, makes the HTTP front end serve HTTPS (and mTLS).
+	TLS *TLS
 }
 
 // Disabled is a server block turned off with enabled = false.
@@ -385,6 +391,9 @@ type fileSchema struct {
 	Expose             *string          `hcl:"expose,optional"`
 	ToolBudgetTokens   *int             `hcl:"tool_budget_tokens,optional"`
 	AlwaysList         []string         `hcl:"always_list,optional"`
+	Auth               []authSchema     `hcl:"auth,block"`
+	Callers            []callerSchema   `hcl:"caller,block"`
+	TLS                []tlsSchema      `hcl:"tls,block"`
 }
 
 // metricsSchema is the `metrics {}` block.
@@ -680,6 +689,12 @@ func resolved(p string) string {
 // exist, so a path that reaches into a root through a link is caught.
 func (c *Config) ControlPlane() []string {
 	paths := []string{c.File, filepath.Join(filepath.Dir(c.File), LockFileName), c.DataDir}
+	if c.Auth != nil {
+		paths = append(paths, c.Auth.TokensFile)
+	}
+	if c.TLS != nil {
+		paths = append(paths, c.TLS.CertFile, c.TLS.KeyFile, c.TLS.ClientCAFile)
+	}
 	if c.MCPJSON != "" {
 		paths = append(paths, c.MCPJSON)
 	}

@@ -141,9 +141,14 @@ func (f *Frontend) listReady(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 && f.total.Load() > 1 {
 		return tools
 	}
+	// An authenticated caller sees only the tools its access level lets
+	// it call.
+	who := registry.CallerFrom(ctx)
 	ready := map[string]bool{}
 	for _, t := range f.reg.Tools() {
-		ready[MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)] = true
+		if who.Visible(t.Access()) {
+			ready[MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)] = true
+		}
 	}
 	out := tools[:0:0]
 	for _, t := range tools {
@@ -338,9 +343,13 @@ func (f *Frontend) progress(ctx context.Context, canonical string, token mcp.Pro
 	return onProgress, stop
 }
 
-// clientID identifies the MCP client for the duplicate guard and the audit
-// log.
+// clientID identifies the MCP client for the duplicate guard, bash jobs and
+// the audit log: the authenticated caller when there is one, else the
+// session.
 func clientID(ctx context.Context) string {
+	if c := registry.CallerFrom(ctx); c != nil {
+		return c.Owner() // the authenticated caller, across its sessions
+	}
 	if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		return "mcp:" + s.SessionID()
 	}

@@ -3,6 +3,8 @@ package frontend
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,16 +13,34 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/auth"
 )
 
 // HTTPOptions configure the streamable HTTP front end.
 type HTTPOptions struct {
-	// AllowRemote permits listening on a non-loopback address. There is no
+	// AllowRemote permits listening on a non-loopback address without
 	// authentication: only do this behind something that provides it.
 	AllowRemote bool
+	// Auth, when set, checks every request's bearer token once a token
+	// or issuer is configured (auth.Verifier.Enabled), serves the
+	// protected resource metadata, and permits non-loopback listening.
+	Auth *auth.Verifier
+	// TLS, when set, serves HTTPS (with ClientCAs and ClientAuth set:
+	// mTLS).
+	TLS *tls.Config
+	// ShutdownGrace is how long in-flight requests may take to finish
+	// once ctx ends (default 5 s): the listener closes at once, new
+	// requests are refused, open streams end, and calls that outlast the
+	// grace are cut off. Interrupted, when it reports true (Ctrl-C), makes
+	// the grace 0.
+	ShutdownGrace time.Duration
+	Interrupted   func() bool
 	// SessionIdleTTL ends sessions a client abandoned (mcp-go's default
 	// keeps them forever).
 	SessionIdleTTL time.Duration
@@ -66,7 +86,8 @@ const DefaultBodyTimeout = 30 * time.Second
 const EndpointPath = "/mcp"
 
 // ListenHTTP opens the HTTP listener, refusing non-loopback addresses
-// unless opts allow them. An address without a host means 127.0.0.1.
+// unless opts allow them: AllowRemote, or an Auth that requires tokens. An
+// address without a host means 127.0.0.1.
 func ListenHTTP(addr string, opts HTTPOptions) (net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -75,8 +96,8 @@ func ListenHTTP(addr string, opts HTTPOptions) (net.Listener, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if !opts.AllowRemote && !isLoopbackHost(host) {
-		return nil, fmt.Errorf("--http %s would listen beyond this machine, and the HTTP front end has no authentication; use 127.0.0.1:%s, or pass --allow-remote behind an authenticating proxy", addr, port)
+	if !opts.AllowRemote && !opts.Auth.Enabled() && !isLoopbackHost(host) {
+		return nil, fmt.Errorf("--http %s would listen beyond this machine, and no token or issuer is configured, so anyone who reaches it could call every tool; create a token (`switchboard token new NAME`) or configure an issuer in the auth block, use 127.0.0.1:%s, or pass --allow-remote behind an authenticating proxy", addr, port)
 	}
 	return net.Listen("tcp", net.JoinHostPort(host, port))
 }
@@ -111,40 +132,141 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 	}
 	ids := &sessionIDs{max: opts.MaxSessions}
 	f.httpSessions.Store(ids)
-	mcpHTTP := server.NewStreamableHTTPServer(f.srv,
+	// With auth, requests from beyond this machine are expected: the
+	// token decides, not the Host header (a browser never sends a bearer
+	// token by itself, so DNS rebinding gains nothing), and a proxy on
+	// this machine may pass the public Host on.
+	authOn := opts.Auth.Enabled()
+	remote := opts.AllowRemote || authOn
+	hopts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(EndpointPath),
 		server.WithSessionIdManager(ids),
 		server.WithSessionIdleTTL(opts.SessionIdleTTL),
-		server.WithHeartbeatInterval(30*time.Second),
-	)
+		server.WithHeartbeatInterval(30 * time.Second),
+	}
+	if authOn {
+		hopts = append(hopts, server.WithDisableLocalhostProtection(true))
+	}
+	mcpHTTP := server.NewStreamableHTTPServer(f.srv, hopts...)
+	drain := newDrain()
+	guard := func(h http.Handler) http.Handler { return checkOrigin(ln.Addr(), remote, opts.Auth.Require(h)) }
 	mux := http.NewServeMux()
-	mux.Handle(EndpointPath, checkOrigin(ln.Addr(), opts.AllowRemote,
+	mux.Handle(EndpointPath, drain.wrap(guard(
 		limitBody(opts.MaxBodyBytes, opts.BodyTimeout,
-			limitInFlight(newInFlight(opts.MaxInFlight, opts.MaxInFlightTotal), enforceSessions(ids, streamPosts(mcpHTTP))))))
+			drain.streams(limitInFlight(newInFlight(opts.MaxInFlight, opts.MaxInFlightTotal), enforceSessions(ids, streamPosts(mcpHTTP))))))))
+	if opts.Auth != nil {
+		meta := opts.Auth.MetadataHandler()
+		mux.Handle(auth.MetadataPath, meta)
+		mux.Handle(auth.MetadataPath+"/", meta)
+	}
 	if opts.Metrics != nil {
-		mux.Handle(MetricsPath, checkOrigin(ln.Addr(), opts.AllowRemote, opts.Metrics))
+		mux.Handle(MetricsPath, guard(opts.Metrics))
 	}
 	if opts.Status != nil {
-		h := checkOrigin(ln.Addr(), opts.AllowRemote, opts.Status)
+		h := guard(opts.Status)
 		mux.Handle("/status", h)
 		mux.Handle("/status/", h)
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		grace := opts.ShutdownGrace
+		if grace <= 0 {
+			grace = 5 * time.Second
+		}
+		if opts.Interrupted != nil && opts.Interrupted() {
+			grace = 0
+		}
+		// Drain: stop accepting, refuse new requests, end the open
+		// streams (they are not calls), and let the calls in flight
+		// finish within the grace.
+		drain.start()
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
-		_ = mcpHTTP.Shutdown(sctx)
-		_ = hs.Shutdown(sctx)
+		if err := hs.Shutdown(sctx); err != nil {
+			_ = hs.Close() // the grace is up: cut off what is left
+		}
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Second)
+		defer ccancel()
+		_ = mcpHTTP.Shutdown(cctx)
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
 	}
+}
+
+// drain refuses requests once the HTTP front end is shutting down and
+// ends its open streams then, so that only calls are waited for.
+type drain struct {
+	done chan struct{}
+	once sync.Once
+}
+
+func newDrain() *drain { return &drain{done: make(chan struct{})} }
+
+func (d *drain) start() { d.once.Do(func() { close(d.done) }) }
+
+func (d *drain) draining() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wrap refuses a request that arrives during the drain (503): a client
+// should retry on another replica.
+func (d *drain) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.draining() {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Service Unavailable: this host is shutting down; send the request again (another replica, or this host once it is back)", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// streams makes a request that is a stream rather than a call (a GET
+// stream, a 2026-07-28 subscriptions/listen) end when the drain starts;
+// the body was read by limitBody.
+func (d *drain) streams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stream := r.Method == http.MethodGet
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, err := io.ReadAll(r.Body)
+			if err == nil {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var m struct {
+					Method string `json:"method"`
+				}
+				stream = json.Unmarshal(body, &m) == nil && m.Method == string(mcp.MethodSubscriptionsListen)
+			}
+		}
+		if stream {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			go func() {
+				select {
+				case <-d.done:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // HTTPSessions is the number of live HTTP sessions (0 when not serving

@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
 
 // HTTP sessions, per era of the protocol:
@@ -46,6 +48,31 @@ type sessionIDs struct {
 	// the cap: the idle session used longest ago is ended first.
 	use map[string]*sessionUse
 	max int // most live sessions; 0 = DefaultMaxSessions
+	// owner is the authenticated caller that owns each session ("" for
+	// none; see claim): a request of another caller does not find it.
+	owner map[string]string
+}
+
+// claim reports whether session id belongs to caller: the caller of the
+// first request that uses the session after its initialize owns it (the
+// client that started it: only it has the ID). Wrapping initialize's
+// response to read the ID there broke mcp-go's sessions (a client's
+// declared capabilities were lost), so the first use decides.
+func (s *sessionIDs) claim(id, caller string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, live := s.live[id]; !live {
+		return false
+	}
+	if s.owner == nil {
+		s.owner = map[string]string{}
+	}
+	owner, set := s.owner[id]
+	if !set {
+		s.owner[id] = caller
+		return true
+	}
+	return owner == caller
 }
 
 type sessionUse struct {
@@ -140,6 +167,7 @@ func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 		delete(s.live, id)
 	}
 	delete(s.use, id)
+	delete(s.owner, id)
 	return false, nil
 }
 
@@ -198,7 +226,11 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 					evict(next, r, victim)
 				}
 			}
-			if mcp.IsModernProtocol(p.metaVersion) || m.Method == string(mcp.MethodInitialize) {
+			if mcp.IsModernProtocol(p.metaVersion) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if m.Method == string(mcp.MethodInitialize) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -214,7 +246,7 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				return
 			}
 			end := ids.ended(id)
-			if end == nil {
+			if end == nil || !ids.claim(id, registry.CallerName(r.Context())) {
 				http.Error(w, "Not Found: no such session (it ended, or was never started): send initialize to start a new one", http.StatusNotFound)
 				return
 			}

@@ -6,7 +6,9 @@
 //
 // Labels are bounded: server and tool come from the registry (a client's
 // made-up tool name is counted under server="" tool=""), outcome from a
-// fixed set. Figures that are state (server states, memory) are read when
+// fixed set, caller from the callers the config names (static tokens and
+// caller blocks; any other authenticated caller, such as a JWT subject
+// without a caller block, is "other", and "" is nobody authenticated). Figures that are state (server states, memory) are read when
 // scraped, not kept.
 package metrics
 
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,12 +53,20 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight *prometheus.GaugeVec
+	callers  func() []string
 }
+
+// CallerOther is the caller label of an authenticated caller the config
+// does not name.
+const CallerOther = "other"
 
 // Options say where the figures that the registry does not hold come from.
 type Options struct {
 	// HTTPSessions, when set, reports the HTTP front end's live sessions.
 	HTTPSessions func() int
+	// Callers, when set, are the caller names the caller label may take
+	// (auth.Verifier.Names).
+	Callers func() []string
 }
 
 // New returns the metrics of the host whose registry is r, and adds
@@ -65,8 +76,8 @@ func New(r *registry.Registry, opts Options) *Metrics {
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_calls_total",
-			Help: "Tool calls by server, tool and outcome (ok, tool_error, refused_rule, refused_schema, refused_unknown, timeout, cancelled, error).",
-		}, []string{"server", "tool", "outcome"}),
+			Help: "Tool calls by server, tool, outcome (ok, tool_error, refused_rule, refused_schema, refused_unknown, timeout, cancelled, error) and authenticated caller (a configured name, \"other\", or \"\" for none).",
+		}, []string{"server", "tool", "outcome", "caller"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "switchboard_call_duration_seconds",
 			Help:    "Time from a call's arrival in the host to its answer, refusals included, by server.",
@@ -76,6 +87,7 @@ func New(r *registry.Registry, opts Options) *Metrics {
 			Name: "switchboard_calls_in_flight",
 			Help: "Calls accepted and not yet answered, by server.",
 		}, []string{"server"}),
+		callers: opts.Callers,
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.inflight,
 		collectors.NewGoCollector(),
@@ -99,7 +111,19 @@ func (m *Metrics) CallEnded(server, tool string, rec *registry.AuditRecord, elap
 		m.inflight.WithLabelValues(server).Dec()
 		m.duration.WithLabelValues(server).Observe(elapsed.Seconds())
 	}
-	m.calls.WithLabelValues(server, tool, Outcome(rec)).Inc()
+	m.calls.WithLabelValues(server, tool, Outcome(rec), m.caller(rec.Caller)).Inc()
+}
+
+// caller is the caller label of a call by name: bounded by the names the
+// config knows.
+func (m *Metrics) caller(name string) string {
+	if name == "" {
+		return ""
+	}
+	if m.callers != nil && slices.Contains(m.callers(), name) {
+		return name
+	}
+	return CallerOther
 }
 
 // Outcome is the outcome label of a call's audit record.

@@ -16,8 +16,11 @@ type AuditRecord struct {
 	Time time.Time `json:"time"`
 	// CallID names the call in this host (a caller's recent_calls and
 	// why_refused use it); empty for a control action.
-	CallID     string `json:"call_id,omitempty"`
-	Client     string `json:"client"`
+	CallID string `json:"call_id,omitempty"`
+	Client string `json:"client"`
+	// Caller is the authenticated caller (a token's name or a JWT's
+	// subject), absent when nobody authenticated.
+	Caller     string `json:"caller,omitempty"`
 	Tool       string `json:"tool"`
 	ArgsSHA256 string `json:"args_sha256"`
 	ArgsSize   int    `json:"args_size"`

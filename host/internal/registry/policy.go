@@ -43,7 +43,16 @@ type Policy struct {
 	mu           sync.RWMutex
 	runtimeAllow []string
 	runtimeDeny  []string
-	storePath    string
+	// callerSaved are the authenticated callers' own "always" answers,
+	// by caller name: they count only for that caller.
+	callerSaved map[string]savedRules
+	storePath   string
+}
+
+// savedRules are one caller's saved "always" answers.
+type savedRules struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
 }
 
 // rules is one consistent reading of a Policy: a call is judged against
@@ -56,16 +65,32 @@ type rules struct {
 	access                Access
 	source                string
 	askFirst              []string
+	// caller, when set, narrows the verdict (caller.go); callerAllow and
+	// callerDeny are its saved answers, which also count in the config's
+	// layer (its "always allow" settles what it was asked about).
+	caller                  *Caller
+	callerAllow, callerDeny []string
 }
 
 // rules reads the policy once.
-func (p *Policy) rules() rules {
+func (p *Policy) rules() rules { return p.rulesFor(nil) }
+
+// rulesFor reads the policy once for caller c (nil: nobody authenticated).
+func (p *Policy) rulesFor(c *Caller) rules {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return rules{
+	r := rules{
 		allow: p.Allow, deny: p.Deny, savedAllow: p.runtimeAllow, savedDeny: p.runtimeDeny,
 		def: p.Default, access: p.Access, source: sourceName(p.Source), askFirst: p.AskFirst,
 	}
+	if c != nil {
+		r.caller = c
+		own := p.callerSaved[c.Name]
+		r.callerAllow, r.callerDeny = own.Allow, own.Deny
+		r.savedAllow = append(slices.Clip(r.savedAllow), own.Allow...)
+		r.savedDeny = append(slices.Clip(r.savedDeny), own.Deny...)
+	}
+	return r
 }
 
 // Update replaces the config's rules (a reload); saved "always" decisions
@@ -80,7 +105,9 @@ func (p *Policy) Update(allow, deny []string, def Verdict, access Access) {
 // WRITE tools are neither listed nor callable.
 func (p *Policy) Visible(t Tool) bool { return p.rules().visible(t) }
 
-func (r rules) visible(t Tool) bool { return r.access.Permits(t.Access()) }
+func (r rules) visible(t Tool) bool {
+	return r.access.Permits(t.Access()) && r.caller.Visible(t.Access())
+}
 
 // MayAsk reports whether a call can need a person's approval (the default
 // is Ask).
@@ -97,6 +124,11 @@ func (p *Policy) Decide(tool string, patterns []string) Decision {
 }
 
 func (r rules) decide(tool string, patterns []string) Decision {
+	return r.decideCaller(tool, patterns, r.decideOwn(tool, patterns))
+}
+
+// decideOwn judges a call against these rules alone (without a caller's).
+func (r rules) decideOwn(tool string, patterns []string) Decision {
 	for _, pat := range patterns {
 		if rule, ok := matchAny(r.deny, tool, pat, false); ok {
 			return Decision{Verdict: Deny, Reason: ByRule, Rule: rule}
@@ -150,6 +182,9 @@ func (p *Policy) Check(tool string, patterns []string) error {
 
 // refusal is the error for a Deny verdict.
 func (r rules) refusal(tool string, d Decision) error {
+	if d.Caller != "" && r.caller != nil {
+		return r.callerRefusal(tool, d)
+	}
 	switch d.Reason {
 	case ByRule:
 		return protocol.Errorf(protocol.CodePermissionDenied, "%s denied by rule %q in the permissions block", tool, d.Rule)
@@ -272,6 +307,8 @@ type storedRules struct {
 	Version int      `json:"version"`
 	Allow   []string `json:"allow"`
 	Deny    []string `json:"deny"`
+	// Callers are the authenticated callers' own answers, by name.
+	Callers map[string]savedRules `json:"callers,omitempty"`
 }
 
 // Load reads the "always" decisions from path (a missing file is empty)
@@ -297,12 +334,19 @@ func (p *Policy) Load(path string) error {
 		return fmt.Errorf("registry: saved permissions %s are not valid JSON (%v); fix or delete the file", path, err)
 	}
 	p.runtimeAllow, p.runtimeDeny = s.Allow, s.Deny
+	p.callerSaved = s.Callers
 	return nil
 }
 
 // Remember adds "always allow" (allow) or "always deny" rules, effective
 // from the next call, and saves them (atomically) when a file was loaded.
 func (p *Policy) Remember(rules []string, allow bool) error {
+	return p.RememberFor("", rules, allow)
+}
+
+// RememberFor is Remember for the answers of the authenticated caller
+// named caller ("" for everyone's): they count only in that caller's calls.
+func (p *Policy) RememberFor(caller string, rules []string, allow bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Another host on the same data directory may have saved decisions
@@ -324,21 +368,29 @@ func (p *Policy) Remember(rules []string, allow bool) error {
 						p.runtimeDeny = append(p.runtimeDeny, r)
 					}
 				}
+				for name, theirs := range s.Callers {
+					p.mergeCaller(name, theirs.Allow, true)
+					p.mergeCaller(name, theirs.Deny, false)
+				}
 			}
 		}
 	}
-	for _, r := range rules {
-		if allow && !slices.Contains(p.runtimeAllow, r) {
-			p.runtimeAllow = append(p.runtimeAllow, r)
-		}
-		if !allow && !slices.Contains(p.runtimeDeny, r) {
-			p.runtimeDeny = append(p.runtimeDeny, r)
+	if caller != "" {
+		p.mergeCaller(caller, rules, allow)
+	} else {
+		for _, r := range rules {
+			if allow && !slices.Contains(p.runtimeAllow, r) {
+				p.runtimeAllow = append(p.runtimeAllow, r)
+			}
+			if !allow && !slices.Contains(p.runtimeDeny, r) {
+				p.runtimeDeny = append(p.runtimeDeny, r)
+			}
 		}
 	}
 	if p.storePath == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(storedRules{Version: 1, Allow: p.runtimeAllow, Deny: p.runtimeDeny}, "", "  ")
+	b, err := json.MarshalIndent(storedRules{Version: 1, Allow: p.runtimeAllow, Deny: p.runtimeDeny, Callers: p.callerSaved}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -361,6 +413,32 @@ func (p *Policy) Remember(rules []string, allow bool) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), p.storePath)
+}
+
+// mergeCaller adds rules to caller's saved answers; p.mu held.
+func (p *Policy) mergeCaller(caller string, rules []string, allow bool) {
+	if p.callerSaved == nil {
+		p.callerSaved = map[string]savedRules{}
+	}
+	own := p.callerSaved[caller]
+	for _, r := range rules {
+		if allow && !slices.Contains(own.Allow, r) {
+			own.Allow = append(own.Allow, r)
+		}
+		if !allow && !slices.Contains(own.Deny, r) {
+			own.Deny = append(own.Deny, r)
+		}
+	}
+	p.callerSaved[caller] = own
+}
+
+// RememberedBy returns the "always" rules saved by the authenticated
+// caller named caller.
+func (p *Policy) RememberedBy(caller string) (allow, deny []string) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	own := p.callerSaved[caller]
+	return slices.Clone(own.Allow), slices.Clone(own.Deny)
 }
 
 // Remembered returns the saved "always" rules.

@@ -526,7 +526,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	start := time.Now()
 	args = normalizeArgs(args)
 	argsSum := sha256Hex(args)
-	rec := AuditRecord{Time: start.UTC(), CallID: r.recent.id(), Client: clientOf(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
+	rec := AuditRecord{Time: start.UTC(), CallID: r.recent.id(), Client: clientOf(ctx), Caller: CallerName(ctx), Tool: name, ArgsSHA256: argsSum, ArgsSize: len(args)}
 	var t Tool // once looked up
 	var pol rules
 	var d Decision
@@ -581,7 +581,13 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		return nil, err
 	}
 	obs.started(t.Server, t.Tool.GetName())
-	pol = r.policy.rules()
+	pol = r.policy.rulesFor(CallerFrom(ctx))
+	if pol.access.Permits(t.Access()) && !pol.caller.Visible(t.Access()) {
+		// The caller's access level, not the host's, refuses the tool: a
+		// rule's refusal, counted as one.
+		rec.Decision, rec.Rule, rec.Outcome = "deny", "caller-access", "refused"
+		return nil, protocol.Errorf(protocol.CodePermissionDenied, "%s needs write access, and caller %q has access = %q (%s); call it with a token that has write access", t.Name, pol.caller.Name, pol.caller.Access, pol.caller.source())
+	}
 	if err := r.validate(pol, t, args); err != nil {
 		rec.Decision, rec.Outcome = "invalid", "refused"
 		return nil, err
@@ -631,6 +637,9 @@ func endSpan(span trace.Span, t Tool, rec *AuditRecord) {
 		attribute.String("switchboard.decision", rec.Decision),
 		attribute.String("switchboard.outcome", rec.Outcome),
 	)
+	if rec.Caller != "" {
+		span.SetAttributes(attribute.String("enduser.id", rec.Caller))
+	}
 	if rec.Outcome != "ok" {
 		span.SetStatus(codes.Error, rec.Outcome+": "+rec.Error)
 	}
@@ -657,7 +666,7 @@ func (r *Registry) Audit(rec AuditRecord) {
 // client sent them, decision as in AuditRecord.
 func (r *Registry) AuditRefusal(ctx context.Context, name string, args []byte, decision string, err error) {
 	args = normalizeArgs(args)
-	rec := AuditRecord{Time: time.Now().UTC(), CallID: r.recent.id(), Client: clientOf(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args), Decision: decision, Outcome: "refused"}
+	rec := AuditRecord{Time: time.Now().UTC(), CallID: r.recent.id(), Client: clientOf(ctx), Caller: CallerName(ctx), Tool: name, ArgsSHA256: sha256Hex(args), ArgsSize: len(args), Decision: decision, Outcome: "refused"}
 	if err != nil {
 		rec.Error = err.Error()
 	}
@@ -761,7 +770,7 @@ func (r *Registry) settle(ctx context.Context, pol rules, t Tool, args []byte, d
 	case Allow:
 		return nil
 	case Ask:
-		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source, AskFirst: pol.def != Ask}
+		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source, AskFirst: pol.def != Ask, Caller: CallerName(ctx)}
 		approver := approverFrom(ctx)
 		if approver == nil {
 			return a.Required()

@@ -172,6 +172,9 @@ type Decision struct {
 	// Pending are the call's patterns that no allow rule matched, for a
 	// verdict reached ByDefault.
 	Pending []Pending
+	// Caller is set when the authenticated caller's own rules reached the
+	// verdict (its name).
+	Caller string
 }
 
 // Rules are the rules an "always" answer about the call stores: one per
@@ -227,6 +230,10 @@ type Approval struct {
 	// AskFirst says the tool is asked about although the default is not
 	// ask (Policy.AskFirst).
 	AskFirst bool
+	// Caller is the authenticated caller that made the call ("" for
+	// none): its "always" answers are kept for it alone
+	// (Policy.RememberFor).
+	Caller string
 }
 
 // Rules are what an "always" answer stores (see Pending.Rule).
