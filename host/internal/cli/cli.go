@@ -276,6 +276,8 @@ type serveOptions struct {
 	maxInFlightTotal int
 	metrics          http.Handler // served at /metrics beside MCP
 	status           http.Handler // the status page, at /status
+
+	ready func(context.Context) error // asked by /readyz
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -347,6 +349,7 @@ func (a *app) serve(opts serveOptions) error {
 	n := len(reg.Tools()) - len(fe.Refusals())
 	if ln != nil {
 		opts.metrics, opts.status = m.Handler(), statuspage.Handler(status)
+		opts.ready = storeReady(h.SharedStore(), log)
 		return a.serveHTTP(ctx, fe, ln, opts, log.With("servers", len(reg.Entries()), "tools", n, "config", cfg.File))
 	}
 	log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
@@ -420,7 +423,7 @@ func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Liste
 	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{
 		AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions,
 		MaxInFlight: opts.maxInFlight, MaxInFlightTotal: opts.maxInFlightTotal,
-		Metrics: opts.metrics, Status: opts.status,
+		Metrics: opts.metrics, Status: opts.status, Ready: opts.ready,
 	}); err != nil {
 		return fail(2, "serve: %v", err)
 	}

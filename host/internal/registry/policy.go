@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
@@ -39,6 +41,53 @@ type Policy struct {
 	runtimeAllow []string
 	runtimeDeny  []string
 	storePath    string
+	shared       Decisions
+}
+
+// Decisions keeps saved "always" answers where every host on a config
+// reads them (the shared store), instead of this host's permissions file.
+// It is safe for concurrent use.
+type Decisions interface {
+	// Saved returns the saved "always allow" and "always deny" rules of
+	// owner ("" holds the answers that apply to every caller).
+	Saved(ctx context.Context, owner string) (allow, deny []string, err error)
+	// Save adds rules to owner's saved "always allow" (allow) or "always
+	// deny" rules; once it returns they are in every later Saved, on
+	// every host. Adding a rule already saved is not an error.
+	Save(ctx context.Context, owner string, rules []string, allow bool) error
+}
+
+// EveryCaller is the owner of saved answers that apply to every caller:
+// today all of them (a person's "always" answer extends the config's
+// rules, which are everyone's).
+const EveryCaller = ""
+
+// ShareDecisions makes p keep its saved answers in d instead of a file:
+// every call reads them from d, so an answer given on another host counts
+// from the next call on, and Remember saves to d. Call it before p is
+// shared.
+func (p *Policy) ShareDecisions(d Decisions) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shared = d
+}
+
+// rulesAt reads the policy once for a call: with shared decisions, their
+// current state. An error means the shared decisions could not be read.
+func (p *Policy) rulesAt(ctx context.Context) (rules, error) {
+	r := p.rules()
+	p.mu.RLock()
+	shared := p.shared
+	p.mu.RUnlock()
+	if shared == nil {
+		return r, nil
+	}
+	allow, deny, err := shared.Saved(ctx, EveryCaller)
+	if err != nil {
+		return r, protocol.Errorf(protocol.CodeUnavailable, "the saved \"always\" answers could not be read from the shared store, and one may deny this call, so it was not run: %v. Check that the database in the store block of %s is up and reachable", err, r.source)
+	}
+	r.savedAllow, r.savedDeny = allow, deny
+	return r, nil
 }
 
 // rules is one consistent reading of a Policy: a call is judged against
@@ -296,6 +345,15 @@ func (p *Policy) Load(path string) error {
 func (p *Policy) Remember(rules []string, allow bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.shared.Save(ctx, EveryCaller, rules, allow); err != nil {
+			return err
+		}
+		p.addRuntime(rules, allow)
+		return nil
+	}
 	// Another host on the same data directory may have saved decisions
 	// since this one loaded them: merge, never overwrite.
 	if p.storePath != "" {
@@ -318,14 +376,7 @@ func (p *Policy) Remember(rules []string, allow bool) error {
 			}
 		}
 	}
-	for _, r := range rules {
-		if allow && !slices.Contains(p.runtimeAllow, r) {
-			p.runtimeAllow = append(p.runtimeAllow, r)
-		}
-		if !allow && !slices.Contains(p.runtimeDeny, r) {
-			p.runtimeDeny = append(p.runtimeDeny, r)
-		}
-	}
+	p.addRuntime(rules, allow)
 	if p.storePath == "" {
 		return nil
 	}
@@ -354,7 +405,20 @@ func (p *Policy) Remember(rules []string, allow bool) error {
 	return os.Rename(tmp.Name(), p.storePath)
 }
 
-// Remembered returns the saved "always" rules.
+// addRuntime adds rules to the saved ones this host knows (p.mu held).
+func (p *Policy) addRuntime(rules []string, allow bool) {
+	for _, r := range rules {
+		if allow && !slices.Contains(p.runtimeAllow, r) {
+			p.runtimeAllow = append(p.runtimeAllow, r)
+		}
+		if !allow && !slices.Contains(p.runtimeDeny, r) {
+			p.runtimeDeny = append(p.runtimeDeny, r)
+		}
+	}
+}
+
+// Remembered returns the saved "always" rules this host knows of (with
+// shared decisions: those it saved itself).
 func (p *Policy) Remembered() (allow, deny []string) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

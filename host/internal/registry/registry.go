@@ -136,7 +136,7 @@ type Failure struct {
 // Registry routes calls to servers. Its zero value is not usable; use New.
 type Registry struct {
 	policy   *Policy
-	audit    *Audit
+	audit    AuditLog
 	dupLimit int
 
 	toMu       sync.RWMutex
@@ -179,7 +179,17 @@ type dupState struct {
 type Option func(*Registry)
 
 // WithAudit records every call in a.
-func WithAudit(a *Audit) Option { return func(r *Registry) { r.audit = a } }
+func WithAudit(a *Audit) Option {
+	return func(r *Registry) {
+		if a != nil {
+			r.audit = a
+		}
+	}
+}
+
+// WithAuditLog records every call in l: an audit log other than the
+// local file (the shared store's).
+func WithAuditLog(l AuditLog) Option { return func(r *Registry) { r.audit = l } }
 
 // WithDuplicateLimit sets the loop breaker: when one client's n-th call in
 // a row with the same tool and arguments returns, again, a byte-identical
@@ -248,9 +258,10 @@ func New(policy *Policy, opts ...Option) *Registry {
 	for _, o := range opts {
 		o(r)
 	}
-	if r.audit != nil {
-		r.audit.OnError(func(err error) { r.log("audit records not written", "error", err) })
+	if r.audit == nil {
+		r.audit = noAudit{}
 	}
+	r.audit.OnError(func(err error) { r.log("audit records not written", "error", err) })
 	return r
 }
 
@@ -571,7 +582,11 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		return nil, err
 	}
 	obs.started(t.Server, t.Tool.GetName())
-	pol := r.policy.rules()
+	pol, err := r.policy.rulesAt(ctx)
+	if err != nil {
+		rec.Decision, rec.Outcome = "deny", "refused"
+		return nil, err
+	}
 	if err := r.validate(pol, t, args); err != nil {
 		rec.Decision, rec.Outcome = "invalid", "refused"
 		return nil, err
