@@ -368,3 +368,30 @@ store { postgres = env("SB_STORE") }
 		t.Errorf("local audit file with the database down = %q, %v; want the refused call's record", log, err)
 	}
 }
+
+// A store block with a connection string that does not parse fails
+// validate at its line; one whose database does not answer stops serve
+// before anything starts, saying what to check, without the password.
+func TestStoreRefusals(t *testing.T) {
+	e := setupWith(t, `store { postgres = "postgres://sb:s3cret@db.internal:notaport/sb" }`)
+	_, errOut, code := run(t, e, "validate", "--config", e.config)
+	// (The snippet quotes the config's own line; the message masks it.)
+	if code != 1 || !strings.Contains(errOut, "config.hcl:15:9") || !strings.Contains(errOut, "Invalid store postgres") || !strings.Contains(errOut, "postgres://sb:xxxxx@") {
+		t.Errorf("validate with a bad connection string: exit %d\n%s", code, errOut)
+	}
+
+	dead := t.TempDir() // no server listens here
+	e = setupWith(t, fmt.Sprintf(`store { postgres = "host=%s port=5432 user=sb password=s3cret dbname=sb connect_timeout=5" }`, dead))
+	if _, errOut, code := run(t, e, "validate", "--config", e.config); code != 0 {
+		t.Fatalf("validate checks the shape only: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = run(t, e, "serve", "--config", e.config, "--http", "127.0.0.1:0")
+	for _, want := range []string{"did not answer", "check the store block's postgres connection string"} {
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("serve with an unreachable store: exit %d, want 2 and %q in\n%s", code, want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "s3cret") {
+		t.Errorf("serve's refusal shows the password:\n%s", errOut)
+	}
+}

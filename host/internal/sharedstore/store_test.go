@@ -74,7 +74,25 @@ func TestPostgres(t *testing.T) {
 	t.Run("migrates once", func(t *testing.T) { testOpenMigratesOnce(t, pg) })
 	t.Run("decisions shared", func(t *testing.T) { testDecisionsShared(t, pg) })
 	t.Run("audit durable", func(t *testing.T) { testAuditDurable(t, pg) })
-	t.Run("audit fallback", func(t *testing.T) { testAuditFallback(t, pg) })
+	t.Run("schema per team", func(t *testing.T) { testSearchPath(t, pg) })
+	t.Run("audit fallback", func(t *testing.T) { testAuditFallback(t, pg) }) // last: stops the server
+}
+
+// Two teams on one database: search_path in the connection string puts
+// each one's tables in its own schema.
+func testSearchPath(t *testing.T, pg *pgtest.Server) {
+	dsn := pg.CreateDB(t, "teams")
+	pg.Exec(t, "teams", "CREATE SCHEMA team_a; CREATE SCHEMA team_b")
+	a, b := open(t, dsn+" search_path=team_a").Decisions(), open(t, dsn+" search_path=team_b").Decisions()
+	if err := a.Save(t.Context(), "", []string{"fx.echo"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if allow, _, err := b.Saved(t.Context(), ""); err != nil || len(allow) != 0 {
+		t.Errorf("team b's saved answers = %v, %v; want none of team a's", allow, err)
+	}
+	if allow, _, err := a.Saved(t.Context(), ""); err != nil || len(allow) != 1 {
+		t.Errorf("team a's saved answers = %v, %v", allow, err)
+	}
 }
 
 // Replicas starting together on an empty database create the schema once;
