@@ -343,17 +343,14 @@ func (p *Policy) Load(path string) error {
 // Remember adds "always allow" (allow) or "always deny" rules, effective
 // from the next call, and saves them (atomically) when a file was loaded.
 func (p *Policy) Remember(rules []string, allow bool) error {
+	p.mu.RLock()
+	shared := p.shared
+	p.mu.RUnlock()
+	if shared != nil {
+		return p.rememberShared(shared, EveryCaller, rules, allow)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.shared != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.shared.Save(ctx, EveryCaller, rules, allow); err != nil {
-			return err
-		}
-		p.addRuntime(rules, allow)
-		return nil
-	}
 	// Another host on the same data directory may have saved decisions
 	// since this one loaded them: merge, never overwrite.
 	if p.storePath != "" {
@@ -376,7 +373,14 @@ func (p *Policy) Remember(rules []string, allow bool) error {
 			}
 		}
 	}
-	p.addRuntime(rules, allow)
+	for _, r := range rules {
+		if allow && !slices.Contains(p.runtimeAllow, r) {
+			p.runtimeAllow = append(p.runtimeAllow, r)
+		}
+		if !allow && !slices.Contains(p.runtimeDeny, r) {
+			p.runtimeDeny = append(p.runtimeDeny, r)
+		}
+	}
 	if p.storePath == "" {
 		return nil
 	}
@@ -405,8 +409,20 @@ func (p *Policy) Remember(rules []string, allow bool) error {
 	return os.Rename(tmp.Name(), p.storePath)
 }
 
-// addRuntime adds rules to the saved ones this host knows (p.mu held).
-func (p *Policy) addRuntime(rules []string, allow bool) {
+// rememberShared saves rules of owner in the shared decisions, without
+// holding p.mu (calls keep being judged while the database answers), and
+// adds them to the ones this host knows.
+func (p *Policy) rememberShared(shared Decisions, owner string, rules []string, allow bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := shared.Save(ctx, owner, rules, allow); err != nil {
+		return err
+	}
+	if owner != EveryCaller {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, r := range rules {
 		if allow && !slices.Contains(p.runtimeAllow, r) {
 			p.runtimeAllow = append(p.runtimeAllow, r)
@@ -415,6 +431,7 @@ func (p *Policy) addRuntime(rules []string, allow bool) {
 			p.runtimeDeny = append(p.runtimeDeny, r)
 		}
 	}
+	return nil
 }
 
 // Remembered returns the saved "always" rules this host knows of (with
