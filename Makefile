@@ -10,7 +10,7 @@ CONFIG    ?= config.hcl
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 
-.PHONY: all build run test conformance bench bench-fs lint proto release clean
+.PHONY: all build run test conformance bench bench-fs lint proto release clean deploy-check
 
 all: build
 
@@ -42,6 +42,17 @@ test:
 ## (installs Node 22 and the pinned suite into bin/tools on first use)
 conformance:
 	examples/conformance/run.sh
+
+## deploy-check: the deployment files in deploy/ without a cluster: the
+## Kubernetes manifests decoded strictly into the k8s.io/api types and checked
+## against each other, the ConfigMap's config through `switchboard validate`,
+## the Nomad job parsed as HCL, the Dockerfile's shape, static binaries
+## (deploy/validate is a module of its own: the host's module has no k8s deps)
+deploy-check:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard ./host/cmd/switchboard
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-sandbox ./host/cmd/switchboard-sandbox
+	cd deploy/validate && SWITCHBOARD=$(CURDIR)/$(BIN)/switchboard SWITCHBOARD_SANDBOX=$(CURDIR)/$(BIN)/switchboard-sandbox $(GO) test -count=1 ./...
 
 ## bench: benchmarks (figures, not tests)
 bench: build

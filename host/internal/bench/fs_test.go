@@ -254,7 +254,6 @@ func (p *mcpProc) waitTool(b *testing.B, name string) {
 	}
 }
 
-
 // descendants lists a process's children, theirs, and so on (a confined
 // plugin runs under the sandbox helper).
 func descendants(pid int) []int {

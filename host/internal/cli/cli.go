@@ -295,6 +295,8 @@ type serveOptions struct {
 	interrupted      func() bool
 	metrics          http.Handler // served at /metrics beside MCP
 	status           http.Handler // the status page, at /status
+
+	ready func(context.Context) error // asked by /readyz
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -385,6 +387,7 @@ func (a *app) serve(opts serveOptions) error {
 	if ln != nil {
 		opts.metrics, opts.status = m.Handler(), statuspage.Handler(status)
 		opts.grace, opts.interrupted = cfg.ShutdownGrace, interrupted.Load
+		opts.ready = storeReady(h.SharedStore(), log)
 		return a.serveHTTP(ctx, fe, ln, opts, log.With("servers", len(reg.Entries()), "tools", n, "config", cfg.File))
 	}
 	log.Info("serving MCP over stdio", "servers", len(reg.Entries()), "tools", n, "config", cfg.File)
@@ -462,7 +465,7 @@ func (a *app) serveHTTP(ctx context.Context, fe *frontend.Frontend, ln net.Liste
 	if err := fe.ServeHTTP(ctx, ln, frontend.HTTPOptions{
 		AllowRemote: opts.allowRemote, MaxSessions: opts.maxSessions,
 		MaxInFlight: opts.maxInFlight, MaxInFlightTotal: opts.maxInFlightTotal,
-		Metrics: opts.metrics, Status: opts.status,
+		Metrics: opts.metrics, Status: opts.status, Ready: opts.ready,
 		Auth: opts.auth, TLS: opts.tls, ShutdownGrace: opts.grace, Interrupted: opts.interrupted,
 	}); err != nil {
 		return fail(2, "serve: %v", err)

@@ -48,6 +48,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	b.logLevel(fs.LogLevel)
 	b.logFormat(fs.LogFormat)
 	b.metrics(fs.Metrics)
+	b.store(fs.Store)
 	b.shutdownGrace(fs.ShutdownGrace)
 	b.defaultRestart(fs.Restart)
 	for _, bs := range fs.Builtins {

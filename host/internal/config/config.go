@@ -121,6 +121,9 @@ type Config struct {
 	Callers []*CallerRules
 	// TLS, when set, makes the HTTP front end serve HTTPS (and mTLS).
 	TLS *TLS
+	// Store is where the state replicas share lives (the store block;
+	// store.go); the zero Store keeps it in files in DataDir.
+	Store Store
 }
 
 // Disabled is a server block turned off with enabled = false.
@@ -386,6 +389,7 @@ type fileSchema struct {
 	ImportMCPJSON      *bool            `hcl:"import_mcp_json,optional"`
 	Permissions        []permSchema     `hcl:"permissions,block"`
 	Metrics            []metricsSchema  `hcl:"metrics,block"`
+	Store              []storeSchema    `hcl:"store,block"`
 	MaxResultChars     *int             `hcl:"max_result_chars,optional"`
 	MaxImageBytes      *int64           `hcl:"max_image_bytes,optional"`
 	Expose             *string          `hcl:"expose,optional"`

@@ -66,6 +66,9 @@ type HTTPOptions struct {
 	// Status, when set, is served at /status and below it (the status
 	// page; the same origin checks as MCP).
 	Status http.Handler
+	// Ready, when set, is asked by every GET of ReadyPath whether the
+	// host can serve (the shared store answers); nil means it can.
+	Ready func(ctx context.Context) error
 }
 
 // MetricsPath is where the HTTP front end serves the host's metrics.
@@ -167,6 +170,7 @@ func (f *Frontend) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOpti
 		mux.Handle("/status", h)
 		mux.Handle("/status/", h)
 	}
+	serveProbes(mux, opts.Ready)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if opts.TLS != nil {
 		ln = tls.NewListener(ln, opts.TLS)

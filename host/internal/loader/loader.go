@@ -32,6 +32,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/host/internal/sharedstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/feature"
@@ -102,6 +103,8 @@ type Host struct {
 	hidden map[string]fileID
 	// hostSvc is the switchboard built-in's back-channel (nil: none).
 	hostSvc launcher.HostService
+	// shared is the shared store (nil: state in data_dir's files).
+	shared *sharedstore.Store
 }
 
 // Load starts everything the config names and returns the registry. See
@@ -140,19 +143,16 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		return nil, err
 	}
 	policy := &registry.Policy{Allow: perms.Allow, Deny: perms.Deny, Default: def, Access: access, Source: filepath.Base(cfg.File), AskFirst: builtins.AskFirst()}
-	if err := policy.Load(filepath.Join(cfg.DataDir, PermissionsFile)); err != nil {
-		return nil, err
-	}
-	audit, err := registry.OpenAudit(filepath.Join(cfg.DataDir, AuditFile), cfg.AuditMaxBytes, 3, cfg.AuditDurable)
+	audit, shared, err := openState(ctx, cfg, policy, log)
 	if err != nil {
 		return nil, err
 	}
 	reg := registry.New(policy,
-		registry.WithAudit(audit),
+		registry.WithAuditLog(audit),
 		registry.WithDuplicateLimit(cfg.DuplicateCallLimit),
 		registry.WithWarnings(log.Warn))
 	reg.SetCallTimeouts(CallTimeouts(cfg))
-	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg)}
+	h := &Host{log: log, self: self, reg: reg, cfg: cfg, jobs: map[string]job{}, hidden: hiddenIDs(cfg), shared: shared}
 	if opts.HostService != nil {
 		h.hostSvc = opts.HostService(h)
 	}
@@ -523,7 +523,10 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	if next.AuditDurable != h.cfg.AuditDurable {
 		out.Warnings = append(out.Warnings, "audit_durable changes on the next restart of the host")
 	}
-	next.DataDir = h.cfg.DataDir
+	if next.Store != h.cfg.Store {
+		out.Warnings = append(out.Warnings, "the store block changes on the next restart of the host")
+	}
+	next.DataDir, next.Store = h.cfg.DataDir, h.cfg.Store
 
 	// Permissions apply without restarting anything.
 	oldP, newP := h.cfg.Permissions, next.Permissions

@@ -51,6 +51,30 @@ type AuditRecord struct {
 	Peer *AuditPeer `json:"peer,omitempty"`
 }
 
+// AuditLog is where a Registry writes its audit records: the local file
+// (*Audit) or a shared store. It is safe for concurrent use.
+type AuditLog interface {
+	// Write records r. A durable log returns once r is stored (so a
+	// call's record exists before its answer is sent); an error means r
+	// may be lost.
+	Write(r AuditRecord) error
+	// Queued is how many records wait to be stored.
+	Queued() int
+	// OnError sets where failures of background writes are reported.
+	OnError(fn func(error))
+	// Close stores what is queued and closes the log; it may be called
+	// more than once.
+	Close() error
+}
+
+// noAudit is the audit log of a Registry given none.
+type noAudit struct{}
+
+func (noAudit) Write(AuditRecord) error { return nil }
+func (noAudit) Queued() int             { return 0 }
+func (noAudit) OnError(func(error))     {}
+func (noAudit) Close() error            { return nil }
+
 // AuditPeer is the process at the other end of the control socket.
 type AuditPeer struct {
 	PID int `json:"pid"`
@@ -317,3 +341,8 @@ func (a *Audit) Close() error {
 	a.f = nil
 	return err
 }
+
+var (
+	_ AuditLog = (*Audit)(nil)
+	_ AuditLog = noAudit{}
+)

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
@@ -47,12 +49,70 @@ type Policy struct {
 	// by caller name: they count only for that caller.
 	callerSaved map[string]savedRules
 	storePath   string
+	shared      Decisions
 }
 
 // savedRules are one caller's saved "always" answers.
 type savedRules struct {
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
+}
+
+// Decisions keeps saved "always" answers where every host on a config
+// reads them (the shared store), instead of this host's permissions file.
+// It is safe for concurrent use.
+type Decisions interface {
+	// Saved returns the saved "always allow" and "always deny" rules of
+	// owner ("" holds the answers that apply to every caller).
+	Saved(ctx context.Context, owner string) (allow, deny []string, err error)
+	// Save adds rules to owner's saved "always allow" (allow) or "always
+	// deny" rules; once it returns they are in every later Saved, on
+	// every host. Adding a rule already saved is not an error.
+	Save(ctx context.Context, owner string, rules []string, allow bool) error
+}
+
+// EveryCaller is the owner of saved answers that apply to every caller:
+// today all of them (a person's "always" answer extends the config's
+// rules, which are everyone's).
+const EveryCaller = ""
+
+// ShareDecisions makes p keep its saved answers in d instead of a file:
+// every call reads them from d, so an answer given on another host counts
+// from the next call on, and Remember saves to d. Call it before p is
+// shared.
+func (p *Policy) ShareDecisions(d Decisions) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shared = d
+}
+
+// rulesAt reads the policy once for a call: with shared decisions, their
+// current state. An error means the shared decisions could not be read.
+func (p *Policy) rulesAt(ctx context.Context) (rules, error) {
+	c := CallerFrom(ctx)
+	r := p.rulesFor(c)
+	p.mu.RLock()
+	shared := p.shared
+	p.mu.RUnlock()
+	if shared == nil {
+		return r, nil
+	}
+	allow, deny, err := shared.Saved(ctx, EveryCaller)
+	if err != nil {
+		return r, protocol.Errorf(protocol.CodeUnavailable, "the saved \"always\" answers could not be read from the shared store, and one may deny this call, so it was not run: %v. Check that the database in the store block of %s is up and reachable", err, r.source)
+	}
+	r.savedAllow, r.savedDeny = allow, deny
+	if c != nil {
+		// The authenticated caller's own answers (RememberFor).
+		ca, cd, err := shared.Saved(ctx, c.Name)
+		if err != nil {
+			return r, protocol.Errorf(protocol.CodeUnavailable, "the saved \"always\" answers could not be read from the shared store, and one may deny this call, so it was not run: %v. Check that the database in the store block of %s is up and reachable", err, r.source)
+		}
+		r.callerAllow, r.callerDeny = ca, cd
+		r.savedAllow = append(slices.Clip(r.savedAllow), ca...)
+		r.savedDeny = append(slices.Clip(r.savedDeny), cd...)
+	}
+	return r, nil
 }
 
 // rules is one consistent reading of a Policy: a call is judged against
@@ -347,6 +407,12 @@ func (p *Policy) Remember(rules []string, allow bool) error {
 // RememberFor is Remember for the answers of the authenticated caller
 // named caller ("" for everyone's): they count only in that caller's calls.
 func (p *Policy) RememberFor(caller string, rules []string, allow bool) error {
+	p.mu.RLock()
+	shared := p.shared
+	p.mu.RUnlock()
+	if shared != nil {
+		return p.rememberShared(shared, caller, rules, allow)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Another host on the same data directory may have saved decisions
@@ -441,7 +507,33 @@ func (p *Policy) RememberedBy(caller string) (allow, deny []string) {
 	return slices.Clone(own.Allow), slices.Clone(own.Deny)
 }
 
-// Remembered returns the saved "always" rules.
+// rememberShared saves rules of owner in the shared decisions, without
+// holding p.mu (calls keep being judged while the database answers), and
+// adds them to the ones this host knows.
+func (p *Policy) rememberShared(shared Decisions, owner string, rules []string, allow bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := shared.Save(ctx, owner, rules, allow); err != nil {
+		return err
+	}
+	if owner != EveryCaller {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range rules {
+		if allow && !slices.Contains(p.runtimeAllow, r) {
+			p.runtimeAllow = append(p.runtimeAllow, r)
+		}
+		if !allow && !slices.Contains(p.runtimeDeny, r) {
+			p.runtimeDeny = append(p.runtimeDeny, r)
+		}
+	}
+	return nil
+}
+
+// Remembered returns the saved "always" rules this host knows of (with
+// shared decisions: those it saved itself).
 func (p *Policy) Remembered() (allow, deny []string) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

@@ -137,7 +137,7 @@ type Failure struct {
 // Registry routes calls to servers. Its zero value is not usable; use New.
 type Registry struct {
 	policy   *Policy
-	audit    *Audit
+	audit    AuditLog
 	dupLimit int
 
 	toMu       sync.RWMutex
@@ -181,7 +181,17 @@ type dupState struct {
 type Option func(*Registry)
 
 // WithAudit records every call in a.
-func WithAudit(a *Audit) Option { return func(r *Registry) { r.audit = a } }
+func WithAudit(a *Audit) Option {
+	return func(r *Registry) {
+		if a != nil {
+			r.audit = a
+		}
+	}
+}
+
+// WithAuditLog records every call in l: an audit log other than the
+// local file (the shared store's).
+func WithAuditLog(l AuditLog) Option { return func(r *Registry) { r.audit = l } }
 
 // WithDuplicateLimit sets the loop breaker: when one client's n-th call in
 // a row with the same tool and arguments returns, again, a byte-identical
@@ -251,9 +261,10 @@ func New(policy *Policy, opts ...Option) *Registry {
 	for _, o := range opts {
 		o(r)
 	}
-	if r.audit != nil {
-		r.audit.OnError(func(err error) { r.log("audit records not written", "error", err) })
+	if r.audit == nil {
+		r.audit = noAudit{}
 	}
+	r.audit.OnError(func(err error) { r.log("audit records not written", "error", err) })
 	return r
 }
 
@@ -581,7 +592,11 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		return nil, err
 	}
 	obs.started(t.Server, t.Tool.GetName())
-	pol = r.policy.rulesFor(CallerFrom(ctx))
+	var perr error
+	if pol, perr = r.policy.rulesAt(ctx); perr != nil {
+		rec.Decision, rec.Outcome = "deny", "refused"
+		return nil, perr
+	}
 	if pol.access.Permits(t.Access()) && !pol.caller.Visible(t.Access()) {
 		// The caller's access level, not the host's, refuses the tool: a
 		// rule's refusal, counted as one.

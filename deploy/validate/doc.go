@@ -1,0 +1,2 @@
+// Package validate checks the deployment files in deploy/ (see its test).
+package validate
