@@ -49,6 +49,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	b.metrics(fs.Metrics)
 	b.shutdownGrace(fs.ShutdownGrace)
 	b.defaultRestart(fs.Restart)
+	b.cfg.Lifecycle = b.lifecycle(nil, fs.Start, fs.IdleTimeout, Lifecycle{})
 	for _, bs := range fs.Builtins {
 		b.builtin(bs)
 	}
@@ -335,7 +336,8 @@ func (b *builder) builtin(s builtinSchema) {
 	b.prefix(s.Name, s.Prefix, s.Range)
 	b.serverResults(s.Name, s.Range, s.MaxResultChars, s.MaxImageBytes, s.Tools)
 	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox),
-		Timeouts: b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
+		Lifecycle: b.lifecycle(&s.Range, s.Start, s.IdleTimeout, b.cfg.Lifecycle),
+		Timeouts:  b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
 }
 
 // builtinName refuses a plugin or external block named like a built-in
@@ -366,7 +368,8 @@ func (b *builder) plugin(p pluginSchema) {
 		return
 	}
 	pl := &Plugin{Name: p.Name, Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox),
-		Timeouts: b.serverTimeouts(p.Range, p.CallTimeout, p.Tools)}
+		Lifecycle: b.lifecycle(&p.Range, p.Start, p.IdleTimeout, b.cfg.Lifecycle),
+		Timeouts:  b.serverTimeouts(p.Range, p.CallTimeout, p.Tools)}
 	b.pluginBinary(p, pl)
 	if p.SHA256 != nil && *p.SHA256 != "" {
 		sum := strings.ToLower(strings.TrimPrefix(*p.SHA256, "sha256:"))
@@ -413,7 +416,8 @@ func (b *builder) external(x externalSchema) {
 		return
 	}
 	ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: b.serverRestart(x.Restart), Sandbox: b.serverSandbox(x.Sandbox),
-		Timeouts: b.serverTimeouts(x.Range, x.CallTimeout, x.Tools)}
+		Lifecycle: b.lifecycle(&x.Range, x.Start, x.IdleTimeout, b.cfg.Lifecycle),
+		Timeouts:  b.serverTimeouts(x.Range, x.CallTimeout, x.Tools)}
 	if x.Command != nil {
 		ext.Command = *x.Command
 	}
@@ -478,6 +482,7 @@ func (b *builder) importMCPJSON(on *bool) {
 		if _, dup := b.seen["external "+x.Name]; dup {
 			continue
 		}
+		x.Lifecycle = b.cfg.Lifecycle
 		b.cfg.Externals = append(b.cfg.Externals, x)
 	}
 }

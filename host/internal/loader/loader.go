@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/feature"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
@@ -78,6 +79,11 @@ type job struct {
 	// approved one (plugins and external servers; built-ins are the host's
 	// own binary).
 	gate *pluginstore.Gate
+	// life is when the server runs (start, idle_timeout).
+	life config.Lifecycle
+	// manifests, if set, is the data_dir its manifest is cached in
+	// (manifest.go).
+	manifests string
 }
 
 // Host is a running set of servers built from a config.
@@ -218,7 +224,11 @@ var StartWait = 3 * time.Second
 // name comes from its answer).
 func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 	results := make([]chan supervisor.StartResult, len(jobs))
+	lazy := make([]*pluginv1.DescribeResponse, len(jobs))
 	for i, j := range jobs {
+		if lazy[i] = h.lazyManifest(j); lazy[i] != nil {
+			continue // listed from its manifest; its first call starts it
+		}
 		results[i] = make(chan supervisor.StartResult, 1)
 		go func() {
 			inst, err := start(ctx, j, h.log)
@@ -237,6 +247,10 @@ func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 
 	var first error
 	for i, j := range jobs {
+		if lazy[i] != nil {
+			first = h.registerLazy(ctx, j, lazy[i], first)
+			continue
+		}
 		var r supervisor.StartResult
 		select {
 		case r = <-results[i]:
@@ -264,7 +278,8 @@ func (h *Host) lateOrNow(ctx context.Context, j job, res chan supervisor.StartRe
 		return <-res, first
 	}
 	name := j.spec.Name
-	srv := h.sup.AddStarting(name, starter(j, name, h.log), Backoff(j.restart), res, func(err error) bool { return !transient(j, err) })
+	srv := h.sup.AddStarting(name, starter(j, name, h.log), backoffOf(j), res, func(err error) bool { return !transient(j, err) })
+	srv.SetStartPolicy(startTimeout(j), permanent(j))
 	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
 		_ = srv.Close(ctx)
 		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
@@ -294,14 +309,16 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 	}
 	switch {
 	case err == nil:
-		srv := h.sup.Add(name, inst, starter(j, name, h.log), Backoff(j.restart))
+		srv := h.sup.Add(name, inst, starter(j, name, h.log), backoffOf(j))
+		srv.SetStartPolicy(startTimeout(j), permanent(j))
 		err = h.reg.Register(srv, j.kind, j.source)
 		if err != nil {
 			_ = srv.Close(ctx)
 		}
 	case transient(j, err):
 		// Keep trying in the background, like a server that was lost.
-		srv := h.sup.AddPending(name, starter(j, name, h.log), Backoff(j.restart), err.Error())
+		srv := h.sup.AddPending(name, starter(j, name, h.log), backoffOf(j), err.Error())
+		srv.SetStartPolicy(startTimeout(j), permanent(j))
 		if rerr := h.reg.Register(srv, j.kind, j.source); rerr != nil {
 			_ = srv.Close(ctx)
 			err = rerr
@@ -336,10 +353,21 @@ func transient(j job, err error) bool {
 	return j.ext != nil || errors.Is(err, launcher.ErrStart)
 }
 
-// start starts one instance of a job.
+// start starts one instance of a job and, once its surface passed the
+// gate, caches its manifest.
 func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
 	if j.refused != nil {
 		return nil, j.refused
+	}
+	// The identity is taken before the start: a binary replaced meanwhile
+	// leaves a manifest that no longer matches, not one that lies.
+	var key string
+	var file *FileIdentity
+	if j.manifests != "" && j.spec.Reattach == nil && !j.discovered {
+		var err error
+		if key, file, err = manifestKey(j); err != nil {
+			key = ""
+		}
 	}
 	inst, err := launch(ctx, j, log)
 	if err != nil {
@@ -347,14 +375,56 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 		// result closes a non-nil Inst.
 		return nil, err
 	}
-	if j.gate == nil {
-		return inst, nil
+	if j.gate != nil {
+		if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOfServer(inst.Describe())); err != nil {
+			_ = inst.Close(ctx)
+			return nil, err
+		}
 	}
-	if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOfServer(inst.Describe())); err != nil {
-		_ = inst.Close(ctx)
-		return nil, err
+	if key != "" {
+		recordManifest(j, key, file, inst, log)
 	}
 	return inst, nil
+}
+
+// registerLazy registers a server listed from its manifest, not started.
+func (h *Host) registerLazy(ctx context.Context, j job, manifest *pluginv1.DescribeResponse, first error) error {
+	name := j.spec.Name
+	srv := h.sup.AddLazy(name, starter(j, name, h.log), backoffOf(j), supervisor.Lazy{
+		Manifest: manifest, StartTimeout: startTimeout(j), Permanent: permanent(j),
+	})
+	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
+		_ = srv.Close(ctx)
+		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
+		if first == nil {
+			first = err
+		}
+		return first
+	}
+	h.log.Debug("server configured from its manifest; its first call starts it", "server", name)
+	return first
+}
+
+// permanent reports which failed starts of a job will not pass by
+// themselves.
+func permanent(j job) func(error) bool {
+	return func(err error) bool { return !transient(j, err) }
+}
+
+// startTimeout bounds a call's wait for a job's start on demand (0: the
+// supervisor's default).
+func startTimeout(j job) time.Duration {
+	if j.ext != nil {
+		return j.ext.Timeout
+	}
+	return j.spec.StartTimeout
+}
+
+// backoffOf is a job's restart policy and idle timeout.
+func backoffOf(j job) supervisor.Backoff {
+	b := Backoff(j.restart)
+	b.IdleTimeout = j.life.IdleTimeout
+	return b
 }
 
 // launch starts one instance of a job, unchecked.
@@ -429,7 +499,7 @@ func (h *Host) DisconnectExternal(ctx context.Context, name string) error {
 }
 
 func externalJob(cfg *config.Config, x *config.External, source string) job {
-	return job{
+	j := job{
 		spec: launcher.Spec{Name: x.Name},
 		ext: &external.Spec{
 			Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
@@ -440,6 +510,8 @@ func externalJob(cfg *config.Config, x *config.External, source string) job {
 		source:  source,
 		restart: x.Restart,
 	}
+	j.life, j.manifests = x.Lifecycle, cfg.DataDir
+	return j
 }
 
 // Backoff converts a config restart block.
@@ -562,7 +634,8 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 			out.Added = append(out.Added, name)
 		case !sameJob(old, j):
 			if srv, ok := e.Server.(*supervisor.Server); ok && !j.discovered {
-				srv.SetStarter(starter(j, name, h.log), Backoff(j.restart))
+				srv.SetStarter(starter(j, name, h.log), backoffOf(j))
+				srv.SetStartPolicy(startTimeout(j), permanent(j))
 				srv.Restart()
 			}
 			out.Restarted = append(out.Restarted, name)
@@ -743,7 +816,7 @@ func Jobs(cfg *config.Config, self string) []job {
 	gate := &pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
 	for _, b := range cfg.Builtins {
 		state := filepath.Join(cfg.DataDir, b.Name)
-		jobs = append(jobs, job{
+		j := job{
 			spec: launcher.Spec{
 				Name: b.Name, Path: self, Args: []string{builtins.ServeCommand, b.Name},
 				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
@@ -753,7 +826,9 @@ func Jobs(cfg *config.Config, self string) []job {
 			kind:    registry.KindBuiltin,
 			source:  fmt.Sprintf("builtin %q (%s)", b.Name, rangeText(cfg, b.Range.Filename, b.Range.Start.Line)),
 			restart: b.Restart,
-		})
+		}
+		j.life, j.manifests = b.Lifecycle, cfg.DataDir
+		jobs = append(jobs, j)
 	}
 	named := map[string]bool{}
 	for _, p := range cfg.Plugins {
@@ -773,6 +848,7 @@ func Jobs(cfg *config.Config, self string) []job {
 			refused: lockErr,
 			gate:    gate,
 		}
+		j.life, j.manifests = p.Lifecycle, cfg.DataDir
 		// A configured plugin the lock lists runs only as locked; one it
 		// does not list runs as configured (its block is the operator's
 		// choice). A sha256 in the block is checked instead.
