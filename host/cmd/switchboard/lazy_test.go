@@ -330,3 +330,46 @@ func TestLazyLockedSurfaceChangeQuarantines(t *testing.T) {
 		t.Error("a quarantined plugin's tools are still listed")
 	}
 }
+
+// A bash job keeps its server up past idle_timeout (the plugin reports
+// itself busy); once the job has ended, the idle server is stopped.
+func TestIdleStopWaitsForBashJobs(t *testing.T) {
+	bins := fixtures.Build(t)
+	dir := t.TempDir()
+	project := filepath.Join(dir, "project")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.hcl")
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" { idle_timeout = \"1s\" }\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := env{bins: bins, config: path, project: project}
+	bashStatus := func() string {
+		for _, s := range status(t, e).Servers {
+			if s.Name == "bash" {
+				return s.Status
+			}
+		}
+		t.Fatal("status has no bash")
+		return ""
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	if out := callOK(t, c, "bash__start", map[string]any{"command": "sleep 4"}); out == "" {
+		t.Fatal("no job started")
+	}
+	// Watch for three seconds (three idle_timeouts) while the job runs,
+	// without calling the server.
+	var seen []string
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		seen = append(seen, bashStatus())
+	}
+	if slices.Contains(seen, "idle-stopped") {
+		t.Fatalf("bash stopped while its job ran: statuses %v", seen)
+	}
+	if !eventually(60*time.Second, func() bool { return bashStatus() == "idle-stopped" }) {
+		t.Fatalf("bash not stopped once its job ended and it was idle: %s", bashStatus())
+	}
+}

@@ -953,6 +953,7 @@ var (
 	_ registry.Process    = (*external.Server)(nil)
 	_ registry.Confined   = (*launcher.Plugin)(nil)
 	_ registry.Confined   = (*external.Server)(nil)
+	_ supervisor.Busy     = (*launcher.Plugin)(nil)
 )
 
 // PluginTarget is a plugin the config loads: a plugin block, or a binary

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
@@ -198,12 +199,13 @@ func (h *Host) lazyManifest(j job) *pluginv1.DescribeResponse {
 
 // recordManifest caches a started instance's description.
 func recordManifest(j job, key string, file *FileIdentity, inst supervisor.Instance, log hclog.Logger) {
-	proto := 0
+	version := 0
 	if p, ok := inst.(registry.Process); ok {
-		proto = p.ProtocolVersion()
+		version = p.ProtocolVersion()
 	}
-	d := inst.Describe()
-	if err := writeManifest(j.manifests, j, key, file, d, proto); err != nil {
+	d, _ := proto.Clone(inst.Describe()).(*pluginv1.DescribeResponse)
+	d.Busy = false // not a property of the server
+	if err := writeManifest(j.manifests, j, key, file, d, version); err != nil {
 		log.Warn("manifest not cached; the server starts eagerly next time", "server", j.spec.Name, "error", err)
 	}
 }
