@@ -36,7 +36,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/internal/feature"
 	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
 
@@ -224,7 +223,7 @@ var StartWait = 3 * time.Second
 // name comes from its answer).
 func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 	results := make([]chan supervisor.StartResult, len(jobs))
-	lazy := make([]*pluginv1.DescribeResponse, len(jobs))
+	lazy := make([]*cached, len(jobs))
 	for i, j := range jobs {
 		if lazy[i] = h.lazyManifest(j); lazy[i] != nil {
 			continue // listed from its manifest; its first call starts it
@@ -388,10 +387,10 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 }
 
 // registerLazy registers a server listed from its manifest, not started.
-func (h *Host) registerLazy(ctx context.Context, j job, manifest *pluginv1.DescribeResponse, first error) error {
+func (h *Host) registerLazy(ctx context.Context, j job, m *cached, first error) error {
 	name := j.spec.Name
 	srv := h.sup.AddLazy(name, starter(j, name, h.log), backoffOf(j), supervisor.Lazy{
-		Manifest: manifest, StartTimeout: startTimeout(j), Permanent: permanent(j),
+		Manifest: m.desc, Protocol: m.protocol, StartTimeout: startTimeout(j), Permanent: permanent(j),
 	})
 	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
 		_ = srv.Close(ctx)

@@ -116,7 +116,7 @@ var errStaleManifest = errors.New("the binary or its configuration changed since
 
 // readManifest returns a job's cached description, or why there is none
 // it may be listed from (missing, unreadable, unsafe, corrupt or stale).
-func readManifest(dataDir string, j job) (*pluginv1.DescribeResponse, error) {
+func readManifest(dataDir string, j job) (*cached, error) {
 	path := manifestPath(dataDir, j.spec.Name)
 	if err := strictmode.Check(path); err != nil {
 		return nil, err
@@ -140,7 +140,13 @@ func readManifest(dataDir string, j job) (*pluginv1.DescribeResponse, error) {
 	if err := protojson.Unmarshal(m.Describe, d); err != nil {
 		return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
 	}
-	return d, nil
+	return &cached{desc: d, protocol: m.Protocol}, nil
+}
+
+// cached is what a valid manifest says.
+type cached struct {
+	desc     *pluginv1.DescribeResponse
+	protocol int
 }
 
 // writeManifest caches what a job's server described at a start; key and
@@ -172,7 +178,7 @@ func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *plu
 // setting, or an external server without one), it is a discovered plugin
 // (named by what it reports) or one started by hand, or its manifest is
 // missing, stale or corrupt.
-func (h *Host) lazyManifest(j job) *pluginv1.DescribeResponse {
+func (h *Host) lazyManifest(j job) *cached {
 	if j.discovered || j.refused != nil || j.spec.Reattach != nil || j.manifests == "" {
 		return nil
 	}

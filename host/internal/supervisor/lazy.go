@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 )
@@ -38,6 +39,9 @@ type Lazy struct {
 	// Manifest is the server's cached description: what it is listed as
 	// until it starts.
 	Manifest *pluginv1.DescribeResponse
+	// Protocol is the protocol version it spoke when cached (shown until
+	// it runs).
+	Protocol int
 	// StartTimeout bounds a call's wait for the start (0:
 	// DefaultStartWait).
 	StartTimeout time.Duration
@@ -51,6 +55,7 @@ type Lazy struct {
 // guarded by Server.mu.
 type demand struct {
 	manifest     *pluginv1.DescribeResponse // listed from, until the first start
+	protocol     int                        // the protocol version last seen
 	startWait    time.Duration
 	permanent    func(error) bool
 	wake         *wakeup // the start callers wait for, if one is under way
@@ -69,7 +74,7 @@ type wakeup struct {
 // it: its state is configured until its first call.
 func (s *Supervisor) AddLazy(name string, start Starter, b Backoff, l Lazy) *Server {
 	srv := &Server{sup: s, name: name, start: start, backoff: b, desc: l.Manifest, state: Configured, gen: 1}
-	srv.manifest = l.Manifest
+	srv.manifest, srv.protocol = l.Manifest, l.Protocol
 	srv.SetStartPolicy(l.StartTimeout, l.Permanent)
 	s.mu.Lock()
 	s.servers[srv] = true
@@ -311,6 +316,9 @@ func (srv *Server) idleStop() {
 			return
 		}
 		old := srv.inst
+		if p, ok := old.(registry.Process); ok {
+			srv.protocol = p.ProtocolVersion()
+		}
 		srv.gen++
 		srv.state = IdleStopped
 		srv.inst = nil

@@ -689,12 +689,16 @@ func (srv *Server) Confinement() string {
 	return ""
 }
 
-// ProtocolVersion returns the current instance's protocol version.
+// ProtocolVersion returns the current instance's protocol version, or
+// the last one seen when none runs (a lazy server's manifest, an
+// idle-stopped server's last instance).
 func (srv *Server) ProtocolVersion() int {
 	if p, ok := srv.Status().Instance.(registry.Process); ok {
 		return p.ProtocolVersion()
 	}
-	return 0
+	srv.mu.RLock()
+	defer srv.mu.RUnlock()
+	return srv.protocol
 }
 
 // Exited reports whether there is no live instance.
