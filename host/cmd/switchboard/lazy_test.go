@@ -329,6 +329,20 @@ func TestLazyLockedSurfaceChangeQuarantines(t *testing.T) {
 	if _, ok := toolList(t, c)["fx__echo"]; ok {
 		t.Error("a quarantined plugin's tools are still listed")
 	}
+
+	// A person approves the new surface: the running host takes it back.
+	if out, errOut, code := run(t, e, "approve", "fx", "--config", e.config); code != 0 {
+		t.Fatalf("approve = %d\n%s\n%s", code, out, errOut)
+	}
+	if !eventually(60*time.Second, func() bool {
+		tl, ok := toolList(t, c)["fx__echo"]
+		return ok && strings.Contains(tl.Description, "~/.ssh")
+	}) {
+		t.Fatalf("fx__echo not back with its approved description: %+v", toolList(t, c)["fx__echo"])
+	}
+	if got := callOK(t, c, "fx__echo", map[string]any{"text": "back"}); got != "back" {
+		t.Errorf("echo after approve = %q", got)
+	}
 }
 
 // A bash job keeps its server up past idle_timeout (the plugin reports

@@ -32,8 +32,10 @@ func BenchmarkLazy(b *testing.B) {
 	for i := 0; i < 100; i++ {
 		fmt.Fprintf(&hundred, "plugin \"p%03d\" { path = %q }\n", i, bins.TestPlugin)
 	}
-	eagerCfg := writeConfigStart(b, "eager", hundred.String())
-	lazyCfg := writeConfigStart(b, "lazy", hundred.String())
+	// serve answers once every eager server is up (ready = all 100
+	// plugins' tools listed).
+	eagerCfg := writeConfigStart(b, "eager", "start_wait = \"10m\"\n"+hundred.String())
+	lazyCfg := writeConfigStart(b, "lazy", "start_wait = \"10m\"\n"+hundred.String())
 	learnManifests(b, bins.Switchboard, lazyCfg)
 
 	// Ready time and idle tree RSS, eager against lazy, alternated.
@@ -80,8 +82,8 @@ func BenchmarkLazy(b *testing.B) {
 
 	// The four built-ins, idle.
 	const four = "builtin \"filesystem\" {}\nbuiltin \"bash\" {}\nbuiltin \"git\" {}\nbuiltin \"web\" {}\n"
-	fourEager := writeConfigStart(b, "eager", four)
-	fourLazy := writeConfigStart(b, "lazy", four)
+	fourEager := writeConfigStart(b, "eager", "start_wait = \"10m\"\n"+four)
+	fourLazy := writeConfigStart(b, "lazy", "start_wait = \"10m\"\n"+four)
 	learnManifests(b, bins.Switchboard, fourLazy)
 	p, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", fourEager)
 	eRSS, ePSS := treeMemory(p.cmd.Process.Pid)

@@ -278,7 +278,7 @@ func (h *Host) lateOrNow(ctx context.Context, j job, res chan supervisor.StartRe
 	}
 	name := j.spec.Name
 	srv := h.sup.AddStarting(name, starter(j, name, h.log), backoffOf(j), res, func(err error) bool { return !transient(j, err) })
-	srv.SetStartPolicy(startTimeout(j), permanent(j))
+	srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
 		_ = srv.Close(ctx)
 		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
@@ -309,7 +309,7 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 	switch {
 	case err == nil:
 		srv := h.sup.Add(name, inst, starter(j, name, h.log), backoffOf(j))
-		srv.SetStartPolicy(startTimeout(j), permanent(j))
+		srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 		err = h.reg.Register(srv, j.kind, j.source)
 		if err != nil {
 			_ = srv.Close(ctx)
@@ -317,7 +317,7 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 	case transient(j, err):
 		// Keep trying in the background, like a server that was lost.
 		srv := h.sup.AddPending(name, starter(j, name, h.log), backoffOf(j), err.Error())
-		srv.SetStartPolicy(startTimeout(j), permanent(j))
+		srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 		if rerr := h.reg.Register(srv, j.kind, j.source); rerr != nil {
 			_ = srv.Close(ctx)
 			err = rerr
@@ -377,6 +377,11 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 	if j.gate != nil {
 		if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOfServer(inst.Describe())); err != nil {
 			_ = inst.Close(ctx)
+			if key != "" {
+				// Its cached surface is not what it serves now: the
+				// next start (after an approval) is eager.
+				_ = os.Remove(manifestPath(j.manifests, j.spec.Name))
+			}
 			return nil, err
 		}
 	}
@@ -390,7 +395,7 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 func (h *Host) registerLazy(ctx context.Context, j job, m *cached, first error) error {
 	name := j.spec.Name
 	srv := h.sup.AddLazy(name, starter(j, name, h.log), backoffOf(j), supervisor.Lazy{
-		Manifest: m.desc, Protocol: m.protocol, StartTimeout: startTimeout(j), Permanent: permanent(j),
+		Manifest: m.desc, Protocol: m.protocol, StartTimeout: startTimeout(j), Permanent: h.permanent(j),
 	})
 	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
 		_ = srv.Close(ctx)
@@ -404,10 +409,25 @@ func (h *Host) registerLazy(ctx context.Context, j job, m *cached, first error) 
 	return first
 }
 
-// permanent reports which failed starts of a job will not pass by
-// themselves.
-func permanent(j job) func(error) bool {
-	return func(err error) bool { return !transient(j, err) }
+// permanent reports which failed starts on demand of a job will not pass
+// by themselves. A quarantined server is taken out of the registry and
+// shown as quarantined until `switchboard approve` (which reloads,
+// starting it again), as a running server whose tools change is.
+func (h *Host) permanent(j job) func(error) bool {
+	return func(err error) bool {
+		if !errors.Is(err, pluginstore.ErrQuarantined) {
+			return !transient(j, err)
+		}
+		name := j.spec.Name
+		h.log.Warn("server quarantined: its tools differ from the locked or approved ones", "server", name, "error", err)
+		go func() { // not under the supervisor's lock
+			if e := h.reg.Entry(name); e != nil {
+				_ = h.reg.Remove(context.Background(), name)
+				h.reg.Fail(registry.Failure{Name: name, Kind: e.Kind, Source: e.Source, Err: err})
+			}
+		}()
+		return true
+	}
 }
 
 // startTimeout bounds a call's wait for a job's start on demand (0: the
@@ -634,7 +654,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 		case !sameJob(old, j):
 			if srv, ok := e.Server.(*supervisor.Server); ok && !j.discovered {
 				srv.SetStarter(starter(j, name, h.log), backoffOf(j))
-				srv.SetStartPolicy(startTimeout(j), permanent(j))
+				srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 				srv.Restart()
 			}
 			out.Restarted = append(out.Restarted, name)
