@@ -371,7 +371,9 @@ func TestIdleStopWaitsForBashJobs(t *testing.T) {
 	}
 	c, _ := mcpClient(t, e)
 	initialize(t, c)
-	if out := callOK(t, c, "bash__start", map[string]any{"command": "sleep 4"}); out == "" {
+	// A job that outlasts the watch below by far, however slowly this
+	// machine runs status.
+	if out := callOK(t, c, "bash__start", map[string]any{"command": "sleep 20"}); out == "" {
 		t.Fatal("no job started")
 	}
 	// Watch for three seconds (three idle_timeouts) while the job runs,
@@ -383,7 +385,7 @@ func TestIdleStopWaitsForBashJobs(t *testing.T) {
 	if slices.Contains(seen, "idle-stopped") {
 		t.Fatalf("bash stopped while its job ran: statuses %v", seen)
 	}
-	if !eventually(60*time.Second, func() bool { return bashStatus() == "idle-stopped" }) {
+	if !eventually(90*time.Second, func() bool { return bashStatus() == "idle-stopped" }) {
 		t.Fatalf("bash not stopped once its job ended and it was idle: %s", bashStatus())
 	}
 }
