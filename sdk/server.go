@@ -119,6 +119,7 @@ type Server struct {
 	tools       map[string]*toolEntry
 	order       []string
 	onConfigure func(ctx context.Context, cfg Config) error
+	busy        func() bool // BusyWhen
 	onShutdown  []func()
 	config      Config
 
@@ -175,6 +176,17 @@ type SandboxNeeds struct {
 func (s *Server) NeedsSandbox(n SandboxNeeds) {
 	s.mu.Lock()
 	s.needs = &pluginv1.SandboxNeeds{Read: n.Read, Write: n.Write, Network: n.Network}
+	s.mu.Unlock()
+}
+
+// BusyWhen sets a function that reports whether the plugin has
+// background work right now that stopping it would lose (a job still
+// running). A host stops a server that nobody has called for its
+// idle_timeout, unless this says it is busy. It must be quick and safe
+// for concurrent use.
+func (s *Server) BusyWhen(fn func() bool) {
+	s.mu.Lock()
+	s.busy = fn
 	s.mu.Unlock()
 }
 
@@ -399,6 +411,7 @@ func (h handler) Describe(context.Context) (*pluginv1.DescribeResponse, error) {
 		resp.Tools = append(resp.Tools, describeTool(e))
 	}
 	s.describeFeatures(resp)
+	resp.Busy = s.busy != nil && s.busy()
 	return resp, nil
 }
 

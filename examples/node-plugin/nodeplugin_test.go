@@ -107,6 +107,7 @@ func writeConfig(t *testing.T, nodePath string) string {
 	cfg := fmt.Sprintf(`
 project_dir = "project"
 data_dir    = "state"
+start       = "eager" # inspect looks at the running plugin (its sandbox), not its cached manifest
 permissions { default = "allow" }
 plugin "node" {
   path = %q

@@ -696,6 +696,20 @@ func (p *Plugin) Done() <-chan struct{} {
 	return p.runner.exited
 }
 
+// Busy asks the plugin whether it has background work that stopping it
+// would lose (Describe's busy field; plugins that do not set it never
+// are), before the host stops it for being idle.
+func (p *Plugin) Busy(ctx context.Context) (bool, error) {
+	if p.proto == nil {
+		return false, nil
+	}
+	d, err := p.proto.Describe(ctx)
+	if err != nil {
+		return false, err
+	}
+	return d.GetBusy(), nil
+}
+
 // Ping checks the plugin's gRPC health service, bounded by ctx.
 func (p *Plugin) Ping(ctx context.Context) error {
 	rpc, err := p.client.Client()

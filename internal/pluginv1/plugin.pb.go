@@ -824,8 +824,14 @@ type DescribeResponse struct {
 	// The protocol versions the plugin's SDK speaks, so that the host can name
 	// them all when it refuses a version (go-plugin only says which it chose).
 	ProtocolVersions []int32 `protobuf:"varint,12,rep,packed,name=protocol_versions,json=protocolVersions,proto3" json:"protocol_versions,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Whether the plugin has background work right now that stopping it
+	// would lose (a job still running). The host asks Describe again before
+	// it stops a server that has been idle for its idle_timeout, and keeps a
+	// busy one up. Not part of the tool surface; plugins that do not set it
+	// are never busy.
+	Busy          bool `protobuf:"varint,13,opt,name=busy,proto3" json:"busy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -940,6 +946,13 @@ func (x *DescribeResponse) GetProtocolVersions() []int32 {
 		return x.ProtocolVersions
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetBusy() bool {
+	if x != nil {
+		return x.Busy
+	}
+	return false
 }
 
 // Resource is one concrete resource (MCP resources/list).
@@ -3463,7 +3476,7 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"calls_json\x18\x01 \x01(\fR\tcallsJson\"'\n" +
 	"\x11ConfigureResponseJ\x04\b\x01\x10\x02R\fcall_channel\"\x11\n" +
-	"\x0fDescribeRequest\"\xd2\x04\n" +
+	"\x0fDescribeRequest\"\xe6\x04\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0eplugin_version\x18\x02 \x01(\tR\rpluginVersion\x12\x1f\n" +
@@ -3478,7 +3491,8 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vcompletions\x18\n" +
 	" \x01(\bR\vcompletions\x12-\n" +
 	"\x12resource_subscribe\x18\v \x01(\bR\x11resourceSubscribe\x12+\n" +
-	"\x11protocol_versions\x18\f \x03(\x05R\x10protocolVersions\"\xc4\x01\n" +
+	"\x11protocol_versions\x18\f \x03(\x05R\x10protocolVersions\x12\x12\n" +
+	"\x04busy\x18\r \x01(\bR\x04busy\"\xc4\x01\n" +
 	"\bResource\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +

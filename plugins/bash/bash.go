@@ -116,6 +116,7 @@ func New() *sdk.Server {
 		return nil
 	})
 	s.OnShutdown(p.jobs.killAll)
+	s.BusyWhen(p.jobs.anyRunning)
 	p.jobs.addTools(s)
 	return s
 }

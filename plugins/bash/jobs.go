@@ -293,6 +293,19 @@ func (js *jobs) list(_ context.Context, req *sdk.Request, _ struct{}) (*sdk.Resu
 	return sdk.Text(b.String()), nil
 }
 
+// anyRunning reports whether a job is still running: the host does not
+// stop an idle bash server then (sdk.Server.BusyWhen).
+func (js *jobs) anyRunning() bool {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for _, j := range js.byID {
+		if j.isRunning() {
+			return true
+		}
+	}
+	return false
+}
+
 // killAll stops every running job; the plugin runs it when it stops.
 func (js *jobs) killAll() {
 	js.mu.Lock()

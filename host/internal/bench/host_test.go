@@ -147,13 +147,19 @@ func rssKB(pid int) int {
 	return 0
 }
 
-func writeConfig(b *testing.B, body string) string {
+// writeConfig writes a config whose servers start with the host (the
+// figures of BenchmarkHost are for running servers; BenchmarkLazy
+// compares the start modes).
+func writeConfig(b *testing.B, body string) string { return writeConfigStart(b, "eager", body) }
+
+// writeConfigStart writes a config with the top-level start mode start.
+func writeConfigStart(b *testing.B, start, body string) string {
 	dir := b.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "p"), 0o755); err != nil {
 		b.Fatal(err)
 	}
 	path := filepath.Join(dir, "config.hcl")
-	cfg := "project_dir = \"p\"\ndata_dir = \"state\"\nduplicate_call_limit = 0\nwatch_config = false\n" + body
+	cfg := "project_dir = \"p\"\ndata_dir = \"state\"\nduplicate_call_limit = 0\nwatch_config = false\nstart = \"" + start + "\"\n" + body
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}

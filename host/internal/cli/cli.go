@@ -736,6 +736,9 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 			if st.State == supervisor.Reconnecting {
 				si.Attempt = st.Attempt
 			}
+			if st.State == supervisor.Failed && errors.Is(st.Err, pluginstore.ErrQuarantined) {
+				si.Status = StatusQuarantined
+			}
 		}
 		rows = append(rows, si)
 	}

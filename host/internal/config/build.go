@@ -51,6 +51,7 @@ func build(abs string, fs *fileSchema, body hcl.Body) (*Config, hcl.Diagnostics)
 	b.store(fs.Store)
 	b.shutdownGrace(fs.ShutdownGrace)
 	b.defaultRestart(fs.Restart)
+	b.cfg.Lifecycle = b.lifecycle(nil, fs.Start, fs.IdleTimeout, Lifecycle{})
 	for _, bs := range fs.Builtins {
 		b.builtin(bs)
 	}
@@ -339,7 +340,8 @@ func (b *builder) builtin(s builtinSchema) {
 	b.prefix(s.Name, s.Prefix, s.Range)
 	b.serverResults(s.Name, s.Range, s.MaxResultChars, s.MaxImageBytes, s.Tools)
 	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox),
-		Timeouts: b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
+		Lifecycle: b.lifecycle(&s.Range, s.Start, s.IdleTimeout, b.cfg.Lifecycle),
+		Timeouts:  b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
 }
 
 // defaultBuiltins enables the built-ins that run without a block
@@ -386,7 +388,8 @@ func (b *builder) plugin(p pluginSchema) {
 		return
 	}
 	pl := &Plugin{Name: p.Name, Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox),
-		Timeouts: b.serverTimeouts(p.Range, p.CallTimeout, p.Tools)}
+		Lifecycle: b.lifecycle(&p.Range, p.Start, p.IdleTimeout, b.cfg.Lifecycle),
+		Timeouts:  b.serverTimeouts(p.Range, p.CallTimeout, p.Tools)}
 	b.pluginBinary(p, pl)
 	if p.SHA256 != nil && *p.SHA256 != "" {
 		sum := strings.ToLower(strings.TrimPrefix(*p.SHA256, "sha256:"))
@@ -433,7 +436,8 @@ func (b *builder) external(x externalSchema) {
 		return
 	}
 	ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: b.serverRestart(x.Restart), Sandbox: b.serverSandbox(x.Sandbox),
-		Timeouts: b.serverTimeouts(x.Range, x.CallTimeout, x.Tools)}
+		Lifecycle: b.lifecycle(&x.Range, x.Start, x.IdleTimeout, b.cfg.Lifecycle),
+		Timeouts:  b.serverTimeouts(x.Range, x.CallTimeout, x.Tools)}
 	if x.Command != nil {
 		ext.Command = *x.Command
 	}
@@ -504,6 +508,7 @@ func (b *builder) importMCPJSON(on *bool) {
 				Detail: fmt.Sprintf("%s: the server %q is not imported: the name is reserved for the built-in introspection server; rename it there.", b.cfg.MCPJSON, x.Name), Subject: &r})
 			continue
 		}
+		x.Lifecycle = b.cfg.Lifecycle
 		b.cfg.Externals = append(b.cfg.Externals, x)
 	}
 }

@@ -101,6 +101,9 @@ type Config struct {
 	AuditDurable bool
 	// Restart is the default restart policy (the top-level restart block).
 	Restart Restart
+	// Lifecycle is the default start and idle_timeout of every server
+	// (the top-level attributes; lifecycle.go).
+	Lifecycle Lifecycle
 	// WatchConfig reloads the config when the file changes.
 	WatchConfig bool
 	// Disabled are the blocks turned off with enabled = false.
@@ -235,6 +238,8 @@ type Builtin struct {
 	// Settings are the block's attributes as a JSON object for the plugin.
 	Settings []byte
 	Range    hcl.Range
+	// Lifecycle is the block's start and idle_timeout.
+	Lifecycle Lifecycle
 }
 
 // Plugin is one `plugin "NAME" {}` block.
@@ -255,6 +260,8 @@ type Plugin struct {
 	Settings     []byte
 	StartTimeout time.Duration
 	Range        hcl.Range
+	// Lifecycle is the block's start and idle_timeout.
+	Lifecycle Lifecycle
 }
 
 // External is one `external "NAME" {}` block (or an entry of .mcp.json):
@@ -273,6 +280,8 @@ type External struct {
 	// FromMCPJSON is set for servers read from .mcp.json.
 	FromMCPJSON bool
 	Range       hcl.Range
+	// Lifecycle is the block's start and idle_timeout.
+	Lifecycle Lifecycle
 }
 
 // Permissions is the `permissions {}` block.
@@ -382,6 +391,8 @@ type fileSchema struct {
 	StartWait          *string          `hcl:"start_wait,optional"`
 	AuditDurable       *bool            `hcl:"audit_durable,optional"`
 	WatchConfig        *bool            `hcl:"watch_config,optional"`
+	Start              *string          `hcl:"start,optional"`
+	IdleTimeout        *string          `hcl:"idle_timeout,optional"`
 	Restart            []restartSchema  `hcl:"restart,block"`
 	Builtins           []builtinSchema  `hcl:"builtin,block"`
 	Plugins            []pluginSchema   `hcl:"plugin,block"`
@@ -410,6 +421,8 @@ type builtinSchema struct {
 	Name           string          `hcl:"name,label"`
 	Enabled        *bool           `hcl:"enabled,optional"`
 	Prefix         *string         `hcl:"prefix,optional"`
+	Start          *string         `hcl:"start,optional"`
+	IdleTimeout    *string         `hcl:"idle_timeout,optional"`
 	CallTimeout    *string         `hcl:"call_timeout,optional"`
 	MaxResultChars *int            `hcl:"max_result_chars,optional"`
 	MaxImageBytes  *int64          `hcl:"max_image_bytes,optional"`
@@ -433,6 +446,8 @@ type pluginSchema struct {
 	Name           string            `hcl:"name,label"`
 	Enabled        *bool             `hcl:"enabled,optional"`
 	Prefix         *string           `hcl:"prefix,optional"`
+	Start          *string           `hcl:"start,optional"`
+	IdleTimeout    *string           `hcl:"idle_timeout,optional"`
 	Path           *string           `hcl:"path,optional"`
 	Version        *string           `hcl:"version,optional"`
 	Args           []string          `hcl:"args,optional"`
@@ -453,6 +468,8 @@ type externalSchema struct {
 	Name           string            `hcl:"name,label"`
 	Enabled        *bool             `hcl:"enabled,optional"`
 	Prefix         *string           `hcl:"prefix,optional"`
+	Start          *string           `hcl:"start,optional"`
+	IdleTimeout    *string           `hcl:"idle_timeout,optional"`
 	Command        *string           `hcl:"command,optional"`
 	Args           []string          `hcl:"args,optional"`
 	Env            map[string]string `hcl:"env,optional"`

@@ -84,6 +84,11 @@ type job struct {
 	// approved one (plugins and external servers; built-ins are the host's
 	// own binary).
 	gate *pluginstore.Gate
+	// life is when the server runs (start, idle_timeout).
+	life config.Lifecycle
+	// manifests, if set, is the data_dir its manifest is cached in
+	// (manifest.go).
+	manifests string
 }
 
 // Host is a running set of servers built from a config.
@@ -229,7 +234,11 @@ var StartWait = 3 * time.Second
 // name comes from its answer).
 func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 	results := make([]chan supervisor.StartResult, len(jobs))
+	lazy := make([]*cached, len(jobs))
 	for i, j := range jobs {
+		if lazy[i] = h.lazyManifest(j); lazy[i] != nil {
+			continue // listed from its manifest; its first call starts it
+		}
 		results[i] = make(chan supervisor.StartResult, 1)
 		go func() {
 			inst, err := start(ctx, j, h.log)
@@ -248,6 +257,10 @@ func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 
 	var first error
 	for i, j := range jobs {
+		if lazy[i] != nil {
+			first = h.registerLazy(ctx, j, lazy[i], first)
+			continue
+		}
 		var r supervisor.StartResult
 		select {
 		case r = <-results[i]:
@@ -275,7 +288,8 @@ func (h *Host) lateOrNow(ctx context.Context, j job, res chan supervisor.StartRe
 		return <-res, first
 	}
 	name := j.spec.Name
-	srv := h.sup.AddStarting(name, starter(j, name, h.log), Backoff(j.restart), res, func(err error) bool { return !transient(j, err) })
+	srv := h.sup.AddStarting(name, starter(j, name, h.log), backoffOf(j), res, func(err error) bool { return !transient(j, err) })
+	srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
 		_ = srv.Close(ctx)
 		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
@@ -308,14 +322,16 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 	}
 	switch {
 	case err == nil:
-		srv := h.sup.Add(name, inst, starter(j, name, h.log), Backoff(j.restart))
+		srv := h.sup.Add(name, inst, starter(j, name, h.log), backoffOf(j))
+		srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 		err = h.reg.Register(srv, j.kind, j.source)
 		if err != nil {
 			_ = srv.Close(ctx)
 		}
 	case transient(j, err):
 		// Keep trying in the background, like a server that was lost.
-		srv := h.sup.AddPending(name, starter(j, name, h.log), Backoff(j.restart), err.Error())
+		srv := h.sup.AddPending(name, starter(j, name, h.log), backoffOf(j), err.Error())
+		srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 		if rerr := h.reg.Register(srv, j.kind, j.source); rerr != nil {
 			_ = srv.Close(ctx)
 			err = rerr
@@ -350,10 +366,21 @@ func transient(j job, err error) bool {
 	return j.ext != nil || errors.Is(err, launcher.ErrStart)
 }
 
-// start starts one instance of a job.
+// start starts one instance of a job and, once its surface passed the
+// gate, caches its manifest.
 func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
 	if j.refused != nil {
 		return nil, j.refused
+	}
+	// The identity is taken before the start: a binary replaced meanwhile
+	// leaves a manifest that no longer matches, not one that lies.
+	var key string
+	var file *FileIdentity
+	if j.manifests != "" && j.spec.Reattach == nil && !j.discovered {
+		var err error
+		if key, file, err = manifestKey(j); err != nil {
+			key = ""
+		}
 	}
 	inst, err := launch(ctx, j, log)
 	if err != nil {
@@ -361,14 +388,76 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 		// result closes a non-nil Inst.
 		return nil, err
 	}
-	if j.gate == nil {
-		return inst, nil
+	if j.gate != nil {
+		if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOfServer(inst.Describe())); err != nil {
+			_ = inst.Close(ctx)
+			if key != "" {
+				// Its cached surface is not what it serves now: the
+				// next start (after an approval) is eager.
+				_ = os.Remove(manifestPath(j.manifests, j.spec.Name))
+			}
+			return nil, err
+		}
 	}
-	if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOfServer(inst.Describe())); err != nil {
-		_ = inst.Close(ctx)
-		return nil, err
+	if key != "" {
+		recordManifest(j, key, file, inst, log)
 	}
 	return inst, nil
+}
+
+// registerLazy registers a server listed from its manifest, not started.
+func (h *Host) registerLazy(ctx context.Context, j job, m *cached, first error) error {
+	name := j.spec.Name
+	srv := h.sup.AddLazy(name, starter(j, name, h.log), backoffOf(j), supervisor.Lazy{
+		Manifest: m.desc, Protocol: m.protocol, StartTimeout: startTimeout(j), Permanent: h.permanent(j),
+	})
+	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
+		_ = srv.Close(ctx)
+		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
+		if first == nil {
+			first = err
+		}
+		return first
+	}
+	h.log.Debug("server configured from its manifest; its first call starts it", "server", name)
+	return first
+}
+
+// permanent reports which failed starts on demand of a job will not pass
+// by themselves. A quarantined server is taken out of the registry and
+// shown as quarantined until `switchboard approve` (which reloads,
+// starting it again), as a running server whose tools change is.
+func (h *Host) permanent(j job) func(error) bool {
+	return func(err error) bool {
+		if !errors.Is(err, pluginstore.ErrQuarantined) {
+			return !transient(j, err)
+		}
+		name := j.spec.Name
+		h.log.Warn("server quarantined: its tools differ from the locked or approved ones", "server", name, "error", err)
+		go func() { // not under the supervisor's lock
+			if e := h.reg.Entry(name); e != nil {
+				_ = h.reg.Remove(context.Background(), name)
+				h.reg.Fail(registry.Failure{Name: name, Kind: e.Kind, Source: e.Source, Err: err})
+			}
+		}()
+		return true
+	}
+}
+
+// startTimeout bounds a call's wait for a job's start on demand (0: the
+// supervisor's default).
+func startTimeout(j job) time.Duration {
+	if j.ext != nil {
+		return j.ext.Timeout
+	}
+	return j.spec.StartTimeout
+}
+
+// backoffOf is a job's restart policy and idle timeout.
+func backoffOf(j job) supervisor.Backoff {
+	b := Backoff(j.restart)
+	b.IdleTimeout = j.life.IdleTimeout
+	return b
 }
 
 // launch starts one instance of a job, unchecked.
@@ -443,7 +532,7 @@ func (h *Host) DisconnectExternal(ctx context.Context, name string) error {
 }
 
 func externalJob(cfg *config.Config, x *config.External, source string) job {
-	return job{
+	j := job{
 		spec: launcher.Spec{Name: x.Name},
 		ext: &external.Spec{
 			Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
@@ -454,6 +543,8 @@ func externalJob(cfg *config.Config, x *config.External, source string) job {
 		source:  source,
 		restart: x.Restart,
 	}
+	j.life, j.manifests = x.Lifecycle, cfg.DataDir
+	return j
 }
 
 // Backoff converts a config restart block.
@@ -579,7 +670,8 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 			out.Added = append(out.Added, name)
 		case !sameJob(old, j):
 			if srv, ok := e.Server.(*supervisor.Server); ok && !j.discovered {
-				srv.SetStarter(starter(j, name, h.log), Backoff(j.restart))
+				srv.SetStarter(starter(j, name, h.log), backoffOf(j))
+				srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 				srv.Restart()
 			}
 			out.Restarted = append(out.Restarted, name)
@@ -761,7 +853,7 @@ func Jobs(cfg *config.Config, self string) []job {
 	gate := &pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
 	for _, b := range cfg.Builtins {
 		state := filepath.Join(cfg.DataDir, b.Name)
-		jobs = append(jobs, job{
+		j := job{
 			spec: launcher.Spec{
 				Name: b.Name, Path: self, Args: []string{builtins.ServeCommand, b.Name},
 				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
@@ -771,7 +863,9 @@ func Jobs(cfg *config.Config, self string) []job {
 			kind:    registry.KindBuiltin,
 			source:  builtinSource(cfg, b),
 			restart: b.Restart,
-		})
+		}
+		j.life, j.manifests = b.Lifecycle, cfg.DataDir
+		jobs = append(jobs, j)
 	}
 	named := map[string]bool{}
 	for _, p := range cfg.Plugins {
@@ -791,6 +885,7 @@ func Jobs(cfg *config.Config, self string) []job {
 			refused: lockErr,
 			gate:    gate,
 		}
+		j.life, j.manifests = p.Lifecycle, cfg.DataDir
 		// A configured plugin the lock lists runs only as locked; one it
 		// does not list runs as configured (its block is the operator's
 		// choice). A sha256 in the block is checked instead.
@@ -929,6 +1024,7 @@ var (
 	_ registry.Process    = (*external.Server)(nil)
 	_ registry.Confined   = (*launcher.Plugin)(nil)
 	_ registry.Confined   = (*external.Server)(nil)
+	_ supervisor.Busy     = (*launcher.Plugin)(nil)
 )
 
 // PluginTarget is a plugin the config loads: a plugin block, or a binary

@@ -45,7 +45,7 @@ const (
 
 // States a server may be in, the values of switchboard_server_state's
 // state label (one of them is 1 for each server).
-var states = []string{"starting", "ready", "reconnecting", "failed", "stopped"}
+var states = []string{"configured", "starting", "ready", "idle-stopped", "reconnecting", "failed", "stopped"}
 
 // Metrics is one host's set of figures.
 type Metrics struct {

@@ -225,3 +225,7 @@ func writeAtomic(path string, b []byte, mode os.FileMode) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// WriteAtomic writes a file through a temporary one beside it, with mode
+// (for the host's other files in data_dir).
+func WriteAtomic(path string, b []byte, mode os.FileMode) error { return writeAtomic(path, b, mode) }

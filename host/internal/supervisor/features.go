@@ -15,14 +15,16 @@ import (
 // the server's, not the instance's: they are renewed on every new
 // instance, so that a client subscribed before a restart keeps its updates.
 
-// featureInstance returns the current instance's features.
-func (srv *Server) featureInstance(what string) (feature.Server, error) {
-	inst, err := srv.current()
+// featureInstance returns the current instance's features (starting it
+// if need be); the caller calls release when done with it.
+func (srv *Server) featureInstance(ctx context.Context, what string) (feature.Server, error) {
+	inst, err := srv.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	f, ok := inst.(feature.Server)
 	if !ok {
+		srv.release()
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "server %s has no %s", srv.name, what)
 	}
 	return f, nil
@@ -30,38 +32,42 @@ func (srv *Server) featureInstance(what string) (feature.Server, error) {
 
 // ReadResource reads a resource of the current instance.
 func (srv *Server) ReadResource(ctx context.Context, uri string) ([]toolcall.Content, error) {
-	f, err := srv.featureInstance("resources")
+	f, err := srv.featureInstance(ctx, "resources")
 	if err != nil {
 		return nil, err
 	}
+	defer srv.release()
 	return f.ReadResource(ctx, uri)
 }
 
 // GetPrompt renders a prompt of the current instance.
 func (srv *Server) GetPrompt(ctx context.Context, name string, args map[string]string) (*feature.PromptResult, error) {
-	f, err := srv.featureInstance("prompts")
+	f, err := srv.featureInstance(ctx, "prompts")
 	if err != nil {
 		return nil, err
 	}
+	defer srv.release()
 	return f.GetPrompt(ctx, name, args)
 }
 
 // Complete asks the current instance for completions.
 func (srv *Server) Complete(ctx context.Context, req feature.CompleteRequest) (*feature.Completion, error) {
-	f, err := srv.featureInstance("completion")
+	f, err := srv.featureInstance(ctx, "completion")
 	if err != nil {
 		return nil, err
 	}
+	defer srv.release()
 	return f.Complete(ctx, req)
 }
 
 // Subscribe records the subscription and passes it to the current
 // instance.
 func (srv *Server) Subscribe(ctx context.Context, uri string, on bool) error {
-	f, err := srv.featureInstance("resource subscriptions")
+	f, err := srv.featureInstance(ctx, "resource subscriptions")
 	if err != nil {
 		return err
 	}
+	defer srv.release()
 	if err := f.Subscribe(ctx, uri, on); err != nil {
 		return err
 	}

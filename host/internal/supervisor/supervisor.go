@@ -1,8 +1,16 @@
 // Package supervisor keeps servers alive. Each supervised server has a
-// state (starting, ready, reconnecting, failed, stopped); an instance that
-// exits (noticed at once) or stops answering its health check is replaced,
-// with exponential backoff between attempts, until it is stable again or
-// the attempts run out.
+// state (configured, starting, ready, idle-stopped, reconnecting, failed,
+// stopped); an instance that exits (noticed at once) or stops answering
+// its health check is replaced, with exponential backoff between attempts,
+// until it is stable again or the attempts run out.
+//
+// A server may also run on demand (lazy.go): one added with AddLazy is
+// listed from its cached description without a process (configured) and
+// started by its first call; one with an idle timeout is stopped when
+// nobody has called it for that long (idle-stopped) and started again by
+// the next call. Restarts and backoff apply only to servers that should be
+// running: configured and idle-stopped ones are neither failed nor
+// reconnecting.
 //
 // Every state change happens on the Supervisor's one goroutine, which is
 // the only writer of a Server's state; calls read it under a lock. After
@@ -36,6 +44,12 @@ const (
 	Reconnecting State = "reconnecting"
 	Failed       State = "failed"
 	Stopped      State = "stopped"
+	// Configured is a server known from its cached manifest, not started
+	// yet: its tools are listed and its first call starts it.
+	Configured State = "configured"
+	// IdleStopped is a server stopped after its idle_timeout: its tools
+	// stay listed and the next call starts it again.
+	IdleStopped State = "idle-stopped"
 )
 
 // Backoff configures restarts and health checks.
@@ -53,6 +67,10 @@ type Backoff struct {
 	// HealthInterval is how often a ready instance is pinged (0 = never);
 	// HealthTimeout bounds one ping.
 	HealthInterval, HealthTimeout time.Duration
+	// IdleTimeout stops a ready instance that nobody has called for this
+	// long and that has no call in flight, no resource subscription and
+	// no background work (Busy); 0 = never. See lazy.go.
+	IdleTimeout time.Duration
 }
 
 // DefaultBackoff is 1 s doubling to 30 s with 0-10 % jitter (1, 2, 4, 8,
@@ -222,6 +240,7 @@ func (s *Supervisor) healthLoop() {
 			for _, srv := range due {
 				srv.ping(now)
 			}
+			s.idleCheck(now)
 		}
 	}
 }
@@ -250,12 +269,15 @@ type Server struct {
 	pinging      bool
 	newInst      chan struct{}   // closed when the instance changes (see instChanged)
 	subs         map[string]bool // resources subscribed to, renewed on every new instance
+	lastError    error           // lastErr's error, for errors.Is
+	demand                       // starting on demand and idle stops (lazy.go)
 }
 
 // Add supervises a server whose first instance is already running.
 func (s *Supervisor) Add(name string, first Instance, start Starter, b Backoff) *Server {
 	now := s.clock.Now()
 	srv := &Server{sup: s, name: name, start: start, backoff: b, inst: first, desc: first.Describe(), state: Ready, readySince: now, lastPing: now, gen: 1}
+	srv.lastUsed = now
 	s.mu.Lock()
 	s.servers[srv] = true
 	s.mu.Unlock()
@@ -329,7 +351,7 @@ func (srv *Server) firstStart(r StartResult, permanent func(error) bool) {
 		return
 	}
 	if r.Err != nil {
-		srv.lastErr = r.Err.Error()
+		srv.lastErr, srv.lastError = r.Err.Error(), r.Err
 		if permanent(r.Err) {
 			srv.state = Failed
 			srv.mu.Unlock()
@@ -346,7 +368,7 @@ func (srv *Server) firstStart(r StartResult, permanent func(error) bool) {
 	srv.inst, srv.desc = r.Inst, r.Inst.Describe()
 	srv.state = Ready
 	now := srv.sup.clock.Now()
-	srv.readySince, srv.lastPing = now, now
+	srv.readySince, srv.lastPing, srv.lastUsed = now, now, now
 	g := srv.gen
 	srv.mu.Unlock()
 	srv.watch(r.Inst, g)
@@ -396,7 +418,7 @@ func (srv *Server) lost(gen int, why string) {
 	}
 	old := srv.inst
 	srv.gen++
-	srv.lastErr = why
+	srv.lastErr, srv.lastError = why, nil
 	if sr, ok := old.(interface{ StopReason() string }); ok && sr.StopReason() != "" {
 		srv.sandboxKills++
 	}
@@ -473,7 +495,7 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 		return
 	}
 	if err != nil {
-		srv.lastErr = err.Error()
+		srv.lastErr, srv.lastError = err.Error(), err
 		srv.mu.Unlock()
 		srv.sup.log.Warn("server did not start", "server", srv.name, "error", err)
 		srv.scheduleRetry(false)
@@ -484,7 +506,7 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 	srv.state = Ready
 	srv.signalInst()
 	now := srv.sup.clock.Now()
-	srv.readySince, srv.lastPing = now, now
+	srv.readySince, srv.lastPing, srv.lastUsed = now, now, now
 	srv.restarts++
 	g := srv.gen
 	srv.mu.Unlock()
@@ -540,11 +562,12 @@ func (srv *Server) Describe() *pluginv1.DescribeResponse {
 	return srv.desc
 }
 
-// Ready reports whether the server takes calls.
+// Ready reports whether the server takes calls: it is ready, or it is
+// started by a call (configured, idle-stopped, or being started so).
 func (srv *Server) Ready() bool {
 	srv.mu.RLock()
 	defer srv.mu.RUnlock()
-	return srv.state == Ready
+	return srv.takesCalls()
 }
 
 // Status is a snapshot of a supervised server.
@@ -557,14 +580,16 @@ type Status struct {
 	// process limit).
 	SandboxKills int
 	LastErr      string
-	Instance     Instance
+	// Err is the last error itself (errors.Is: a quarantine).
+	Err      error
+	Instance Instance
 }
 
 // Status returns a snapshot.
 func (srv *Server) Status() Status {
 	srv.mu.RLock()
 	defer srv.mu.RUnlock()
-	return Status{State: srv.state, Attempt: srv.attempt, NextTry: srv.nextTry, Restarts: srv.restarts, SandboxKills: srv.sandboxKills, LastErr: srv.lastErr, Instance: srv.inst}
+	return Status{State: srv.state, Attempt: srv.attempt, NextTry: srv.nextTry, Restarts: srv.restarts, SandboxKills: srv.sandboxKills, LastErr: srv.lastErr, Err: srv.lastError, Instance: srv.inst}
 }
 
 // Unavailable explains why the server takes no calls, or returns nil
@@ -595,31 +620,24 @@ func (srv *Server) unavailable() error {
 	}
 }
 
-func (srv *Server) current() (Instance, error) {
-	srv.mu.RLock()
-	inst, state := srv.inst, srv.state
-	srv.mu.RUnlock()
-	if state != Ready || inst == nil {
-		return nil, srv.unavailable()
-	}
-	return inst, nil
-}
-
-// Call runs a call on the current instance.
+// Call runs a call on the current instance, starting it first if the
+// server is configured or idle-stopped.
 func (srv *Server) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
-	inst, err := srv.current()
+	inst, err := srv.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer srv.release()
 	return inst.Call(ctx, tool, args, onProgress)
 }
 
-// PermissionPatterns asks the current instance.
+// PermissionPatterns asks the current instance (started if need be).
 func (srv *Server) PermissionPatterns(ctx context.Context, tool string, args []byte) ([]string, error) {
-	inst, err := srv.current()
+	inst, err := srv.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer srv.release()
 	return inst.PermissionPatterns(ctx, tool, args)
 }
 
@@ -671,12 +689,16 @@ func (srv *Server) Confinement() string {
 	return ""
 }
 
-// ProtocolVersion returns the current instance's protocol version.
+// ProtocolVersion returns the current instance's protocol version, or
+// the last one seen when none runs (a lazy server's manifest, an
+// idle-stopped server's last instance).
 func (srv *Server) ProtocolVersion() int {
 	if p, ok := srv.Status().Instance.(registry.Process); ok {
 		return p.ProtocolVersion()
 	}
-	return 0
+	srv.mu.RLock()
+	defer srv.mu.RUnlock()
+	return srv.protocol
 }
 
 // Exited reports whether there is no live instance.

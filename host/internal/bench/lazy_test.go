@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+)
+
+// BenchmarkLazy compares eager and lazy servers in one run: 100
+// configured plugins (host ready = initialize and tools/list answered;
+// the idle process tree's RSS), the first call to a lazy plugin end to
+// end and later calls on it, and the four built-ins' idle tree RSS and
+// PSS.
+func BenchmarkLazy(b *testing.B) {
+	if b.N < 100 {
+		return
+	}
+	bins := fixtures.Build(b)
+	ctx := context.Background()
+	var rows []row
+	add := func(name, fig, base, ratio string) { rows = append(rows, row{name, fig, base, ratio}) }
+	ratio := func(a, b float64) string { return fmt.Sprintf("%.2fx", a/b) }
+
+	var hundred strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&hundred, "plugin \"p%03d\" { path = %q }\n", i, bins.TestPlugin)
+	}
+	// serve answers once every eager server is up (ready = all 100
+	// plugins' tools listed).
+	eagerCfg := writeConfigStart(b, "eager", "start_wait = \"10m\"\n"+hundred.String())
+	lazyCfg := writeConfigStart(b, "lazy", "start_wait = \"10m\"\n"+hundred.String())
+	learnManifests(b, bins.Switchboard, lazyCfg, 100)
+
+	// Ready time and idle tree RSS, eager against lazy, alternated.
+	var eagerReady, lazyReady []time.Duration
+	var eagerRSS, lazyRSS int
+	for i := 0; i < 3; i++ {
+		if i < 2 { // an eager start of 100 plugins takes long: two rounds
+			p, d := startMCP(b, nil, bins.Switchboard, "serve", "--config", eagerCfg)
+			eagerReady = append(eagerReady, d)
+			if i == 0 {
+				eagerRSS, _ = treeMemory(p.cmd.Process.Pid)
+			}
+			_ = p.c.Close()
+			_ = p.cmd.Wait()
+		}
+		p, d := startMCP(b, nil, bins.Switchboard, "serve", "--config", lazyCfg)
+		lazyReady = append(lazyReady, d)
+		if i == 0 {
+			lazyRSS, _ = treeMemory(p.cmd.Process.Pid)
+		}
+		_ = p.c.Close()
+		_ = p.cmd.Wait()
+	}
+	add("100 plugins: host ready (init + tools/list), median", ms(median(lazyReady))+" lazy", ms(median(eagerReady))+" (eager, 2 runs)", ratio(float64(median(lazyReady)), float64(median(eagerReady))))
+	add("100 plugins: idle process tree RSS", mb(lazyRSS)+" lazy", mb(eagerRSS)+" (eager)", ratio(float64(lazyRSS), float64(eagerRSS)))
+
+	// First call to a lazy plugin, end to end (its start included), and
+	// later calls on it against the same calls on an eager host.
+	lazy, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", lazyCfg)
+	var first []time.Duration
+	for i := 0; i < 9; i++ {
+		t0 := time.Now()
+		if err := lazy.echo(fmt.Sprintf("p%03d__echo", i))(ctx); err != nil {
+			b.Fatal(err)
+		}
+		first = append(first, time.Since(t0))
+	}
+	eager, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", eagerCfg)
+	st := interleave(b, 2000, 1, 4, eager.echo("p000__echo"), lazy.echo("p000__echo"))
+	add("first call to a lazy plugin (median of 9)", ms(median(first)), "-", "-")
+	add("later calls, lazily started plugin, p50", us(st[1].p50), us(st[0].p50)+" (eager)", ratio(float64(st[1].p50), float64(st[0].p50)))
+	_ = lazy.c.Close()
+	_ = eager.c.Close()
+	_ = lazy.cmd.Wait()
+	_ = eager.cmd.Wait()
+
+	// The four built-ins, idle.
+	const four = "builtin \"filesystem\" {}\nbuiltin \"bash\" {}\nbuiltin \"git\" {}\nbuiltin \"web\" {}\n"
+	fourEager := writeConfigStart(b, "eager", "start_wait = \"10m\"\n"+four)
+	fourLazy := writeConfigStart(b, "lazy", "start_wait = \"10m\"\n"+four)
+	learnManifests(b, bins.Switchboard, fourLazy, 4)
+	p, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", fourEager)
+	eRSS, ePSS := treeMemory(p.cmd.Process.Pid)
+	_ = p.c.Close()
+	_ = p.cmd.Wait()
+	p, _ = startMCP(b, nil, bins.Switchboard, "serve", "--config", fourLazy)
+	lRSS, lPSS := treeMemory(p.cmd.Process.Pid)
+	_ = p.c.Close()
+	_ = p.cmd.Wait()
+	add("four built-ins: idle tree RSS", mb(lRSS)+" lazy", mb(eRSS)+" (eager)", ratio(float64(lRSS), float64(eRSS)))
+	add("four built-ins: idle tree PSS", mb(lPSS)+" lazy", mb(ePSS)+" (eager)", ratio(float64(lPSS), float64(ePSS)))
+
+	fmt.Printf("\n%-50s %16s %22s %8s\n", "lazy vs eager (same run)", "figure", "baseline", "ratio")
+	for _, r := range rows {
+		fmt.Printf("%-50s %16s %22s %8s\n", r.name, r.figure, r.baseline, r.ratio)
+	}
+	fmt.Printf("\nsummary: 100 plugins lazy: ready %s (target <= 50 ms), idle tree RSS %s (target <= 40 MB); first lazy call %s (target <= 150 ms)\n",
+		ms(median(lazyReady)), mb(lazyRSS), ms(median(first)))
+}
+
+// learnManifests runs the host on cfg, which starts every server and
+// caches its manifest, until all n are cached (on a loaded machine some
+// starts run out of their start_timeout).
+func learnManifests(b *testing.B, switchboard, cfg string, n int) {
+	b.Helper()
+	for try := 0; ; try++ {
+		cmd := exec.Command(switchboard, "tools", "--config", cfg)
+		cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=error")
+		out, err := cmd.CombinedOutput()
+		got, _ := filepath.Glob(filepath.Join(filepath.Dir(cfg), "state", "manifests", "*.json"))
+		if len(got) >= n {
+			return
+		}
+		if try == 5 {
+			b.Fatalf("switchboard tools: %d of %d manifests cached after %d runs (%v)\n%s", len(got), n, try+1, err, out)
+		}
+	}
+}
+
+// treeMemory waits for the process tree under pid to settle (its
+// processes stop changing for a second) and returns its total RSS and
+// PSS in kB (PSS from /proc/PID/smaps_rollup; 0 for a process whose
+// figures cannot be read).
+func treeMemory(pid int) (rss, pss int) {
+	last := ""
+	for i := 0; i < 50; i++ {
+		time.Sleep(200 * time.Millisecond)
+		now := fmt.Sprint(procTree(pid))
+		if now == last && i >= 5 {
+			break
+		}
+		last = now
+	}
+	for _, p := range procTree(pid) {
+		rss += rssKB(p)
+		pss += pssKB(p)
+	}
+	return rss, pss
+}
+
+// procTree is pid and all its descendants.
+func procTree(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, fixtures.Children(out[i])...)
+	}
+	return out
+}
+
+func pssKB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return kb
+		}
+	}
+	return 0
+}
+
+func mb(kb int) string { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }

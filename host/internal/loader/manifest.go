@@ -1,0 +1,217 @@
+package loader
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
+	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+)
+
+// ManifestsDir is the folder in data_dir that keeps each server's
+// manifest (NAME.json): what it described the last time it started, so
+// that a lazy server's tools are listed without starting it.
+const ManifestsDir = "manifests"
+
+// manifestFormat is the version of the manifest file's layout.
+const manifestFormat = 1
+
+// Manifest is a server's cached description. It is valid only for the
+// same Key: for a plugin or built-in, the binary's file identity (device,
+// inode, size, modification and change times) and what the config passes
+// it (arguments, environment, settings); for an external server, its
+// command line and environment (or URL and headers). Anything else (a
+// rebuilt or touched binary, an edited block) makes it stale, and the
+// server starts eagerly to learn it again.
+type Manifest struct {
+	Format int    `json:"format"`
+	Name   string `json:"name"`
+	// Key is the SHA-256 of the identity (env values are not stored).
+	Key string `json:"key"`
+	// File is the binary's identity, for people reading the file.
+	File     *FileIdentity   `json:"file,omitempty"`
+	Protocol int             `json:"protocol,omitempty"`
+	Saved    time.Time       `json:"saved"`
+	Describe json.RawMessage `json:"describe"` // protojson of the DescribeResponse
+}
+
+// FileIdentity is what says a binary is the same file as before without
+// reading it.
+type FileIdentity struct {
+	Path    string `json:"path"`
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	Size    int64  `json:"size"`
+	MtimeNS int64  `json:"mtime_ns"`
+	CtimeNS int64  `json:"ctime_ns"`
+}
+
+// fileIdentity stats path.
+func fileIdentity(path string) (*FileIdentity, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("loader: no file identity for %s on this system", path)
+	}
+	return &FileIdentity{
+		Path: path, Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, //nolint:unconvert // Dev's type differs between platforms
+		MtimeNS: fi.ModTime().UnixNano(), CtimeNS: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+	}, nil
+}
+
+// manifestKey is the identity a job's manifest must match, and the
+// binary's file identity (nil for an external server).
+func manifestKey(j job) (string, *FileIdentity, error) {
+	id := struct {
+		Kind     registry.Kind
+		File     *FileIdentity
+		Args     []string
+		Env      map[string]string
+		Settings []byte
+		Command  string
+		URL      string
+		Headers  map[string]string
+	}{Kind: j.kind}
+	if j.ext != nil {
+		id.Command, id.Args, id.Env, id.URL, id.Headers = j.ext.Command, j.ext.Args, j.ext.Env, j.ext.URL, j.ext.Headers
+	} else {
+		f, err := fileIdentity(j.spec.Path)
+		if err != nil {
+			return "", nil, err
+		}
+		id.File, id.Args, id.Env, id.Settings = f, j.spec.Args, j.spec.Env, j.spec.Settings
+	}
+	b, err := json.Marshal(id)
+	if err != nil {
+		return "", nil, err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), id.File, nil
+}
+
+func manifestPath(dataDir, name string) string {
+	return filepath.Join(dataDir, ManifestsDir, name+".json")
+}
+
+// errStaleManifest is a manifest whose key no longer matches.
+var errStaleManifest = errors.New("the binary or its configuration changed since it was cached")
+
+// readManifest returns a job's cached description, or why there is none
+// it may be listed from (missing, unreadable, unsafe, corrupt or stale).
+func readManifest(dataDir string, j job) (*cached, error) {
+	path := manifestPath(dataDir, j.spec.Name)
+	if err := strictmode.Check(path); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
+	}
+	key, _, err := manifestKey(j)
+	if err != nil {
+		return nil, err
+	}
+	if m.Format != manifestFormat || m.Name != j.spec.Name || m.Key != key {
+		return nil, errStaleManifest
+	}
+	d := &pluginv1.DescribeResponse{}
+	if err := protojson.Unmarshal(m.Describe, d); err != nil {
+		return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
+	}
+	return &cached{desc: d, protocol: m.Protocol}, nil
+}
+
+// cached is what a valid manifest says.
+type cached struct {
+	desc     *pluginv1.DescribeResponse
+	protocol int
+}
+
+// writeManifest caches what a job's server described at a start; key and
+// file are the identity taken before the start.
+func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *pluginv1.DescribeResponse, protocol int) error {
+	desc, err := protojson.Marshal(d)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(Manifest{
+		Format: manifestFormat, Name: j.spec.Name, Key: key, File: file, Protocol: protocol,
+		Saved: time.Now().UTC().Truncate(time.Second), Describe: desc,
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(dataDir, ManifestsDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := strictmode.Check(dir); err != nil {
+		return err
+	}
+	return pluginstore.WriteAtomic(manifestPath(dataDir, j.spec.Name), append(b, '\n'), 0o600)
+}
+
+// lazyManifest returns the description a job may be listed from without
+// starting it, or nil when it starts now: it is eager (by its start
+// setting, or an external server without one), it is a discovered plugin
+// (named by what it reports) or one started by hand, or its manifest is
+// missing, stale or corrupt.
+func (h *Host) lazyManifest(j job) *cached {
+	if j.discovered || j.refused != nil || j.spec.Reattach != nil || j.manifests == "" {
+		return nil
+	}
+	switch j.life.Start {
+	case config.StartEager:
+		return nil
+	case config.StartAuto:
+		if j.kind == registry.KindExternal {
+			return nil
+		}
+	}
+	d, err := readManifest(j.manifests, j)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			h.log.Info("manifest not used; starting the server to learn it", "server", j.spec.Name, "reason", err)
+		}
+		return nil
+	}
+	// No gate check here: a manifest is written only after its surface
+	// passed the gate, and the start at the first call is checked again
+	// (a difference then is quarantined or listed, as the gate says).
+	return d
+}
+
+// recordManifest caches a started instance's description.
+func recordManifest(j job, key string, file *FileIdentity, inst supervisor.Instance, log hclog.Logger) {
+	version := 0
+	if p, ok := inst.(registry.Process); ok {
+		version = p.ProtocolVersion()
+	}
+	d, _ := proto.Clone(inst.Describe()).(*pluginv1.DescribeResponse)
+	d.Busy = false // not a property of the server
+	if err := writeManifest(j.manifests, j, key, file, d, version); err != nil {
+		log.Warn("manifest not cached; the server starts eagerly next time", "server", j.spec.Name, "error", err)
+	}
+}

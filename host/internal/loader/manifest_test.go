@@ -1,0 +1,69 @@
+package loader
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+)
+
+// A manifest is read back only for the same binary (file identity) and
+// the same block, and only from a file no other user can write.
+func TestManifest(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	bin := filepath.Join(dir, "switchboard-plugin-x")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j := job{spec: launcher.Spec{Name: "x", Path: bin, Args: []string{"-v"}}, kind: registry.KindPlugin}
+	desc := &pluginv1.DescribeResponse{Name: "x", Instructions: "hi", Tools: []*pluginv1.Tool{{Name: "t", InputSchema: []byte(`{"type":"object"}`)}}, Busy: true}
+	key, file, err := manifestKey(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeManifest(data, j, key, file, desc, 2); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readManifest(data, j)
+	if err != nil {
+		t.Fatalf("readManifest = %v", err)
+	}
+	if !proto.Equal(got.desc, desc) || got.protocol != 2 {
+		t.Errorf("readManifest = %v (protocol %d), want %v (2)", got.desc, got.protocol, desc)
+	}
+	fi, err := os.Stat(manifestPath(data, "x"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("manifest file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+
+	changed := j
+	changed.spec.Env = map[string]string{"A": "b"}
+	if _, err := readManifest(data, changed); !errors.Is(err, errStaleManifest) {
+		t.Errorf("readManifest with another env = %v, want stale", err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(bin, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readManifest(data, j); !errors.Is(err, errStaleManifest) {
+		t.Errorf("readManifest after touching the binary = %v, want stale", err)
+	}
+	key, file, _ = manifestKey(j)
+	if err := writeManifest(data, j, key, file, desc, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(manifestPath(data, "x"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readManifest(data, j); err == nil {
+		t.Error("readManifest of a file others can write succeeded")
+	}
+}
