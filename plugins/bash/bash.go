@@ -46,7 +46,7 @@ const (
 	DefaultMaxSaved = 64 << 20
 	// DefaultMaxSavedTotal caps all saved output files together (bytes).
 	DefaultMaxSavedTotal = 512 << 20
-	killGrace       = 2 * time.Second
+	killGrace            = 2 * time.Second
 )
 
 // Settings is the `builtin "bash" {}` block.
