@@ -73,50 +73,32 @@ func BenchmarkGateway(b *testing.B) {
 		}
 	}
 
-	// CPU per call at 32 callers over HTTP: host, the external server
-	// behind it, and the client (this process), against the direct server.
-	{
+	// CPU per call at 32 callers: host, the external server behind it and
+	// the client (this process), against the direct server, and the floor:
+	// the host does at least what the direct server does (mcp-go's handling
+	// of the same request), and the external server's own work runs on the
+	// same cores too. A host that cost no more than the direct server would
+	// reach (client + server) / (client + server + server behind).
+	cpu := func(front string, directPID int, direct func(context.Context) error, hostPID int, through func(context.Context) error) {
 		const n = 6000
 		perCall := func(ticks int) float64 { return float64(ticks) * 10000 / n } // µs (100 Hz ticks)
-		servers := fixtures.Descendants(hPID)
-		d0, c0 := cpuTicks(dPID), cpuTicks(os.Getpid())
-		measure(b, n, 32, directHTTP.echo("echo"))
-		d1, c1 := cpuTicks(dPID), cpuTicks(os.Getpid())
-		h0, s0, k0 := cpuTicks(hPID), cpuTicks(servers...), cpuTicks(os.Getpid())
-		measure(b, n, 32, extHTTP.echo("ext__echo"))
-		h1, s1, k1 := cpuTicks(hPID), cpuTicks(servers...), cpuTicks(os.Getpid())
-		calls["HTTP front, external stdio server"] += n + 200
-		add("CPU per call, HTTP, 32 callers: host", fmt.Sprintf("%.0f µs", perCall(h1-h0)), fmt.Sprintf("%.0f µs (direct server)", perCall(d1-d0)), ratio(float64(h1-h0), float64(d1-d0)))
-		add("  external server behind the host", fmt.Sprintf("%.0f µs", perCall(s1-s0)), "-", "-")
-		add("  MCP client", fmt.Sprintf("%.0f µs", perCall(k1-k0)), fmt.Sprintf("%.0f µs (direct)", perCall(c1-c0)), ratio(float64(k1-k0), float64(c1-c0)))
-		// The floor: the host does at least what the direct server does
-		// (mcp-go's HTTP handling of the same request), and the external
-		// server's own work runs on the same cores too. A host that cost
-		// no more than the direct server would reach this ratio.
-		c, srv, ext := float64(c1-c0), float64(d1-d0), float64(s1-s0)
-		add("  bound: a host costing what the direct server does", fmt.Sprintf("%.2fx", (c+srv)/(c+srv+ext)), "-", "-")
-		summary["HTTP calls/s bound"] = (c + srv) / (c + srv + ext)
-	}
-	// The same over stdio.
-	{
-		const n = 6000
-		perCall := func(ticks int) float64 { return float64(ticks) * 10000 / n }
-		dPID, hPID := directStdio.cmd.Process.Pid, extStdio.cmd.Process.Pid
-		servers := fixtures.Descendants(hPID)
-		d0, c0 := cpuTicks(dPID), cpuTicks(os.Getpid())
-		measure(b, n, 32, directStdio.echo("echo"))
-		d1, c1 := cpuTicks(dPID), cpuTicks(os.Getpid())
-		h0, s0, k0 := cpuTicks(hPID), cpuTicks(servers...), cpuTicks(os.Getpid())
-		measure(b, n, 32, extStdio.echo("ext__echo"))
-		h1, s1, k1 := cpuTicks(hPID), cpuTicks(servers...), cpuTicks(os.Getpid())
-		calls["stdio front, external stdio server"] += n + 200
-		add("CPU per call, stdio, 32 callers: host", fmt.Sprintf("%.0f µs", perCall(h1-h0)), fmt.Sprintf("%.0f µs (direct server)", perCall(d1-d0)), ratio(float64(h1-h0), float64(d1-d0)))
+		servers := fixtures.Descendants(hostPID)
+		d0, c0 := cpuTicks(directPID), cpuTicks(os.Getpid())
+		measure(b, n, 32, direct)
+		d1, c1 := cpuTicks(directPID), cpuTicks(os.Getpid())
+		h0, s0, k0 := cpuTicks(hostPID), cpuTicks(servers...), cpuTicks(os.Getpid())
+		measure(b, n, 32, through)
+		h1, s1, k1 := cpuTicks(hostPID), cpuTicks(servers...), cpuTicks(os.Getpid())
+		calls[front+" front, external stdio server"] += n + 200
+		add(fmt.Sprintf("CPU per call, %s, 32 callers: host", front), fmt.Sprintf("%.0f µs", perCall(h1-h0)), fmt.Sprintf("%.0f µs (direct server)", perCall(d1-d0)), ratio(float64(h1-h0), float64(d1-d0)))
 		add("  external server behind the host", fmt.Sprintf("%.0f µs", perCall(s1-s0)), "-", "-")
 		add("  MCP client", fmt.Sprintf("%.0f µs", perCall(k1-k0)), fmt.Sprintf("%.0f µs (direct)", perCall(c1-c0)), ratio(float64(k1-k0), float64(c1-c0)))
 		c, srv, ext := float64(c1-c0), float64(d1-d0), float64(s1-s0)
 		add("  bound: a host costing what the direct server does", fmt.Sprintf("%.2fx", (c+srv)/(c+srv+ext)), "-", "-")
-		summary["stdio calls/s bound"] = (c + srv) / (c + srv + ext)
+		summary[front+" calls/s bound"] = (c + srv) / (c + srv + ext)
 	}
+	cpu("HTTP", dPID, directHTTP.echo("echo"), hPID, extHTTP.echo("ext__echo"))
+	cpu("stdio", directStdio.cmd.Process.Pid, directStdio.echo("echo"), extStdio.cmd.Process.Pid, extStdio.echo("ext__echo"))
 
 	// Host RSS after 20,000 calls on each front.
 	ctx := context.Background()

@@ -133,13 +133,17 @@ func httpClient(b *testing.B, url string) *mcpProc {
 }
 
 // rssKB reads a process's resident set size.
-func rssKB(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+func rssKB(pid int) int { return procKB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:") }
+
+// procKB reads the kB figure on the line of a /proc file that starts with
+// key (0 when there is none).
+func procKB(file, key string) int {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			return kb
 		}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -148,26 +147,9 @@ func treeMemory(pid int) (rss, pss int) {
 }
 
 // procTree is pid and all its descendants.
-func procTree(pid int) []int {
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, fixtures.Children(out[i])...)
-	}
-	return out
-}
+func procTree(pid int) []int { return append([]int{pid}, fixtures.Descendants(pid)...) }
 
-func pssKB(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			return kb
-		}
-	}
-	return 0
-}
+// pssKB reads a process's proportional set size.
+func pssKB(pid int) int { return procKB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:") }
 
 func mb(kb int) string { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
