@@ -352,7 +352,7 @@ func (b *builder) defaultBuiltins() {
 			continue
 		}
 		settings, _ := json.Marshal(bi.NewSettings())
-		b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: bi.Name, Settings: settings, Restart: b.cfg.Restart})
+		b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: bi.Name, Settings: settings, Restart: b.cfg.Restart, Lifecycle: b.cfg.Lifecycle})
 	}
 }
 

@@ -41,6 +41,8 @@ external "e" {
 		"bash": {Start: StartLazy},
 		"a":    {Start: StartLazy, IdleTimeout: 2 * time.Minute},
 		"e":    {Start: StartEager, IdleTimeout: 10 * time.Minute},
+		// On by default, without a block: the top level's.
+		"switchboard": {Start: StartLazy, IdleTimeout: 10 * time.Minute},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Lifecycle (-want +got):\n%s", diff)
