@@ -372,7 +372,7 @@ caller "alice" { access = "read" }
 	}
 	waitFor(t, "alice's audit record", func() bool {
 		for _, r := range teamAudit(t, e) {
-			if r["tool"] == "fx.echo" && r["caller"] == "alice" {
+			if r["tool"] == "fx.echo" && r["caller"] == "test/alice" {
 				return true
 			}
 		}

@@ -212,22 +212,36 @@ func (v *Verifier) Authenticate(r *http.Request) (*registry.Caller, *Failure) {
 		if !ok {
 			return nil, &Failure{Status: http.StatusUnauthorized, Code: "invalid_token", Description: "unknown or revoked token; ask an operator for a new one (`switchboard token new NAME`)"}
 		}
-		return v.caller(t.Name, t.Access, fmt.Sprintf("token %q", t.Name)), nil
+		return v.caller(t.Name, t.Name, t.Access, fmt.Sprintf("token %q", t.Name)), nil
 	}
 	return v.authenticateJWT(r.Context(), cred)
 }
 
 // caller is the *registry.Caller named name: access from its credential
-// ("read" narrows), then its caller block's rules.
-func (v *Verifier) caller(name, access, cred string) *registry.Caller {
+// ("read" narrows), then the rules of its caller block (the one labelled
+// name, else the one labelled block).
+//
+// A static token's caller is named as the token; a JWT's is
+// "ISSUER/SUBJECT" (its issuer block's name, then its subject): token names
+// have no "/", so neither a JWT nor another issuer's subject can be taken
+// for a token's caller, whose jobs, decisions, calls and sessions are its
+// own (found from outside: a JWT with the subject "dave" acted as the
+// static token dave, with its "always" answers and open sessions). A
+// caller block labelled with the bare subject still applies to the JWT
+// (its rules can only narrow).
+func (v *Verifier) caller(name, block, access, cred string) *registry.Caller {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	c := &registry.Caller{Name: name, Source: cred}
 	if access == "read" {
 		c.Access = registry.AccessRead
 	}
-	if cr := v.callers[name]; cr != nil {
-		c.Source = fmt.Sprintf("caller %q in %s", name, v.source)
+	cr, label := v.callers[name], name
+	if cr == nil {
+		cr, label = v.callers[block], block
+	}
+	if cr != nil {
+		c.Source = fmt.Sprintf("caller %q in %s", label, v.source)
 		if cr.Access == "read" {
 			c.Access = registry.AccessRead
 		}
@@ -349,7 +363,7 @@ func (v *Verifier) authenticateJWT(ctx context.Context, raw string) (*registry.C
 		return nil, &Failure{Status: http.StatusForbidden, Code: "insufficient_scope", Scope: strings.Join(is.cfg.RequiredScopes, " "),
 			Description: fmt.Sprintf("the JWT lacks the scope(s) %s that issuer %q requires; request a token with scope=%q", strings.Join(missing, ", "), is.cfg.Name, strings.Join(is.cfg.RequiredScopes, " "))}
 	}
-	return v.caller(idt.Subject, "", fmt.Sprintf("subject %q of issuer %q", idt.Subject, is.cfg.Name)), nil
+	return v.caller(is.cfg.Name+"/"+idt.Subject, idt.Subject, "", fmt.Sprintf("subject %q of issuer %q", idt.Subject, is.cfg.Name)), nil
 }
 
 // resourceFor is the canonical URL of the resource r reached: the auth

@@ -164,8 +164,8 @@ caller "alice" { access = "read" }
 			t.Run(tt.name, func(t *testing.T) {
 				c, fail := v.Authenticate(request(tt.token))
 				if tt.status == 0 {
-					if fail != nil || c.Name != "alice" || c.Access != registry.AccessRead {
-						t.Fatalf("Authenticate = %+v, %v; want alice, narrowed to read by its caller block", c, fail)
+					if fail != nil || c.Name != "test/alice" || c.Access != registry.AccessRead {
+						t.Fatalf("Authenticate = %+v, %v; want test/alice (issuer/subject: never a static token's caller), narrowed to read by its caller block alice", c, fail)
 					}
 					return
 				}
@@ -197,5 +197,40 @@ func TestIssuerNeedsAudience(t *testing.T) {
 	res := config.Load(path)
 	if !res.Diags.HasErrors() || !strings.Contains(res.Diags.Error(), "needs the audience") {
 		t.Errorf("Load = %v, want the missing audience named", res.Diags)
+	}
+}
+
+// TestJWTSubjectIsNotATokensCaller: a JWT whose subject is a static token's
+// name is another caller (found from outside: it took over the token's
+// "always" answers, its calls and its open sessions).
+func TestJWTSubjectIsNotATokensCaller(t *testing.T) {
+	is := authtest.NewIssuer(t)
+	const aud = "https://mcp.example.test/mcp"
+	cfg := load(t, `auth {
+  resource = "`+aud+`"
+  issuer "test" {
+    url = "`+is.URL+`"
+    jwks_url = "`+is.JWKSURL+`"
+  }
+}
+`)
+	secret, err := auth.NewToken(cfg.Auth.TokensFile, "dave", "write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, fail := v.Authenticate(request(secret))
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	jwt, fail := v.Authenticate(request(is.Token(t, authtest.Claims{Subject: "dave", Audience: []string{aud}})))
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	if tok.Name != "dave" || jwt.Name == tok.Name || jwt.Owner() == tok.Owner() {
+		t.Errorf("token caller %q (owner %q), JWT caller %q (owner %q): want two callers", tok.Name, tok.Owner(), jwt.Name, jwt.Owner())
 	}
 }
