@@ -221,6 +221,21 @@ func TestTeamTokens(t *testing.T) {
 	if err != nil || meta.Resource != url {
 		t.Errorf("metadata = %+v, %v; want resource %s", meta, err, url)
 	}
+	// A forged Host does not move the resource (found from outside: the
+	// metadata and the 401 named the Host a client sent).
+	forged, err := http.NewRequest(http.MethodGet, wantMeta, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged.Host = "evil.example"
+	if fresp, err := http.DefaultClient.Do(forged); err == nil {
+		var fm auth.Metadata
+		_ = json.NewDecoder(fresp.Body).Decode(&fm)
+		fresp.Body.Close()
+		if strings.Contains(fm.Resource, "evil.example") || strings.Contains(fresp.Header.Get("WWW-Authenticate"), "evil.example") {
+			t.Errorf("with Host evil.example the metadata names %q", fm.Resource)
+		}
+	}
 	resp, _, err = rawPost(t, http.DefaultClient, url, auth.TokenPrefix+"forged", pingInit)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 		t.Errorf("forged token: %v %v", resp, err)

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -367,7 +368,9 @@ func (v *Verifier) authenticateJWT(ctx context.Context, raw string) (*registry.C
 }
 
 // resourceFor is the canonical URL of the resource r reached: the auth
-// block's resource, else the request's own origin and the endpoint.
+// block's resource, else the address the request came in on (the
+// listener's own, never the Host header a client chose: found from
+// outside, a forged Host sent clients to another server's metadata).
 func (v *Verifier) resourceFor(r *http.Request) string {
 	v.mu.RLock()
 	res := v.resource
@@ -379,7 +382,11 @@ func (v *Verifier) resourceFor(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + v.Endpoint
+	host := r.Host
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		host = a.String()
+	}
+	return scheme + "://" + host + v.Endpoint
 }
 
 // MetadataURL is where the protected resource metadata of the resource r
