@@ -131,19 +131,32 @@ func (s *sessionIDs) end(id string) {
 // full reports whether a new session would exceed the cap, and if so the
 // idle session used longest ago that may be ended to make room ("" when
 // every session has a request open).
-func (s *sessionIDs) full() (bool, string) {
+//
+// For an authenticated caller ("" for none) only its own sessions may be
+// ended, and it may hold at most half the cap (found from outside: a
+// read-only caller's 1,100 initializes ended every other caller's
+// sessions).
+func (s *sessionIDs) full(caller string) (bool, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	limit := s.max
 	if limit <= 0 {
 		limit = DefaultMaxSessions
 	}
-	if len(s.live) < limit {
+	mine := 0
+	if caller != "" {
+		for _, o := range s.owner {
+			if o == caller {
+				mine++
+			}
+		}
+	}
+	if len(s.live) < limit && (caller == "" || mine < max(1, limit/2)) {
 		return false, ""
 	}
 	victim, oldest := "", time.Time{}
 	for id, u := range s.use {
-		if u.open == 0 && (victim == "" || u.lastSeen.Before(oldest)) {
+		if u.open == 0 && (caller == "" || s.owner[id] == caller) && (victim == "" || u.lastSeen.Before(oldest)) {
 			victim, oldest = id, u.lastSeen
 		}
 	}
@@ -216,7 +229,7 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 				return
 			}
 			if m.Method == string(mcp.MethodInitialize) && !mcp.IsModernProtocol(p.metaVersion) {
-				if full, victim := ids.full(); full {
+				if full, victim := ids.full(registry.CallerName(r.Context())); full {
 					if victim == "" {
 						http.Error(w, fmt.Sprintf("Service Unavailable: this host has %d sessions open, the most it keeps (--max-sessions), and all are busy; end one (DELETE) or try again later", ids.count()), http.StatusServiceUnavailable)
 						return
@@ -232,6 +245,14 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 			}
 			if m.Method == string(mcp.MethodInitialize) {
 				next.ServeHTTP(w, r)
+				// The session is its initializer's from the start, so that
+				// its count and evictions are that caller's own (the
+				// header is read after mcp-go answered, not wrapped).
+				if caller := registry.CallerName(r.Context()); caller != "" {
+					if id := w.Header().Get(server.HeaderKeySessionID); id != "" {
+						ids.claim(id, caller)
+					}
+				}
 				return
 			}
 		} else if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
