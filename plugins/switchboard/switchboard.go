@@ -169,7 +169,7 @@ func (p *plugin) recentCalls(ctx context.Context, req *sdk.Request, in recentArg
 	if err != nil {
 		return nil, err
 	}
-	resp, err := h.RecentCalls(ctx, &pluginv1.RecentCallsRequest{Owner: req.Owner, Limit: uint32(max(in.Limit, 0))})
+	resp, err := h.RecentCalls(ctx, &pluginv1.RecentCallsRequest{Owner: req.Owner, Limit: uint32(min(max(in.Limit, 0), 1<<20))}) //nolint:gosec // G115: clamped
 	if err != nil {
 		return nil, hostError(err)
 	}

@@ -286,8 +286,10 @@ func TestFeaturesThroughHost(t *testing.T) {
 	})
 
 	t.Run("subscribe", func(t *testing.T) {
-		resp, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId("sub-1"),
-			Method: "resources/subscribe", Params: map[string]any{"uri": "fixture://static"}})
+		resp, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId("sub-1"),
+			Method: "resources/subscribe", Params: map[string]any{"uri": "fixture://static"},
+		})
 		if err != nil || resp.Error != nil {
 			t.Fatalf("resources/subscribe: %v %+v", err, resp)
 		}

@@ -453,8 +453,10 @@ func TestTeamDrainOnSIGTERM(t *testing.T) {
 func certs(t *testing.T, dir string) (caPool *x509.CertPool, client tls.Certificate) {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)
@@ -468,8 +470,10 @@ func certs(t *testing.T, dir string) (caPool *x509.CertPool, client tls.Certific
 	write("ca.pem", "CERTIFICATE", caDER)
 	leaf := func(serial int64, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "leaf"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "leaf"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature,
+		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 		if err != nil {
 			t.Fatal(err)
@@ -556,8 +560,10 @@ func TestTeamTraceNamesTheCaller(t *testing.T) {
 	t.Cleanup(gs.Stop)
 	e := teamSetup(t, "")
 	tok := newToken(t, e, "dev")
-	_, url := startHostEnv(t, e, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(),
-		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true", "OTEL_BSP_SCHEDULE_DELAY=100"}, "--http", "127.0.0.1:0")
+	_, url := startHostEnv(t, e, []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(),
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true", "OTEL_BSP_SCHEDULE_DELAY=100",
+	}, "--http", "127.0.0.1:0")
 	c := tokenClient(t, url, tok)
 	if res, err := callTool(t.Context(), c, "fx__echo", map[string]any{"text": "traced"}, nil); err != nil || res.IsError {
 		t.Fatalf("echo = %v %v", resultText(res), err)

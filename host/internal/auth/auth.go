@@ -181,37 +181,37 @@ func (v *Verifier) Names() []string {
 	return slices.Compact(names)
 }
 
-// Failure is why a request was not authenticated: the HTTP status, the
+// Error is why a request was not authenticated: the HTTP status, the
 // RFC 6750 error code ("" when no token was sent) and a description that
 // says what was wrong and what to do.
-type Failure struct {
+type Error struct {
 	Status      int
 	Code        string // invalid_request, invalid_token, insufficient_scope
 	Description string
 	Scope       string // the scopes needed, for insufficient_scope
 }
 
-func (f *Failure) Error() string { return f.Description }
+func (f *Error) Error() string { return f.Description }
 
 // Authenticate finds the caller of r, or says why there is none.
-func (v *Verifier) Authenticate(r *http.Request) (*registry.Caller, *Failure) {
+func (v *Verifier) Authenticate(r *http.Request) (*registry.Caller, *Error) {
 	h := r.Header.Get("Authorization")
 	scheme, cred, _ := strings.Cut(h, " ")
 	cred = strings.TrimSpace(cred)
 	if h == "" {
-		return nil, &Failure{Status: http.StatusUnauthorized, Description: "this host requires a bearer token: send Authorization: Bearer TOKEN (an operator creates one with `switchboard token new NAME`, or get an access token from the authorization server named in the resource metadata)"}
+		return nil, &Error{Status: http.StatusUnauthorized, Description: "this host requires a bearer token: send Authorization: Bearer TOKEN (an operator creates one with `switchboard token new NAME`, or get an access token from the authorization server named in the resource metadata)"}
 	}
 	if !strings.EqualFold(scheme, "Bearer") || cred == "" {
-		return nil, &Failure{Status: http.StatusUnauthorized, Code: "invalid_request", Description: "the Authorization header must be \"Bearer TOKEN\""}
+		return nil, &Error{Status: http.StatusUnauthorized, Code: "invalid_request", Description: "the Authorization header must be \"Bearer TOKEN\""}
 	}
 	if strings.HasPrefix(cred, TokenPrefix) {
 		tokens, err := v.currentTokens()
 		if err != nil {
-			return nil, &Failure{Status: http.StatusUnauthorized, Code: "invalid_token", Description: "the host's tokens file cannot be read, so no static token is accepted until an operator fixes it (`switchboard validate` says why)"}
+			return nil, &Error{Status: http.StatusUnauthorized, Code: "invalid_token", Description: "the host's tokens file cannot be read, so no static token is accepted until an operator fixes it (`switchboard validate` says why)"}
 		}
 		t, ok := match(tokens, cred)
 		if !ok {
-			return nil, &Failure{Status: http.StatusUnauthorized, Code: "invalid_token", Description: "unknown or revoked token; ask an operator for a new one (`switchboard token new NAME`)"}
+			return nil, &Error{Status: http.StatusUnauthorized, Code: "invalid_token", Description: "unknown or revoked token; ask an operator for a new one (`switchboard token new NAME`)"}
 		}
 		return v.caller(t.Name, t.Name, t.Access, fmt.Sprintf("token %q", t.Name)), nil
 	}
@@ -292,9 +292,9 @@ func (is *issuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 
 // authenticateJWT checks a JWT access token against the issuer its iss
 // claim names.
-func (v *Verifier) authenticateJWT(ctx context.Context, raw string) (*registry.Caller, *Failure) {
-	invalid := func(format string, args ...any) *Failure {
-		return &Failure{Status: http.StatusUnauthorized, Code: "invalid_token", Description: fmt.Sprintf(format, args...)}
+func (v *Verifier) authenticateJWT(ctx context.Context, raw string) (*registry.Caller, *Error) {
+	invalid := func(format string, args ...any) *Error {
+		return &Error{Status: http.StatusUnauthorized, Code: "invalid_token", Description: fmt.Sprintf(format, args...)}
 	}
 	algs := make([]jose.SignatureAlgorithm, len(signingAlgs))
 	for i, a := range signingAlgs {
@@ -361,8 +361,10 @@ func (v *Verifier) authenticateJWT(ctx context.Context, raw string) (*registry.C
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &Failure{Status: http.StatusForbidden, Code: "insufficient_scope", Scope: strings.Join(is.cfg.RequiredScopes, " "),
-			Description: fmt.Sprintf("the JWT lacks the scope(s) %s that issuer %q requires; request a token with scope=%q", strings.Join(missing, ", "), is.cfg.Name, strings.Join(is.cfg.RequiredScopes, " "))}
+		return nil, &Error{
+			Status: http.StatusForbidden, Code: "insufficient_scope", Scope: strings.Join(is.cfg.RequiredScopes, " "),
+			Description: fmt.Sprintf("the JWT lacks the scope(s) %s that issuer %q requires; request a token with scope=%q", strings.Join(missing, ", "), is.cfg.Name, strings.Join(is.cfg.RequiredScopes, " ")),
+		}
 	}
 	return v.caller(is.cfg.Name+"/"+idt.Subject, idt.Subject, "", fmt.Sprintf("subject %q of issuer %q", idt.Subject, is.cfg.Name)), nil
 }

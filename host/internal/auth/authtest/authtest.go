@@ -95,8 +95,10 @@ func SignWith(t testing.TB, key *rsa.PrivateKey, iss string, c Claims) string {
 	if c.Expiry.IsZero() {
 		c.Expiry = time.Now().Add(time.Hour)
 	}
-	std := jwt.Claims{Issuer: c.Issuer, Subject: c.Subject, Audience: jwt.Audience(c.Audience),
-		Expiry: jwt.NewNumericDate(c.Expiry), IssuedAt: jwt.NewNumericDate(time.Now().Add(-time.Minute))}
+	std := jwt.Claims{
+		Issuer: c.Issuer, Subject: c.Subject, Audience: jwt.Audience(c.Audience),
+		Expiry: jwt.NewNumericDate(c.Expiry), IssuedAt: jwt.NewNumericDate(time.Now().Add(-time.Minute)),
+	}
 	extra := map[string]any{}
 	if c.Scope != "" {
 		extra["scope"] = c.Scope

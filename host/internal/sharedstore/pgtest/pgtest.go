@@ -70,10 +70,10 @@ func Start(t testing.TB) *Server {
 		if err != nil {
 			t.Skip("running as root and there is no postgres user to run PostgreSQL as (the server refuses root): install Debian's postgresql package, which creates it")
 		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
+		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
+		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,7 +148,7 @@ func (s *Server) CreateDB(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
+	defer func() { _ = c.Close(ctx) }()
 	if _, err := c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{strings.ToLower(name)}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func (s *Server) Exec(t testing.TB, db, sql string, args ...any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
+	defer func() { _ = c.Close(ctx) }()
 	if _, err := c.Exec(ctx, sql, args...); err != nil {
 		t.Fatal(err)
 	}
