@@ -73,7 +73,7 @@ func fileIdentity(path string) (*FileIdentity, error) {
 	}
 	return &FileIdentity{
 		Path: path, Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, //nolint:unconvert // Dev's type differs between platforms
-		MtimeNS: fi.ModTime().UnixNano(), CtimeNS: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+		MtimeNS: fi.ModTime().UnixNano(), CtimeNS: ctimeNS(st),
 	}, nil
 }
 
