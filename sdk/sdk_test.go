@@ -117,7 +117,7 @@ func TestInProcess(t *testing.T) {
 			t.Errorf("panic err = %v, want internal error naming the panic", err)
 		}
 		// The plugin survives.
-		if got := (p.Call("greet", map[string]any{"name": "Bo"})).Text(); got != "Hello, Bo!" {
+		if got := p.Call("greet", map[string]any{"name": "Bo"}).Text(); got != "Hello, Bo!" {
 			t.Errorf("greet after panic = %q", got)
 		}
 	})

@@ -121,7 +121,7 @@ func (w *walker) readIgnore(d *walkDir, e fs.DirEntry) *ignoreSet {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	if err != nil {
 		return nil

@@ -28,7 +28,7 @@ func TestStartBinary(t *testing.T) {
 	if p.PID == 0 || p.PID == os.Getpid() {
 		t.Errorf("PID = %d, want a separate process", p.PID)
 	}
-	if got := (p.Call("greet", map[string]any{"name": "Ada"})).Text(); !strings.Contains(got, "Ada") {
+	if got := p.Call("greet", map[string]any{"name": "Ada"}).Text(); !strings.Contains(got, "Ada") {
 		t.Errorf("greet = %q", got)
 	}
 }

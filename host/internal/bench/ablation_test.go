@@ -192,5 +192,4 @@ func BenchmarkAblation(b *testing.B) {
 	fmt.Printf("traces: %d spans received while on; off (every other row) a call does no tracing work\n", recv.spans.Load())
 	fmt.Printf("targets, everything on: p50 %.2fx direct (<= 1.3x), calls/s at 32 callers %.2fx direct (>= 0.8x)\n",
 		on.p50one/d.p50one, on.perSecMany/d.perSecMany)
-
 }

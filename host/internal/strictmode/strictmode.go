@@ -75,8 +75,10 @@ func checkOne(real, shown string, parent bool) error {
 	uid, ok := owner(fi)
 	me := os.Getuid()
 	if ok && uid != me && uid != 0 {
-		return &UnsafeError{Path: shown, Reason: fmt.Sprintf("is owned by uid %d, not by uid %d (this user) or root", uid, me),
-			Fix: fmt.Sprintf("chown %d %s", me, quote(real))}
+		return &UnsafeError{
+			Path: shown, Reason: fmt.Sprintf("is owned by uid %d, not by uid %d (this user) or root", uid, me),
+			Fix: fmt.Sprintf("chown %d %s", me, quote(real)),
+		}
 	}
 	perm := fi.Mode().Perm()
 	if parent && fi.Mode()&fs.ModeSticky != 0 {
@@ -90,8 +92,10 @@ func checkOne(real, shown string, parent bool) error {
 		case 0o002:
 			who = "others"
 		}
-		return &UnsafeError{Path: shown, Reason: fmt.Sprintf("is writable by %s (mode %04o)", who, perm),
-			Fix: fmt.Sprintf("chmod go-w %s", quote(real))}
+		return &UnsafeError{
+			Path: shown, Reason: fmt.Sprintf("is writable by %s (mode %04o)", who, perm),
+			Fix: fmt.Sprintf("chmod go-w %s", quote(real)),
+		}
 	}
 	return nil
 }
