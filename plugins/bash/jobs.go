@@ -149,6 +149,9 @@ func (j *job) wait() {
 	err := j.cmd.Wait()
 	// Children that outlived bash die with the job.
 	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+	// The saved tail and note are written before the job says it
+	// exited: a reader that sees "exited" reads the whole output.
+	_, _, _ = j.out.finish(true) // the job's file is its output store
 	j.mu.Lock()
 	if j.state == "running" {
 		j.state = "exited"
@@ -159,7 +162,6 @@ func (j *job) wait() {
 	}
 	j.ended = time.Now()
 	j.mu.Unlock()
-	_, _, _ = j.out.finish(true) // the job's file is its output store
 	close(j.done)
 }
 
