@@ -5,10 +5,13 @@
 // figure (README, PERFORMANCE).
 //
 // The host, once its servers have started (Host):
-//   - releases the start-up pages of its binary (MADV_PAGEOUT, Linux 5.4+):
+//   - releases the start-up pages of its binary (MADV_PAGEOUT, Linux 5.4+)
+//     in the background, a moment after it starts serving (SettleDelay):
 //     most were touched only while starting (package initialisation, config
 //     decoding, launching). They are clean file pages, faulted back in on
-//     demand, so its resident size stays near its working set;
+//     demand, so its resident size stays near its working set. Done before
+//     serving, the kernel's reclaim (some 30 ms for this binary) delayed
+//     the host's first answer;
 //   - collects garbage at GOGC=50 unless GOGC is set: a host mostly waits,
 //     and a smaller heap goal keeps its resident size small;
 //   - runs with one scheduler slot (GOMAXPROCS=1) unless GOMAXPROCS is set:
@@ -35,6 +38,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -56,10 +60,16 @@ func StartHostProfile() (stop func(), err error) {
 	return startProfileFromEnv(EnvHostCPUProfile)
 }
 
+// SettleDelay is how long after Host the host's start-up pages are
+// released: long enough for the first requests of a client that connects
+// at start (initialize, tools/list) to be answered first. A measure of the
+// idle host's resident size waits longer than this.
+const SettleDelay = 500 * time.Millisecond
+
 // Host applies the host's settings (see the package doc). Call it once,
 // after the host has started its servers and before it serves.
 func Host() {
-	releaseStartupPages()
+	time.AfterFunc(SettleDelay, releaseStartupPages)
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(hostGCPercent)
 	}

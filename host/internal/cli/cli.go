@@ -215,6 +215,11 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 	// no other process of this user may read the host's memory or
 	// environment.
 	hideErr := hideMemory()
+	// What the kernel offers the sandbox is probed while the config loads
+	// (a namespaced start of a tiny program, some 20 ms).
+	if exe, err := os.Executable(); err == nil {
+		sandbox.Prewarm(loader.HelperFor(exe))
+	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, nil, err

@@ -696,6 +696,7 @@ func (c *Config) Binaries() []string {
 	return out
 }
 
+// resolved is p with its symlinks resolved, or p when it does not exist.
 func resolved(p string) string {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r
@@ -729,9 +730,7 @@ func (c *Config) ControlPlane() []string {
 		if p == "" {
 			continue
 		}
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
-		}
+		p = resolved(filepath.Clean(p))
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}

@@ -509,7 +509,7 @@ func (h *Host) ConnectExternal(ctx context.Context, x config.External) error {
 		x.Timeout = 30 * time.Second
 	}
 	x.Restart = h.cfg.Restart
-	j := externalJob(h.cfg, &x, "runtime")
+	j := externalJob(h.cfg, hostFilesOf(h.cfg), &x, "runtime")
 	if err := h.startJobs(ctx, []job{j}, true); err != nil {
 		h.reg.ClearFailures(x.Name)
 		return err
@@ -531,13 +531,13 @@ func (h *Host) DisconnectExternal(ctx context.Context, name string) error {
 	return h.reg.Remove(ctx, name)
 }
 
-func externalJob(cfg *config.Config, x *config.External, source string) job {
+func externalJob(cfg *config.Config, files hostFiles, x *config.External, source string) job {
 	j := job{
 		spec: launcher.Spec{Name: x.Name},
 		ext: &external.Spec{
 			Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
 			URL: x.URL, Headers: x.Headers, Timeout: x.Timeout,
-			Sandbox: externalSandbox(cfg, x),
+			Sandbox: externalSandbox(cfg, files, x),
 		},
 		kind:    registry.KindExternal,
 		source:  source,
@@ -848,7 +848,8 @@ func withReattach(jobs []job) []job {
 // Jobs lists what Start starts, in registration order.
 func Jobs(cfg *config.Config, self string) []job {
 	var jobs []job
-	protected := cfg.ControlPlane()
+	files := hostFilesOf(cfg)
+	protected := files.control
 	lock, lockErr := readLock(cfg)
 	gate := &pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
 	for _, b := range cfg.Builtins {
@@ -858,7 +859,7 @@ func Jobs(cfg *config.Config, self string) []job {
 				Name: b.Name, Path: self, Args: []string{builtins.ServeCommand, b.Name},
 				Settings: b.Settings, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
 				ProtectedPaths: protected,
-				Sandbox:        Confinement(cfg, registry.KindBuiltin, b.Name, b.Sandbox, b.Settings, state, self),
+				Sandbox:        confinement(cfg, files, registry.KindBuiltin, b.Name, b.Sandbox, b.Settings, state, self),
 			},
 			kind:    registry.KindBuiltin,
 			source:  builtinSource(cfg, b),
@@ -877,7 +878,7 @@ func Jobs(cfg *config.Config, self string) []job {
 				Name: p.Name, Path: p.Path, Args: p.Args, Env: p.Env, SHA256: p.SHA256,
 				Settings: p.Settings, ProjectDir: cfg.ProjectDir, DataDir: state,
 				StartTimeout: p.StartTimeout, HostDataDir: cfg.DataDir, ProtectedPaths: protected,
-				Sandbox: Confinement(cfg, registry.KindPlugin, p.Name, p.Sandbox, nil, state, self),
+				Sandbox: confinement(cfg, files, registry.KindPlugin, p.Name, p.Sandbox, nil, state, self),
 			},
 			kind:    registry.KindPlugin,
 			source:  fmt.Sprintf("plugin %q (%s, %s)", p.Name, p.Path, rangeText(cfg, p.Range.Filename, p.Range.Start.Line)),
@@ -901,7 +902,7 @@ func Jobs(cfg *config.Config, self string) []job {
 		if x.FromMCPJSON {
 			source = fmt.Sprintf("external %q (.mcp.json)", x.Name)
 		}
-		j := externalJob(cfg, x, source)
+		j := externalJob(cfg, files, x, source)
 		j.gate = gate
 		jobs = append(jobs, j)
 	}
@@ -915,7 +916,7 @@ func Jobs(cfg *config.Config, self string) []job {
 			spec: launcher.Spec{
 				Name: name, Path: path, ProjectDir: cfg.ProjectDir, DataDir: state, HostDataDir: cfg.DataDir,
 				ProtectedPaths: protected,
-				Sandbox:        Confinement(cfg, registry.KindPlugin, name, config.Sandbox{}, nil, state, self),
+				Sandbox:        confinement(cfg, files, registry.KindPlugin, name, config.Sandbox{}, nil, state, self),
 			},
 			kind:       registry.KindPlugin,
 			source:     fmt.Sprintf("discovered plugin %s", path),
@@ -1002,7 +1003,7 @@ func rangeText(cfg *config.Config, file string, line int) string {
 
 // externalSandbox confines a stdio external server (one reached over HTTP
 // runs elsewhere).
-func externalSandbox(cfg *config.Config, x *config.External) *sandbox.Sandbox {
+func externalSandbox(cfg *config.Config, files hostFiles, x *config.External) *sandbox.Sandbox {
 	if x.Command == "" {
 		return nil
 	}
@@ -1010,7 +1011,7 @@ func externalSandbox(cfg *config.Config, x *config.External) *sandbox.Sandbox {
 	if err != nil {
 		return nil
 	}
-	return Confinement(cfg, registry.KindExternal, x.Name, x.Sandbox, nil, "", self)
+	return confinement(cfg, files, registry.KindExternal, x.Name, x.Sandbox, nil, "", self)
 }
 
 // The instances the loader hands the supervisor, with the optional

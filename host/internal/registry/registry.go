@@ -123,7 +123,7 @@ type Entry struct {
 	order   int
 	stop    context.CancelFunc // ends the watch of its events (features.go)
 	tools   map[string]*pluginv1.Tool
-	schemas map[string]*jsonschema.Schema
+	schemas map[string]*inputSchema
 }
 
 // Failure is a server that was configured but could not be registered.
@@ -315,22 +315,44 @@ func (r *Registry) Refresh(name string) {
 	r.notify()
 }
 
-// index (re)builds an entry's tool table and compiled schemas; r.mu held.
+// index (re)builds an entry's tool table and its schemas, compiled at a
+// tool's first call (a host listing many servers it never calls compiles
+// nothing for them: compiling every schema at start was a fifth of a
+// 100-server host's start-up); r.mu held.
 func (r *Registry) index(e *Entry) {
 	e.tools = map[string]*pluginv1.Tool{}
-	e.schemas = map[string]*jsonschema.Schema{}
+	e.schemas = map[string]*inputSchema{}
 	name := e.Server.Name()
 	for _, t := range e.Server.Describe().GetTools() {
 		e.tools[t.GetName()] = t
-		// Compiled once per description; a schema that does not compile
-		// is reported and the plugin is left to check its own arguments.
-		sch, err := compileSchema(name+"."+t.GetName(), t.GetInputSchema())
-		if err != nil {
-			r.log("tool input schema does not compile; its arguments are not validated by the host", "tool", name+"."+t.GetName(), "error", err)
-			continue
-		}
-		e.schemas[t.GetName()] = sch
+		e.schemas[t.GetName()] = &inputSchema{tool: name + "." + t.GetName(), raw: t.GetInputSchema(), log: r.log}
 	}
+}
+
+// inputSchema is a tool's input schema, compiled once, when first needed.
+type inputSchema struct {
+	tool string
+	raw  []byte
+	log  func(msg string, args ...any)
+	once sync.Once
+	sch  *jsonschema.Schema
+}
+
+// compiled returns the schema, or nil when it does not compile: that is
+// reported once, and the plugin is left to check its own arguments.
+func (s *inputSchema) compiled() *jsonschema.Schema {
+	if s == nil {
+		return nil
+	}
+	s.once.Do(func() {
+		sch, err := compileSchema(s.tool, s.raw)
+		if err != nil {
+			s.log("tool input schema does not compile; its arguments are not validated by the host", "tool", s.tool, "error", err)
+			return
+		}
+		s.sch = sch
+	})
+	return s.sch
 }
 
 // Remove unregisters a server and closes it (a reload removed it).
@@ -491,10 +513,10 @@ func (r *Registry) Lookup(name string) (Tool, error) {
 	r.mu.RLock()
 	e := r.entries[server]
 	var t *pluginv1.Tool
-	var sch *jsonschema.Schema
+	var lazy *inputSchema
 	if e != nil {
 		// Refresh replaces these tables; read them under the lock.
-		t, sch = e.tools[tool], e.schemas[tool]
+		t, lazy = e.tools[tool], e.schemas[tool]
 	}
 	r.mu.RUnlock()
 	if e == nil {
@@ -509,7 +531,7 @@ func (r *Registry) Lookup(name string) (Tool, error) {
 		}
 		return Tool{}, protocol.Errorf(protocol.CodeUnknownTool, "server %s has no tool %q (run `switchboard tools` to list them)", server, tool)
 	}
-	return Tool{Name: name, Server: server, Entry: e, Tool: t, schema: sch}, nil
+	return Tool{Name: name, Server: server, Entry: e, Tool: t, schema: lazy.compiled()}, nil
 }
 
 func (r *Registry) names() []string {
