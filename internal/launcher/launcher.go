@@ -240,19 +240,23 @@ func (p *Plugin) start(log hclog.Logger) error {
 	if spec.Reattach != nil {
 		return p.reattach(pluginLog)
 	}
+	tlsConf, hostCert, err := hostTLS()
+	if err != nil {
+		return fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
+	}
+	env = append(env, envClientCert+"="+hostCert)
 	p.client = plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:     protocol.Handshake,
-		VersionedPlugins:    protocol.PluginSets(nil, spec.Versions),
-		SkipHostEnv:         true,
-		AutoMTLS:            true,
-		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
-		GRPCDialOptions:     protocol.GRPCDialOptions(),
-		StartTimeout:        spec.StartTimeout,
-		Logger:              pluginLog,
-		PluginLogBufferSize: 1 << 20,
-		Stderr:              &p.stderr,
-		SyncStdout:          pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),
-		SyncStderr:          pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
+		HandshakeConfig:  protocol.Handshake,
+		VersionedPlugins: protocol.PluginSets(nil, spec.Versions),
+		SkipHostEnv:      true,
+		TLSConfig:        tlsConf,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		GRPCDialOptions:  protocol.GRPCDialOptions(),
+		StartTimeout:     spec.StartTimeout,
+		Logger:           pluginLog,
+		Stderr:           &p.stderr,
+		SyncStdout:       pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),
+		SyncStderr:       pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
 		// go-plugin hands RunnerFunc a placeholder command carrying only
 		// its own variables (cookie, certificate, socket directory); the
 		// real command is built here.

@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/ablate"
+	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
 	"github.com/switchboard-mcp/switchboard/internal/protocol"
 	"github.com/switchboard-mcp/switchboard/internal/toolcall"
 	"github.com/switchboard-mcp/switchboard/internal/tracing"
@@ -66,6 +67,8 @@ type Frontend struct {
 
 	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
 
+	listing []listedTool // what the tool listing was built from; refreshMu
+
 	askState                 // pending servers put to clients that can elicit
 	featState                // resources, templates, prompts, subscriptions (features.go)
 	settingsState            // the settings in force (results.go)
@@ -76,7 +79,9 @@ type Frontend struct {
 // New builds the MCP server for reg. version is the host's version.
 func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend {
 	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version, noShortPath: ablate.Off(ablate.ShortPath)}
-	tools, names, refusals := f.serverTools()
+	all := reg.AllTools()
+	f.listing = f.listingKey(all)
+	tools, names, refusals := f.serverToolsOf(all)
 	f.srvHooks = f.hooks()
 	feats := f.buildFeatures()
 	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions(Instructions(reg, append(slices.Clip(refusals), feats.refusals...)))...)
@@ -113,9 +118,34 @@ func (f *Frontend) passesFilter(ctx context.Context, name string) bool {
 func (f *Frontend) Refresh() {
 	f.refreshMu.Lock()
 	defer f.refreshMu.Unlock()
-	tools, names, refusals := f.serverTools()
-	f.setTools(tools, names, refusals)
+	all := f.reg.AllTools()
+	if key := f.listingKey(all); !slices.Equal(key, f.listing) {
+		tools, names, refusals := f.serverToolsOf(all)
+		f.setTools(tools, names, refusals)
+		f.listing = key
+	}
 	f.setFeatures()
+}
+
+// listedTool is what one exposed tool is built from: its canonical and
+// exposed names and its description (the same object while a server's
+// description is unchanged, e.g. a lazy server started with the tools its
+// manifest listed).
+type listedTool struct {
+	name, exposed string
+	tool          *pluginv1.Tool
+}
+
+// listingKey is what the tool listing is built from. A refresh that finds
+// the same key (a server changed state, not tools) keeps the listing:
+// rebuilding it cost a 100-server host some 10 ms per lazy start, and sent
+// every client a tools/list_changed that changed nothing.
+func (f *Frontend) listingKey(all []registry.Tool) []listedTool {
+	key := make([]listedTool, 0, len(all))
+	for _, t := range all {
+		key = append(key, listedTool{t.Name, MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget), t.Tool})
+	}
+	return key
 }
 
 func (f *Frontend) setTools(tools []server.ServerTool, names map[string]string, refusals []Refusal) {
@@ -201,10 +231,14 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 // serverTools builds the MCP tools, the map from MCP names to canonical
 // names, and the refusals.
 func (f *Frontend) serverTools() ([]server.ServerTool, map[string]string, []Refusal) {
-	var out []server.ServerTool
+	return f.serverToolsOf(f.reg.AllTools())
+}
+
+func (f *Frontend) serverToolsOf(all []registry.Tool) ([]server.ServerTool, map[string]string, []Refusal) {
+	out := make([]server.ServerTool, 0, len(all))
 	var refusals []Refusal
-	seen := map[string]string{}
-	for _, t := range f.reg.AllTools() {
+	seen := make(map[string]string, len(all))
+	for _, t := range all {
 		name := MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)
 		if prev, dup := seen[name]; dup {
 			refusals = append(refusals, Refusal{Tool: t.Name, Reason: fmt.Sprintf("its MCP name %q is already used by %s", name, prev)})

@@ -135,6 +135,9 @@ func (f *Frontend) applyExpose() {
 	f.exposeKey = key
 	f.exMu.Unlock()
 	if !same {
+		f.refreshMu.Lock()
+		f.listing = nil // the same tools, exposed otherwise
+		f.refreshMu.Unlock()
 		f.Refresh()
 	}
 }

@@ -228,6 +228,11 @@ func (srv *Server) woke(gen int, from State, w *wakeup, inst Instance, err error
 	srv.gen++
 	srv.inst, srv.desc = inst, inst.Describe()
 	changed := srv.manifest != nil && !sameSurface(srv.manifest, srv.desc)
+	if srv.manifest != nil && proto.Equal(srv.manifest, srv.desc) {
+		// The description listed so far stays, the same object: what
+		// lists it (the front end) sees nothing new to list.
+		srv.desc = srv.manifest
+	}
 	srv.manifest = nil
 	srv.state = Ready
 	srv.attempt = 0
