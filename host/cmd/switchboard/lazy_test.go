@@ -145,6 +145,15 @@ func TestLazyPluginStartsOnCallAndStopsWhenIdle(t *testing.T) {
 	}
 
 	c, _ := mcpClient(t, e)
+	var listChanged sync.Mutex
+	changes := 0
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/tools/list_changed" {
+			listChanged.Lock()
+			changes++
+			listChanged.Unlock()
+		}
+	})
 	initialize(t, c)
 	if _, ok := toolList(t, c)["fx__echo"]; !ok {
 		t.Fatal("fx__echo not listed from the manifest")
@@ -186,6 +195,14 @@ func TestLazyPluginStartsOnCallAndStopsWhenIdle(t *testing.T) {
 	if slices.Contains(seen, "idle-stopped") || slices.Contains(seen, "configured") {
 		t.Errorf("stopped during a call: statuses %v", seen)
 	}
+	// It started with the tools its manifest listed: clients were told
+	// of no change (TestLazyLiveToolsDifferFromManifest is the control,
+	// where they are). The sleep call above gave a notification time.
+	listChanged.Lock()
+	if changes != 0 {
+		t.Errorf("%d tools/list_changed after a lazy start with the manifest's own tools, want none", changes)
+	}
+	listChanged.Unlock()
 
 	// Idle: stopped, still listed.
 	if !eventually(60*time.Second, func() bool {
