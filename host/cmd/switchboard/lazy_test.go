@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -404,5 +405,75 @@ func TestIdleStopWaitsForBashJobs(t *testing.T) {
 	}
 	if !eventually(90*time.Second, func() bool { return bashStatus() == "idle-stopped" }) {
 		t.Fatalf("bash not stopped once its job ended and it was idle: %s", bashStatus())
+	}
+}
+
+// A lazy plugin without a process: the initialize instructions say it is
+// configured and how it will be confined, as inspect does; `switchboard
+// restart` and a reload that keeps its manifest leave it without a
+// process. Once a call started it, a crash takes it back to waiting for
+// its next call (no restart nobody asked for, no backoff), and that call
+// starts it again.
+func TestLazyWithoutProcess(t *testing.T) {
+	e, bin := lazyEnv(t, "")
+	learn(t, e)
+	c, _ := mcpClient(t, e)
+	init := initialize(t, c)
+	if !strings.Contains(init.Instructions, "fx: configured (not running; its first call starts it)") || !strings.Contains(init.Instructions, "confined: ") {
+		t.Errorf("instructions with fx lazy:\n%s", init.Instructions)
+	}
+	out, errOut, code := run(t, e, "inspect", "--json", "--config", e.config)
+	if code != 0 {
+		t.Fatalf("inspect = %d %s", code, errOut)
+	}
+	var rows []struct{ Name, Status, Sandbox string }
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Name == "fx" && (r.Status != "configured" || !strings.HasPrefix(r.Sandbox, "confined: ")) {
+			t.Errorf("inspect fx without a process: status %q, sandbox %q", r.Status, r.Sandbox)
+		}
+	}
+
+	out, errOut, code = run(t, e, "restart", "fx", "--config", e.config)
+	if code != 0 || !strings.Contains(out, "fx has no process (configured): its next call starts it") {
+		t.Errorf("restart of a configured server = %d %q %q", code, out, errOut)
+	}
+	// A reload whose change keeps the manifest (idle_timeout is not part
+	// of what the plugin serves).
+	cfg, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(cfg), "plugin \"fx\" {", "plugin \"fx\" {\n  idle_timeout = \"1h\"", 1)
+	if err := os.WriteFile(e.config, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := run(t, e, "reload", "--config", e.config); code != 0 || !strings.Contains(out, "fx") {
+		t.Fatalf("reload = %d %q %q", code, out, errOut)
+	}
+	if st, pid := fxStatus(t, e); st != "configured" || pid != 0 || len(fixtures.ProcessesMatching(bin)) != 0 {
+		t.Fatalf("after restart and reload: fx %s pid %d, processes %v; want configured, none", st, pid, fixtures.ProcessesMatching(bin))
+	}
+
+	// Started by a call, then killed.
+	first := callOK(t, c, "fx__instance", nil)
+	_, pid := fxStatus(t, e)
+	if pid == 0 {
+		t.Fatal("no pid once a call started fx")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(30*time.Second, func() bool { st, _ := fxStatus(t, e); return st == "idle-stopped" }) {
+		st, _ := fxStatus(t, e)
+		t.Fatalf("after its process was killed: fx %s, want idle-stopped", st)
+	}
+	if p := fixtures.ProcessesMatching(bin); len(p) != 0 {
+		t.Fatalf("a lost lazy server was restarted without a call: %v", p)
+	}
+	if again := callOK(t, c, "fx__instance", nil); again == "" || again == first {
+		t.Fatalf("call after the crash ran on %q (first instance %q)", again, first)
 	}
 }

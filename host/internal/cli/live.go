@@ -48,8 +48,8 @@ func (c hostControl) Activity() (any, error) {
 	return c.activity()
 }
 
-func (c hostControl) Status() any               { return ServerInfos(c.h.Registry()) }
-func (c hostControl) Restart(name string) error { return c.h.Restart(name) }
+func (c hostControl) Status() any                         { return ServerInfos(c.h.Registry()) }
+func (c hostControl) Restart(name string) (string, error) { return c.h.Restart(name) }
 func (c hostControl) Reload(ctx context.Context) (any, error) {
 	return c.watch.reload(ctx, c.h)
 }
@@ -436,7 +436,26 @@ func (a *app) restartCmd() *cobra.Command {
 					return fail(2, "%s", errorOf(r.Body))
 				}
 			}
-			fmt.Fprintf(a.stdout, "restarting %s on %d host(s)\n", args[0], len(replies))
+			// Each host says what it did: a server a call starts that
+			// has no process is left for its next call.
+			said := map[string]int{}
+			var order []string
+			for _, r := range replies {
+				var body struct {
+					Message string `json:"message"`
+				}
+				msg := "restarting " + args[0]
+				if json.Unmarshal(r.Body, &body) == nil && body.Message != "" {
+					msg = body.Message
+				}
+				if said[msg] == 0 {
+					order = append(order, msg)
+				}
+				said[msg]++
+			}
+			for _, msg := range order {
+				fmt.Fprintf(a.stdout, "%s on %d host(s)\n", msg, said[msg])
+			}
 			return nil
 		},
 	}

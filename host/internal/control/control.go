@@ -49,7 +49,7 @@ func Dir(dataDir string) string { return filepath.Join(dataDir, "control") }
 type Handler interface {
 	// Status returns a JSON-encodable description of the servers.
 	Status() any
-	Restart(name string) error
+	Restart(name string) (string, error)
 	// Reload returns a JSON-encodable summary, or an error whose text is
 	// shown to the user (diagnostics for an invalid config).
 	Reload(ctx context.Context) (any, error)
@@ -211,10 +211,11 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 	}))
 	mux.Handle("POST /v1/restart", handle("restart", func(r *http.Request, ev *Event) (int, any) {
 		ev.Target = r.URL.Query().Get("name")
-		if err := h.Restart(ev.Target); err != nil {
+		msg, err := h.Restart(ev.Target)
+		if err != nil {
 			return http.StatusNotFound, map[string]any{"error": err.Error()}
 		}
-		return http.StatusOK, map[string]any{"pid": os.Getpid(), "restarting": ev.Target}
+		return http.StatusOK, map[string]any{"pid": os.Getpid(), "restarting": ev.Target, "message": msg}
 	}))
 	mux.Handle("POST /v1/reload", handle("reload", func(r *http.Request, _ *Event) (int, any) {
 		res, err := h.Reload(r.Context())

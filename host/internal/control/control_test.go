@@ -24,7 +24,7 @@ type spawner struct {
 }
 
 func (s *spawner) Status() any                         { return []string{} }
-func (s *spawner) Restart(string) error                { return nil }
+func (s *spawner) Restart(string) (string, error)      { return "", nil }
 func (s *spawner) Reload(context.Context) (any, error) { return "reloaded", nil }
 func (s *spawner) Disconnect(context.Context, string) error {
 	return nil

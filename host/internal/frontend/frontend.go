@@ -199,6 +199,24 @@ func (f *Frontend) Refusals() []Refusal {
 // MCPServer returns the underlying mcp-go server.
 func (f *Frontend) MCPServer() *server.MCPServer { return f.srv }
 
+// stateText says where a server is in its life cycle, for a client
+// reading the instructions: a server without a process that a call starts
+// is not "ready", but its tools can be called.
+func stateText(s registry.Server) string {
+	st, ok := s.(registry.Stateful)
+	if !ok {
+		return "ready"
+	}
+	switch state := st.State(); state {
+	case "configured":
+		return "configured (not running; its first call starts it)"
+	case "idle-stopped":
+		return "idle-stopped (not running; its next call starts it)"
+	default:
+		return state
+	}
+}
+
 // Instructions is one line per server with its status and its own
 // instructions, then the servers that failed and the tools not exposed.
 func Instructions(reg *registry.Registry, refusals []Refusal) string {
@@ -206,7 +224,7 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	b.WriteString("Switchboard serves tools from these servers (tool and prompt names are <server>__<name> unless the server's prefix is configured; resource URIs are the servers' own):\n")
 	for _, e := range reg.Entries() {
 		d := e.Server.Describe()
-		fmt.Fprintf(&b, "- %s: ready, %d tools (%s %s)", e.Server.Name(), len(d.GetTools()), e.Kind, d.GetPluginVersion())
+		fmt.Fprintf(&b, "- %s: %s, %d tools (%s %s)", e.Server.Name(), stateText(e.Server), len(d.GetTools()), e.Kind, d.GetPluginVersion())
 		if c, ok := e.Server.(registry.Confined); ok && c.Confinement() != "" {
 			fmt.Fprintf(&b, "; %s", c.Confinement())
 		}

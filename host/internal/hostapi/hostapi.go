@@ -17,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -46,7 +45,7 @@ type Service struct {
 	// them (JSON-encodable).
 	Servers func() any
 	// Restart restarts a server, as `switchboard restart NAME` does.
-	Restart func(name string) error
+	Restart func(name string) (string, error)
 
 	mu       sync.Mutex
 	inflight map[call]int
@@ -145,13 +144,14 @@ func (h *host) RestartServer(ctx context.Context, req *pluginv1.RestartServerReq
 		done(err)
 		return nil, err
 	}
-	if err := h.svc.Restart(name); err != nil {
+	msg, err := h.svc.Restart(name)
+	if err != nil {
 		err = status.Error(codes.NotFound, err.Error())
 		done(err)
 		return nil, err
 	}
 	done(nil)
-	return &pluginv1.RestartServerResponse{Message: fmt.Sprintf("restarting %s; the servers tool shows its state and restart count", name)}, nil
+	return &pluginv1.RestartServerResponse{Message: msg + "; the servers tool shows its state and restart count"}, nil
 }
 
 func (h *host) WhyRefused(ctx context.Context, req *pluginv1.WhyRefusedRequest) (*pluginv1.WhyRefusedResponse, error) {

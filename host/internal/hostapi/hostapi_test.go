@@ -41,11 +41,11 @@ type recorder struct {
 	restarted []string
 }
 
-func (r *recorder) restart(name string) error {
+func (r *recorder) restart(name string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.restarted = append(r.restarted, name)
-	return nil
+	return "restarting " + name, nil
 }
 
 func (r *recorder) names() []string {

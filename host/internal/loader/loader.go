@@ -289,7 +289,7 @@ func (h *Host) lateOrNow(ctx context.Context, j job, res chan supervisor.StartRe
 	}
 	name := j.spec.Name
 	srv := h.sup.AddStarting(name, starter(j, name, h.log), backoffOf(j), res, func(err error) bool { return !transient(j, err) })
-	srv.SetStartPolicy(startTimeout(j), h.permanent(j))
+	h.policies(srv, j)
 	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
 		_ = srv.Close(ctx)
 		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
@@ -323,7 +323,7 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 	switch {
 	case err == nil:
 		srv := h.sup.Add(name, inst, starter(j, name, h.log), backoffOf(j))
-		srv.SetStartPolicy(startTimeout(j), h.permanent(j))
+		h.policies(srv, j)
 		err = h.reg.Register(srv, j.kind, j.source)
 		if err != nil {
 			_ = srv.Close(ctx)
@@ -331,7 +331,7 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 	case transient(j, err):
 		// Keep trying in the background, like a server that was lost.
 		srv := h.sup.AddPending(name, starter(j, name, h.log), backoffOf(j), err.Error())
-		srv.SetStartPolicy(startTimeout(j), h.permanent(j))
+		h.policies(srv, j)
 		if rerr := h.reg.Register(srv, j.kind, j.source); rerr != nil {
 			_ = srv.Close(ctx)
 			err = rerr
@@ -411,6 +411,7 @@ func (h *Host) registerLazy(ctx context.Context, j job, m *cached, first error) 
 	srv := h.sup.AddLazy(name, starter(j, name, h.log), backoffOf(j), supervisor.Lazy{
 		Manifest: m.desc, Protocol: m.protocol, StartTimeout: startTimeout(j), Permanent: h.permanent(j),
 	})
+	srv.SetPlannedConfinement(plannedConfinement(j))
 	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
 		_ = srv.Close(ctx)
 		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
@@ -421,6 +422,30 @@ func (h *Host) registerLazy(ctx context.Context, j job, m *cached, first error) 
 	}
 	h.log.Debug("server configured from its manifest; its first call starts it", "server", name)
 	return first
+}
+
+// policies sets what a supervised server's starts follow: how long a call
+// waits for one, which failures are permanent, and the confinement shown
+// while no process runs.
+func (h *Host) policies(srv *supervisor.Server, j job) {
+	srv.SetStartPolicy(startTimeout(j), h.permanent(j))
+	srv.SetPlannedConfinement(plannedConfinement(j))
+}
+
+// plannedConfinement describes what confines a job's next process (its
+// sandbox, as inspect shows it for a running one).
+func plannedConfinement(j job) func() string {
+	sb, _ := j.spec.Sandbox.(*sandbox.Sandbox)
+	if j.ext != nil {
+		if j.ext.URL != "" {
+			return func() string { return "remote (runs elsewhere)" }
+		}
+		sb, _ = j.ext.Sandbox.(*sandbox.Sandbox)
+	}
+	if sb == nil {
+		return func() string { return "not confined (no sandbox)" }
+	}
+	return sb.String
 }
 
 // permanent reports which failed starts on demand of a job will not pass
@@ -556,8 +581,10 @@ func Backoff(r config.Restart) supervisor.Backoff {
 }
 
 // Restart gives a server a fresh start now (no backoff wait); it also
-// revives a failed one, including one that failed its first start.
-func (h *Host) Restart(name string) error {
+// revives a failed one, including one that failed its first start. A
+// server a call starts that has no process stays so (its next call starts
+// it). The message says which happened.
+func (h *Host) Restart(name string) (string, error) {
 	e := h.reg.Entry(name)
 	if e == nil {
 		h.mu.Lock()
@@ -567,17 +594,19 @@ func (h *Host) Restart(name string) error {
 				h.reg.ClearFailures(name)
 				err := h.startJobs(context.Background(), []job{j}, true)
 				h.reg.Refresh("")
-				return err
+				return "starting " + name, err
 			}
 		}
-		return fmt.Errorf("no server named %q", name)
+		return "", fmt.Errorf("no server named %q", name)
 	}
 	srv, ok := e.Server.(*supervisor.Server)
 	if !ok {
-		return fmt.Errorf("server %q cannot be restarted", name)
+		return "", fmt.Errorf("server %q cannot be restarted", name)
 	}
-	srv.Restart()
-	return nil
+	if !srv.Restart() {
+		return fmt.Sprintf("%s has no process (%s): its next call starts it", name, srv.State()), nil
+	}
+	return "restarting " + name, nil
 }
 
 // ReloadResult says what a reload did.
@@ -671,8 +700,13 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 		case !sameJob(old, j):
 			if srv, ok := e.Server.(*supervisor.Server); ok && !j.discovered {
 				srv.SetStarter(starter(j, name, h.log), backoffOf(j))
-				srv.SetStartPolicy(startTimeout(j), h.permanent(j))
-				srv.Restart()
+				h.policies(srv, j)
+				// One with no process that a call starts stays so while
+				// its manifest holds for the new config; otherwise it
+				// starts now, to learn what it serves.
+				if !srv.Restart() && h.lazyManifest(j) == nil {
+					srv.StartNow()
+				}
 			}
 			out.Restarted = append(out.Restarted, name)
 		default:

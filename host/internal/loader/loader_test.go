@@ -293,7 +293,7 @@ func TestRestartRetriesAFailedStart(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Restart("late"); err != nil {
+	if _, err := h.Restart("late"); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
 	if !eventually(10*time.Second, func() bool {

@@ -84,6 +84,14 @@ type Confined interface {
 	Confinement() string
 }
 
+// Stateful is implemented by servers with a life cycle (supervised ones):
+// State names where they are in it ("configured", "starting", "ready",
+// "idle-stopped", "reconnecting", "failed", "stopped"), for the
+// initialize instructions.
+type Stateful interface {
+	State() string
+}
+
 // Process is implemented by servers that are local processes.
 type Process interface {
 	PID() int

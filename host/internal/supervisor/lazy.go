@@ -62,6 +62,13 @@ type demand struct {
 	inflight     int     // calls and other uses of the instance
 	lastUsed     time.Time
 	idleChecking bool
+	// onDemand is set for a server a call starts (added lazily, or
+	// idle-stopped once): lost, it waits for its next call instead of
+	// being restarted with backoff, since nobody may need it again.
+	onDemand bool
+	// planned describes the confinement its next instance gets, shown
+	// while none runs.
+	planned func() string
 }
 
 // wakeup is one start on demand; err is set before done is closed.
@@ -74,7 +81,7 @@ type wakeup struct {
 // it: its state is configured until its first call.
 func (s *Supervisor) AddLazy(name string, start Starter, b Backoff, l Lazy) *Server {
 	srv := &Server{sup: s, name: name, start: start, backoff: b, desc: l.Manifest, state: Configured, gen: 1}
-	srv.manifest, srv.protocol = l.Manifest, l.Protocol
+	srv.manifest, srv.protocol, srv.onDemand = l.Manifest, l.Protocol, true
 	srv.SetStartPolicy(l.StartTimeout, l.Permanent)
 	s.mu.Lock()
 	s.servers[srv] = true
@@ -326,6 +333,7 @@ func (srv *Server) idleStop() {
 		}
 		srv.gen++
 		srv.state = IdleStopped
+		srv.onDemand = true
 		srv.inst = nil
 		srv.readySince = time.Time{}
 		srv.signalInst()
@@ -337,4 +345,48 @@ func (srv *Server) idleStop() {
 		}
 		srv.sup.onChange(srv.name)
 	})
+}
+
+// stopLost takes an on-demand server whose instance was lost back to
+// idle-stopped: the call that needs it next starts it (and says so if it
+// cannot). Restarting it at once, and again with backoff, would keep a
+// process up that nobody asked for. srv.mu held; it is unlocked.
+func (srv *Server) stopLost(old Instance, why string) {
+	if p, ok := old.(registry.Process); ok {
+		srv.protocol = p.ProtocolVersion()
+	}
+	srv.state = IdleStopped
+	srv.inst = nil
+	srv.readySince = time.Time{}
+	srv.signalInst()
+	srv.mu.Unlock()
+	srv.sup.log.Warn("server lost; the next call starts it", "server", srv.name, "reason", why)
+	if old != nil {
+		go func() { _ = old.Close(context.Background()) }()
+	}
+	srv.sup.onChange(srv.name)
+}
+
+// StartNow starts a server that has no process but would be started by a
+// call (configured, idle-stopped), without waiting for one: a changed
+// config whose manifest is not known yet is learnt this way. Otherwise it
+// does nothing.
+func (srv *Server) StartNow() {
+	srv.mu.Lock()
+	if (srv.state != Configured && srv.state != IdleStopped) || srv.wake != nil {
+		srv.mu.Unlock()
+		return
+	}
+	w := &wakeup{done: make(chan struct{})}
+	srv.wake = w
+	srv.mu.Unlock()
+	srv.sup.do(func() { srv.wakeUp(w) })
+}
+
+// SetPlannedConfinement sets what describes the confinement of the
+// server's next instance, shown (Confinement) while none runs.
+func (srv *Server) SetPlannedConfinement(fn func() string) {
+	srv.mu.Lock()
+	srv.planned = fn
+	srv.mu.Unlock()
 }

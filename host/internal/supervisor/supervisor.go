@@ -429,6 +429,10 @@ func (srv *Server) lost(gen int, why string) {
 		srv.attempt = 0
 	}
 	srv.readySince = time.Time{}
+	if srv.onDemand {
+		srv.stopLost(old, why)
+		return
+	}
 	srv.mu.Unlock()
 	srv.sup.log.Warn("server lost", "server", srv.name, "reason", why)
 	if old != nil {
@@ -516,8 +520,29 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 }
 
 // Restart replaces the instance now: no backoff wait, attempts reset. It
-// also revives a failed server.
-func (srv *Server) Restart() {
+// also revives a failed server. A server a call starts that has no process
+// (configured, idle-stopped) stays so, and a failed one goes back to
+// waiting for its next call: Restart reports false then, and that next
+// call starts it with whatever changed.
+func (srv *Server) Restart() bool {
+	srv.mu.Lock()
+	st, onDemand := srv.state, srv.onDemand
+	srv.mu.Unlock()
+	if st == Configured || st == IdleStopped || (st == Failed && onDemand) {
+		srv.sup.do(func() {
+			srv.mu.Lock()
+			srv.attempt = 0
+			if srv.state != Failed {
+				srv.mu.Unlock()
+				return
+			}
+			srv.gen++
+			srv.state = IdleStopped
+			srv.mu.Unlock()
+			srv.sup.onChange(srv.name)
+		})
+		return false
+	}
 	srv.sup.do(func() {
 		srv.mu.Lock()
 		if srv.state == Stopped {
@@ -540,6 +565,7 @@ func (srv *Server) Restart() {
 		srv.sup.onChange(srv.name)
 		srv.launch(gen)
 	})
+	return true
 }
 
 // SetStarter replaces how new instances start (a changed config); the next
@@ -680,14 +706,23 @@ func (srv *Server) PID() int {
 	return 0
 }
 
-// Confinement describes what confines the current instance ("" when
-// there is none).
+// Confinement describes what confines the current instance, or the next
+// one while none runs (SetPlannedConfinement; "" when not set).
 func (srv *Server) Confinement() string {
 	if c, ok := srv.Status().Instance.(registry.Confined); ok {
 		return c.Confinement()
 	}
+	srv.mu.RLock()
+	planned := srv.planned
+	srv.mu.RUnlock()
+	if planned != nil {
+		return planned()
+	}
 	return ""
 }
+
+// State names where the server is in its life cycle (registry.Stateful).
+func (srv *Server) State() string { return string(srv.Status().State) }
 
 // ProtocolVersion returns the current instance's protocol version, or
 // the last one seen when none runs (a lazy server's manifest, an
@@ -715,4 +750,10 @@ var (
 	_ registry.Availability = (*Server)(nil)
 	_ registry.Confined     = (*Server)(nil)
 	_ registry.Process      = (*Server)(nil)
+)
+
+var (
+	_ registry.Stateful  = (*Server)(nil)
+	_ registry.Confined  = (*Server)(nil)
+	_ registry.Readiness = (*Server)(nil)
 )
