@@ -202,3 +202,68 @@ func TestConfigFolderIsReadOnly(t *testing.T) {
 		t.Errorf("the command created a file in the config's folder: %s", out)
 	}
 }
+
+// TestPlantedPluginBinaryNeverRuns: a plugin block names a binary in the
+// project that is not there (not installed yet, or removed) and not
+// pinned. The agent writes a program there with bash and a restart is
+// asked for, as restart_server would: the program must not run as that
+// plugin. The control is a second plugin whose missing binary lies outside
+// every folder a server may write: the same program, put there by a
+// person, runs on the same restart (so the first one was refused, not
+// merely broken).
+func TestPlantedPluginBinaryNeverRuns(t *testing.T) {
+	e := setup(t)
+	dir := filepath.Dir(e.config)
+	outside := filepath.Join(t.TempDir(), "switchboard-plugin-outside")
+	cfg := fmt.Sprintf(`project_dir = "project"
+data_dir    = "state"
+start_wait  = "2m"
+builtin "bash" {}
+plugin "planted" { path = "project/tools/switchboard-plugin-planted" }
+plugin "outside" { path = %q }
+`, outside)
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	// The program leaves a mark in its plugin's state folder (which its
+	// sandbox may write) when it runs.
+	script := func(name string) string {
+		return "#!/bin/sh\necho ran > " + filepath.Join(dir, "state", "plugins", name, "ran") + "\nsleep 1\n"
+	}
+	// (Written under another name and moved: bash's own check refuses a
+	// redirection to the protected path, which the agent steps around.)
+	line := "mkdir -p tools && printf '" + strings.ReplaceAll(script("planted"), "\n", `\n`) + "' > p && chmod +x p && cd tools && mv ../p switchboard-plugin-planted && echo PLANTED"
+	res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": line}, nil)
+	if err != nil || !strings.Contains(resultText(res), "PLANTED") {
+		t.Fatalf("bash could not write the program: %v %s", err, resultText(res))
+	}
+	if _, err := os.Stat(filepath.Join(e.project, "tools", "switchboard-plugin-planted")); err != nil {
+		t.Fatalf("the planted program is not there: %v", err)
+	}
+	if err := os.WriteFile(outside, []byte(script("outside")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The restart of planted is refused, saying why; outside's runs.
+	if out, errOut, code := run(t, e, "restart", "planted", "--config", e.config); code == 0 || !strings.Contains(errOut, "a tool could put a program there") {
+		t.Errorf("restart planted = %d %q %q, want a refusal that says why", code, out, errOut)
+	}
+	if out, errOut, code := run(t, e, "restart", "outside", "--config", e.config); code != 0 {
+		t.Fatalf("restart outside = %d %s %s", code, out, errOut)
+	}
+	ran := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, "state", "plugins", name, "ran"))
+		return err == nil
+	}
+	if !eventually(30*time.Second, func() bool { return ran("outside") }) {
+		t.Fatal("control: the program outside the project did not run on restart")
+	}
+	if ran("planted") {
+		t.Fatal("the program bash planted in the project ran as plugin planted")
+	}
+	out, _, _ := run(t, e, "status", "--config", e.config)
+	if !strings.Contains(out, "a tool could put a program there") {
+		t.Errorf("status does not say why planted is refused:\n%s", out)
+	}
+}

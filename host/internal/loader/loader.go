@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -972,7 +973,43 @@ func Jobs(cfg *config.Config, self string) []job {
 		}
 		jobs = append(jobs, j)
 	}
-	return withReattach(jobs)
+	jobs = withReattach(jobs)
+	refusePlantable(cfg, jobs)
+	return jobs
+}
+
+// PlantableError refuses a plugin whose binary is not there and not pinned,
+// at a path a server may write: whatever a tool put there would run as
+// that plugin, with its grants (found from outside: a missing binary in
+// the project was retried until bash had written one). A binary that is
+// there when the host starts is bound read-only in every sandbox.
+type PlantableError struct {
+	Name, Path, Why string
+}
+
+func (e *PlantableError) Error() string {
+	return fmt.Sprintf("loader: plugin %s: %s does not exist, and %s, so a tool could put a program there that would run as this plugin; install the plugin outside the folders servers may write (`switchboard plugin install`), or pin it (sha256 = \"…\" in its block, or `switchboard plugin lock`), then reload", e.Name, e.Path, e.Why)
+}
+
+// refusePlantable refuses the configured, unpinned plugins whose binary is
+// missing where one of the servers may write (PlantableError).
+func refusePlantable(cfg *config.Config, jobs []job) {
+	for i := range jobs {
+		j := &jobs[i]
+		if j.kind != registry.KindPlugin || j.discovered || j.refused != nil || j.spec.SHA256 != "" || j.spec.Reattach != nil {
+			continue
+		}
+		if _, err := os.Lstat(j.spec.Path); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		file := filepath.Join(resolved(filepath.Dir(j.spec.Path)), filepath.Base(j.spec.Path))
+		for _, w := range jobs {
+			if why := reaches(w, file, cfg.ProjectDir); why != "" {
+				j.refused = &PlantableError{Name: j.spec.Name, Path: j.spec.Path, Why: why}
+				break
+			}
+		}
+	}
 }
 
 // ReservedNameError is a discovered plugin named like the built-in

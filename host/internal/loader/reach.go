@@ -77,7 +77,7 @@ func reaches(j job, file, projectDir string) string {
 			if dir := resolved(projectDir); !within(file, dir) {
 				return ""
 			}
-			return fmt.Sprintf("%s runs with sandbox mode \"off\" in %s, which holds the config", name, projectDir)
+			return fmt.Sprintf("%s runs with sandbox mode \"off\" in %s, which holds %s", name, projectDir, file)
 		}
 		return fmt.Sprintf("%s runs with sandbox mode \"off\"", name)
 	}
@@ -86,14 +86,16 @@ func reaches(j job, file, projectDir string) string {
 	}
 	if r.Namespaces {
 		for _, ro := range p.ReadOnly {
-			if within(file, ro) {
-				return "" // its folder is bound read-only (configFolderInReach)
+			// Bound read-only (configFolderInReach, a plugin binary) when
+			// it exists: nothing is bound over a path that does not.
+			if _, err := os.Lstat(ro); err == nil && within(file, ro) {
+				return ""
 			}
 		}
 	}
 	for _, w := range append(slices.Clone(p.Write), p.State) {
 		if w != "" && within(file, w) {
-			return fmt.Sprintf("%s may write %s, which holds the config", name, w)
+			return fmt.Sprintf("%s may write %s, which holds %s", name, w, file)
 		}
 	}
 	return ""
