@@ -2,5 +2,5 @@
 
 package tuning
 
-// releaseStartupPages does nothing here: MADV_PAGEOUT is Linux's.
+// releaseStartupPages does nothing here: the madvise this needs is Linux's.
 func releaseStartupPages() {}

@@ -5,7 +5,7 @@
 // figure (README, PERFORMANCE).
 //
 // The host, once its servers have started (Host):
-//   - releases the start-up pages of its binary (MADV_PAGEOUT, Linux 5.4+)
+//   - unmaps the start-up pages of its binary (MADV_DONTNEED)
 //     in the background, a moment after it starts serving (SettleDelay):
 //     most were touched only while starting (package initialisation, config
 //     decoding, launching). They are clean file pages, faulted back in on
