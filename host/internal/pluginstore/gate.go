@@ -45,6 +45,10 @@ func (e *QuarantineError) Error() string {
 // Is makes errors.Is(err, ErrQuarantined) true.
 func (e *QuarantineError) Is(target error) bool { return target == ErrQuarantined }
 
+// HeldBack says a person must act before the server runs again (see
+// supervisor.HeldBack): a restart does not retry it.
+func (e *QuarantineError) HeldBack() bool { return true }
+
 // Gate decides whether a server's tool surface may be served: the one the
 // lock file pins, else the one a person approved, else (the first time a
 // server is seen) the one it has now, which is recorded as approved.

@@ -21,6 +21,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -500,6 +501,16 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 	}
 	if err != nil {
 		srv.lastErr, srv.lastError = err.Error(), err
+		var held HeldBack
+		if errors.As(err, &held) && held.HeldBack() && srv.permanent != nil && srv.permanent(err) {
+			// A person must act (a quarantine): trying again would
+			// only meet the same refusal.
+			srv.state = Failed
+			srv.mu.Unlock()
+			srv.sup.log.Error("server held back", "server", srv.name, "error", err)
+			srv.sup.onChange(srv.name)
+			return
+		}
 		srv.mu.Unlock()
 		srv.sup.log.Warn("server did not start", "server", srv.name, "error", err)
 		srv.scheduleRetry(false)
@@ -517,6 +528,13 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 	srv.watch(inst, g)
 	srv.sup.log.Info("server ready", "server", srv.name, "restarts", srv.restarts)
 	srv.sup.onChange(srv.name)
+}
+
+// HeldBack is implemented by start errors that hold a server back until a
+// person acts (a quarantined tool surface): a restart that meets one is not
+// retried, and the server's start policy (SetStartPolicy) is told.
+type HeldBack interface {
+	HeldBack() bool
 }
 
 // Restart replaces the instance now: no backoff wait, attempts reset. It
