@@ -134,16 +134,22 @@ func (f *Frontend) Refresh() {
 type listedTool struct {
 	name, exposed string
 	tool          *pluginv1.Tool
+	ready         bool // listed (listReady): a server going down or coming back changes the listing
 }
 
 // listingKey is what the tool listing is built from. A refresh that finds
-// the same key (a server changed state, not tools) keeps the listing:
+// the same key (a server changed state but not its tools or whether they
+// are listed, e.g. a lazy server started by a call) keeps the listing:
 // rebuilding it cost a 100-server host some 10 ms per lazy start, and sent
 // every client a tools/list_changed that changed nothing.
 func (f *Frontend) listingKey(all []registry.Tool) []listedTool {
 	key := make([]listedTool, 0, len(all))
 	for _, t := range all {
-		key = append(key, listedTool{t.Name, MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget), t.Tool})
+		ready := true
+		if r, ok := t.Entry.Server.(registry.Readiness); ok {
+			ready = r.Ready()
+		}
+		key = append(key, listedTool{t.Name, MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget), t.Tool, ready})
 	}
 	return key
 }
