@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -110,7 +111,8 @@ type Host struct {
 	// hostSvc is the switchboard built-in's back-channel (nil: none).
 	hostSvc launcher.HostService
 	// shared is the shared store (nil: state in data_dir's files).
-	shared *sharedstore.Store
+	shared        *sharedstore.Store
+	manifestDirOK atomic.Bool // data_dir/manifests passed strictmode.Check
 }
 
 // Load starts everything the config names and returns the registry. See

@@ -117,11 +117,24 @@ var errStaleManifest = errors.New("the binary or its configuration changed since
 // readManifest returns a job's cached description, or why there is none
 // it may be listed from (missing, unreadable, unsafe, corrupt or stale).
 func readManifest(dataDir string, j job) (*cached, error) {
-	path := manifestPath(dataDir, j.spec.Name)
-	if err := strictmode.Check(path); err != nil {
+	if err := checkManifestDir(dataDir); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(path)
+	return readManifestIn(dataDir, j)
+}
+
+// checkManifestDir checks the manifests folder as strictmode.Check does
+// (its owner and modes, and every folder above it).
+func checkManifestDir(dataDir string) error {
+	return strictmode.Check(filepath.Join(dataDir, ManifestsDir))
+}
+
+// readManifestIn is readManifest in a manifests folder already checked
+// (checkManifestDir): a host with many lazy servers checks the folder
+// once, not once per server.
+func readManifestIn(dataDir string, j job) (*cached, error) {
+	path := manifestPath(dataDir, j.spec.Name)
+	b, err := strictmode.ReadFileIn(filepath.Dir(path), filepath.Base(path))
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +203,16 @@ func (h *Host) lazyManifest(j job) *cached {
 			return nil
 		}
 	}
-	d, err := readManifest(j.manifests, j)
+	var err error
+	if !h.manifestDirOK.Load() { // checked once it passes, not per server
+		if err = checkManifestDir(j.manifests); err == nil {
+			h.manifestDirOK.Store(true)
+		}
+	}
+	var m *cached
+	if err == nil {
+		m, err = readManifestIn(j.manifests, j)
+	}
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			h.log.Info("manifest not used; starting the server to learn it", "server", j.spec.Name, "reason", err)
@@ -200,7 +222,7 @@ func (h *Host) lazyManifest(j job) *cached {
 	// No gate check here: a manifest is written only after its surface
 	// passed the gate, and the start at the first call is checked again
 	// (a difference then is quarantined or listed, as the gate says).
-	return d
+	return m
 }
 
 // recordManifest caches a started instance's description.

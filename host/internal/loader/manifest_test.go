@@ -66,4 +66,22 @@ func TestManifest(t *testing.T) {
 	if _, err := readManifest(data, j); err == nil {
 		t.Error("readManifest of a file others can write succeeded")
 	}
+	// A symbolic link in its place is refused, not followed, even to a
+	// valid manifest (the folder is checked once, the files one by one).
+	if err := writeManifest(data, j, key, file, desc, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readManifest(data, j); err != nil {
+		t.Fatalf("control: readManifest of a valid manifest = %v", err)
+	}
+	real := manifestPath(data, "elsewhere")
+	if err := os.Rename(manifestPath(data, "x"), real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, manifestPath(data, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readManifest(data, j); err == nil {
+		t.Error("readManifest followed a symbolic link")
+	}
 }

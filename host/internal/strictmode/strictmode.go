@@ -13,6 +13,7 @@ package strictmode
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -64,6 +65,31 @@ func Check(path string) error {
 	}
 }
 
+// ReadFileIn reads the file name in dir, a folder the caller has checked
+// with Check: the file itself is judged as Check judges a file, and a
+// symbolic link in its place is refused, not followed, so that one check
+// of the folder serves every file read from it (Check on each file walks
+// all the folders above it again).
+func ReadFileIn(dir, name string) ([]byte, error) {
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("strictmode: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("strictmode: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &UnsafeError{Path: path, Reason: "is not a regular file", Fix: "remove it: " + quote(path)}
+	}
+	if err := judge(fi, path, path, false); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}
+
 // checkOne judges one path. parent relaxes the rule for folders above the
 // checked one: a world-writable folder with the sticky bit (like /tmp) is
 // accepted, since others can add entries but not replace ours.
@@ -72,6 +98,11 @@ func checkOne(real, shown string, parent bool) error {
 	if err != nil {
 		return fmt.Errorf("strictmode: %w", err)
 	}
+	return judge(fi, real, shown, parent)
+}
+
+// judge applies checkOne's rules to what was found at real.
+func judge(fi fs.FileInfo, real, shown string, parent bool) error {
 	uid, ok := owner(fi)
 	me := os.Getuid()
 	if ok && uid != me && uid != 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // ErrUnsafe is wrapped by every refusal, for errors.Is.
@@ -25,4 +26,13 @@ func PrivateDir(dir string) error {
 		return fmt.Errorf("strictmode: creating %s: %w", dir, err)
 	}
 	return nil
+}
+
+// ReadFileIn reads the file name in dir (no modes to check here).
+func ReadFileIn(dir, name string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("strictmode: %w", err)
+	}
+	return b, nil
 }
