@@ -343,3 +343,52 @@ func TestCLIPromptOnTerminal(t *testing.T) {
 		t.Errorf("after always: %q", out)
 	}
 }
+
+// TestDenyRulesHoldUnderDefaultAllow: with `default = "allow"` and a deny
+// rule for rm (the example config's), a line whose command name is only
+// known when it runs could be rm: it must not run without a person (found
+// from outside: `{rm,f}`, `x=rm; $x f` and `$(echo rm) f` deleted f). The
+// control: the same computed form of an undenied command still runs under
+// that default, so it is the deny rule that holds it back.
+func TestDenyRulesHoldUnderDefaultAllow(t *testing.T) {
+	e := setup(t)
+	cfg := `project_dir = "project"
+data_dir    = "state"
+start_wait  = "2m"
+builtin "bash" {}
+permissions {
+  default = "allow"
+  deny    = ["bash.run:rm", "bash.start:rm", "bash.*:sudo"]
+}
+`
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(e.project, "victim")
+	for _, line := range []string{"{rm,victim}", "x=rm; $x victim", "$(echo rm) victim", "ls; {unlink,victim}"} {
+		if err := os.WriteFile(victim, []byte("keep me"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args, _ := json.Marshal(map[string]any{"command": line})
+		out, errOut, code := run(t, e, "call", "--config", e.config, "bash.run", string(args))
+		if _, err := os.Stat(victim); err != nil {
+			t.Errorf("%q deleted the file under a deny rule for rm (exit %d): %s %s", line, code, out, errOut)
+			continue
+		}
+		if code == 0 || !strings.Contains(errOut, "bash.run:rm cannot be checked") {
+			t.Errorf("%q = %d %q %q, want a refusal naming the deny rule it cannot check", line, code, out, errOut)
+		}
+	}
+	// The control: without deny rules for bash, the same computed form
+	// runs under default "allow".
+	if err := os.WriteFile(e.config, []byte(strings.Replace(cfg, `deny    = ["bash.run:rm", "bash.start:rm", "bash.*:sudo"]`, `deny = ["git.*"]`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]any{"command": "{touch,made}"})
+	if out, errOut, code := run(t, e, "call", "--config", e.config, "bash.run", string(args)); code != 0 {
+		t.Fatalf("control: {touch,made} = %d %q %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(e.project, "made")); err != nil {
+		t.Fatalf("control: the computed touch did not run: %v", err)
+	}
+}

@@ -218,12 +218,31 @@ func (r rules) decideOwn(tool string, patterns []string) Decision {
 		if slices.Contains(r.askFirst, tool) {
 			return Decision{Verdict: Ask, Reason: ByDefault, Pending: pending}
 		}
+		if rule := r.uncheckedDeny(tool, pending); rule != "" {
+			return Decision{Verdict: Ask, Reason: ByDefault, Pending: pending, Unchecked: rule}
+		}
 		return Decision{Verdict: Allow, Reason: ByDefault}
 	case Ask:
-		return Decision{Verdict: Ask, Reason: ByDefault, Pending: pending}
+		return Decision{Verdict: Ask, Reason: ByDefault, Pending: pending, Unchecked: r.uncheckedDeny(tool, pending)}
 	default:
 		return Decision{Verdict: Deny, Reason: ByDefault, Pending: pending}
 	}
+}
+
+// uncheckedDeny returns a deny rule with a pattern for tool (e.g.
+// "bash.run:rm") when one of the pending patterns is unreadable: the rule
+// cannot be checked against it (found from outside: under default "allow",
+// `{rm,f}` and `x=rm; $x f` ran although bash.run:rm was denied).
+func (r rules) uncheckedDeny(tool string, pending []Pending) string {
+	if !slices.ContainsFunc(pending, func(p Pending) bool { return p.Unreadable != "" }) {
+		return ""
+	}
+	for _, rule := range slices.Concat(r.deny, r.savedDeny) {
+		if head, _, hasTail := strings.Cut(rule, ":"); hasTail && Glob(head, tool) {
+			return rule
+		}
+	}
+	return ""
 }
 
 // Check judges a call and returns nil when it may run, or the refusal (an
@@ -235,7 +254,7 @@ func (p *Policy) Check(tool string, patterns []string) error {
 	case Allow:
 		return nil
 	case Ask:
-		return Approval{Tool: tool, Pending: d.Pending, Source: r.source, AskFirst: r.def != Ask}.Required()
+		return Approval{Tool: tool, Pending: d.Pending, Source: r.source, AskFirst: r.def != Ask, Unchecked: d.Unchecked}.Required()
 	}
 	return r.refusal(tool, d)
 }

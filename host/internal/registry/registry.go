@@ -815,7 +815,7 @@ func (r *Registry) settle(ctx context.Context, pol rules, t Tool, args []byte, d
 	case Allow:
 		return nil
 	case Ask:
-		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source, AskFirst: pol.def != Ask, Caller: CallerName(ctx)}
+		a := Approval{Tool: t.Name, Args: args, Pending: d.Pending, Source: pol.source, AskFirst: pol.def != Ask, Caller: CallerName(ctx), Unchecked: d.Unchecked}
 		approver := approverFrom(ctx)
 		if approver == nil {
 			return a.Required()

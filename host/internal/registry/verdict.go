@@ -175,6 +175,11 @@ type Decision struct {
 	// Caller is set when the authenticated caller's own rules reached the
 	// verdict (its name).
 	Caller string
+	// Unchecked is set when the verdict is Ask although the default is
+	// allow: a pattern the server could not read (protocol.Opaque) may be
+	// what this deny rule forbids. A line whose effect cannot be known
+	// statically is never allowed by default (DESIGN, Boundaries).
+	Unchecked string
 }
 
 // Rules are the rules an "always" answer about the call stores: one per
@@ -234,13 +239,21 @@ type Approval struct {
 	// none): its "always" answers are kept for it alone
 	// (Policy.RememberFor).
 	Caller string
+	// Unchecked is a deny rule that could not be checked against an
+	// unreadable pattern (Decision.Unchecked).
+	Unchecked string
 }
 
 // Rules are what an "always" answer stores (see Pending.Rule).
 func (a Approval) Rules() []string { return rulesOf(a.Pending) }
 
 // What lists the pending patterns for a person: "bash.run:curl, bash.run:sh".
-func (a Approval) What() string { return describeAll(a.Pending) }
+func (a Approval) What() string {
+	if a.Unchecked != "" {
+		return describeAll(a.Pending) + "; its effect is known only when it runs, so the deny rule " + a.Unchecked + " cannot be checked against it"
+	}
+	return describeAll(a.Pending)
+}
 
 // Required is the refusal of the call when nobody can be asked.
 func (a Approval) Required() *ApprovalRequiredError { return &ApprovalRequiredError{Approval: a} }
@@ -279,6 +292,9 @@ type ApprovalRequiredError struct {
 }
 
 func (e *ApprovalRequiredError) Error() string {
+	if e.Unchecked != "" {
+		return fmt.Sprintf("%s needs approval: no allow rule matches %s; approve it when asked, or write the line so that what it runs can be read", e.Tool, e.What())
+	}
 	why := "the default is ask"
 	if e.AskFirst {
 		why = "this tool asks first whatever the default"
