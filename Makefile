@@ -79,7 +79,7 @@ lint:
 	@test -x $(BIN)/tools/golangci-lint || GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	$(BIN)/tools/golangci-lint run --timeout 10m ./...
 
-## proto: regenerate internal/pluginv1 from sdk/proto (needs protoc)
+## proto: regenerate sdk/protocol/pluginv1 from sdk/proto (needs protoc)
 proto:
 	@command -v protoc >/dev/null || { echo "protoc is missing: apt-get install protobuf-compiler"; exit 1; }
 	@mkdir -p $(BIN)/tools

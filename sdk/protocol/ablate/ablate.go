@@ -13,7 +13,7 @@
 //   - "poller": serve reads a pipe or socket on stdin with blocking reads
 //     instead of through Go's network poller.
 //   - "workpool": calls run on a new goroutine each instead of on reused
-//     ones (internal/workpool: the plugin's call loop, the short path).
+//     ones (sdk/protocol/workpool: the plugin's call loop, the short path).
 //   - "audit-linger": the audit writer writes what is queued at once
 //     instead of collecting records for 20 ms per batch.
 //

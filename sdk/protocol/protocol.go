@@ -23,7 +23,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 // Handshake is the go-plugin handshake every Switchboard plugin uses. The

@@ -16,7 +16,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // Server is implemented by servers that can offer resources, prompts and

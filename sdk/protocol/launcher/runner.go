@@ -14,7 +14,7 @@ import (
 
 	"github.com/hashicorp/go-plugin/runner"
 
-	"github.com/switchboard-mcp/switchboard/internal/sysproc"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/sysproc"
 )
 
 // groupRunner starts a plugin in its own process group with a parent-death

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 // HostService is a back-channel the host offers one plugin over go-plugin's

@@ -31,11 +31,11 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
-	"github.com/switchboard-mcp/switchboard/internal/caller"
-	"github.com/switchboard-mcp/switchboard/internal/pluginserve"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginserve"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // Errors callers may check with errors.Is / errors.As.

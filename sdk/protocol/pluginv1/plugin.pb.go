@@ -3705,7 +3705,7 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\rRestartServer\x12+.switchboard.plugin.v1.RestartServerRequest\x1a,.switchboard.plugin.v1.RestartServerResponse\x12a\n" +
 	"\n" +
 	"WhyRefused\x12(.switchboard.plugin.v1.WhyRefusedRequest\x1a).switchboard.plugin.v1.WhyRefusedResponse\x12d\n" +
-	"\vRecentCalls\x12).switchboard.plugin.v1.RecentCallsRequest\x1a*.switchboard.plugin.v1.RecentCallsResponseBCZAgithub.com/switchboard-mcp/switchboard/internal/pluginv1;pluginv1b\x06proto3"
+	"\vRecentCalls\x12).switchboard.plugin.v1.RecentCallsRequest\x1a*.switchboard.plugin.v1.RecentCallsResponseBGZEgithub.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1;pluginv1b\x06proto3"
 
 var (
 	file_switchboard_plugin_v1_plugin_proto_rawDescOnce sync.Once

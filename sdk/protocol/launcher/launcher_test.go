@@ -20,9 +20,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }

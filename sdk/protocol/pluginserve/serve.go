@@ -23,8 +23,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
-	"github.com/switchboard-mcp/switchboard/internal/tuning"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/tuning"
 )
 
 // EnvLogLevel is the environment variable the host sets to the plugin's log

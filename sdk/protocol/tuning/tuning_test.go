@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/switchboard-mcp/switchboard/internal/tuning"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/tuning"
 )
 
 // keepRuntime restores GOMAXPROCS and the GC percent after a test that

@@ -12,10 +12,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchboard-mcp/switchboard/internal/caller"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
-	"github.com/switchboard-mcp/switchboard/internal/tracing"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/tracing"
 )
 
 // DefaultCancelGrace is how long Call waits, after its context ends, for the

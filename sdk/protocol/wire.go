@@ -5,8 +5,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // This file is where the plugin protocol's generated call types become the

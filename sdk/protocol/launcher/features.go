@@ -3,11 +3,11 @@ package launcher
 import (
 	"context"
 
-	"github.com/switchboard-mcp/switchboard/internal/caller"
-	"github.com/switchboard-mcp/switchboard/internal/feature"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // Protocol returns the plugin's protocol client, for the version 2

@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/tracing"
-	"github.com/switchboard-mcp/switchboard/internal/workpool"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/tracing"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/workpool"
 )
 
 // server is the plugin side of the gRPC service: it runs each call on its

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 // Codes survive the trip between plugin and host: errors.Is compares them.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 // Version2 is protocol version 2: version 1 plus resources, prompts,

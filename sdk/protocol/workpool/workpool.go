@@ -11,7 +11,7 @@ package workpool
 import (
 	"sync"
 
-	"github.com/switchboard-mcp/switchboard/internal/ablate"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
 )
 
 // Pool is a set of reusable goroutines. The zero value is not ready; use
