@@ -25,7 +25,7 @@ build:
 		echo "$(GO) build -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; \
 	done
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-hello ./examples/hello
+	cd examples/hello && $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CURDIR)/$(BIN)/switchboard-plugin-hello .
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-conformance ./examples/conformance
 
 ## run: build, then serve the default config over stdio

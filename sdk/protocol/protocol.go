@@ -3,14 +3,25 @@
 // adapters on both sides, and the coded errors that survive the wire.
 //
 // Host, launcher, sdk and sdktest all import this package (as go-plugin's
-// examples share a contract package); it is internal to the module so that
-// plugin authors see only package sdk's API. Plugins in other languages
-// implement sdk/proto/switchboard/plugin/v1/plugin.proto directly.
+// examples share a contract package).
 //
 // Lifecycle of a plugin as seen from here: the host starts the binary with
 // go-plugin, both sides agree on the highest protocol version they share,
 // the host calls Configure once and Describe once, and then every tool call
 // travels over one persistent CallTool stream managed by [Client].
+//
+// Host plumbing, not a plugin author's API: package protocol and the
+// packages under it (sdk/protocol/...: pluginv1, the generated gRPC code;
+// launcher, which starts and talks to plugin processes for the host and for
+// sdktest; pluginserve, the plugin side's server; and the small packages
+// they share) are the wire protocol and launch core that the SDK and the
+// host have in common. They live in the SDK's module so that the host and
+// the SDK build the protocol from one source, and they are exported only
+// because the host is another module (Go's internal rule would hide them
+// from it). Their Go API may change in any release; the only compatibility
+// promise is the protocol version ([SupportedVersions]). A plugin author
+// uses package sdk and package sdktest; a plugin in another language
+// implements sdk/proto/switchboard/plugin/v1/plugin.proto (docs/PROTOCOL.md).
 package protocol
 
 import (

@@ -20,6 +20,13 @@
 // One optimisation needs no switch: `serve` runs with one scheduler slot
 // unless $GOMAXPROCS is set, so the benchmark sets GOMAXPROCS to the
 // number of CPUs (Go's default) to turn it off.
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package ablate
 
 import (

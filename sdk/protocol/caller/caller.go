@@ -3,6 +3,13 @@
 // session, else the stdio client ("cli" for the command line). It is the one
 // owner type the host uses wherever something belongs to a caller: bash
 // jobs, "always" decisions, duplicate guards and the audit log.
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package caller
 
 import "context"

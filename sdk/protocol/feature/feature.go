@@ -10,6 +10,13 @@
 // front end serves it to MCP clients. What a server offers (its resources,
 // resource templates and prompts) is part of its description
 // (Describe), so that one snapshot says everything a server exposes.
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package feature
 
 import (

@@ -7,6 +7,13 @@
 // describe itself. The returned *Plugin carries calls until Close, which
 // stops the plugin gracefully, then with SIGTERM, then SIGKILL of its whole
 // process group, every wait bounded.
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package launcher
 
 import (

@@ -3,6 +3,13 @@
 // watch on the host that ends the process when the host goes. Package sdk's
 // Serve is its public face; test fixtures that speak the protocol
 // themselves call it directly.
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package pluginserve
 
 import (

@@ -18,6 +18,13 @@
 // returns a Result (the tool ran; IsError says whether it failed) or an
 // error (the tool did not run, or was cut short; a *protocol.Error whose
 // code says why).
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package toolcall
 
 import (

@@ -3,6 +3,13 @@
 // format. It is shared by the host (which makes a span per call when
 // tracing is configured) and the plugin side (which makes the handler's
 // span a child of the host's).
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package tracing
 
 import (

@@ -32,6 +32,13 @@
 // Both write a CPU profile, from start to shutdown, to the file named by
 // EnvHostCPUProfile (the host) or EnvPluginCPUProfile (a plugin, set in its
 // block's env), to see where the time goes (go tool pprof).
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package tuning
 
 import (

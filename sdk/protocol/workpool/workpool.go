@@ -6,6 +6,13 @@
 // served a call already has the stack the next one needs. Reusing the
 // warmest one first keeps that true for all but the few calls after a
 // garbage collection has shrunk an idle stack.
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
 package workpool
 
 import (

@@ -1,4 +1,4 @@
-package launcher_test
+package launchertest
 
 import (
 	"bytes"
