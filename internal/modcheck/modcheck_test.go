@@ -106,7 +106,7 @@ func TestSDKModuleStandsAlone(t *testing.T) {
 	// direct requirements.
 	cmd := exec.Command("go", "list", "-m", "all")
 	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -m all in sdk: %v", err)
