@@ -113,7 +113,7 @@ GORELEASER_VERSION := v2.15.1
 ## SHA256SUMS (dist/SHA256SUMS.minisig). Then checks the sums, and the
 ## plugin authors' template examples/hello/.goreleaser.yaml.
 release:
-	@$(BIN)/tools/goreleaser --version 2>/dev/null | grep -q 'GitVersion:[[:space:]]*$(GORELEASER_VERSION:v%=%)$$' || \
+	@$(BIN)/tools/goreleaser --version 2>/dev/null | grep -Eq 'GitVersion:[[:space:]]*v?$(GORELEASER_VERSION:v%=%)$$' || \
 		{ echo "installing goreleaser $(GORELEASER_VERSION) into $(BIN)/tools"; GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); }
 	$(BIN)/tools/goreleaser release --snapshot --clean --parallelism 2 $(if $(MINISIGN_SECRET_KEY),,--skip=sign)
 	cd dist && sha256sum --strict -c SHA256SUMS
