@@ -10,6 +10,13 @@ CONFIG    ?= config.hcl
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 
+# The Go modules that make test and make lint cover: the host's (the root,
+# with the built-in plugins and examples/conformance), the plugin SDK's
+# (sdk/go.mod) and the example plugin's (examples/hello/go.mod). `go test
+# ./...` stops at a nested module, so each is run in its own folder.
+# (deploy/validate is a module of its own too, run by make deploy-check.)
+MODULES   := . sdk examples/hello
+
 .PHONY: all build run test conformance bench bench-fs lint proto release clean deploy-check
 
 all: build
@@ -25,7 +32,7 @@ build:
 		echo "$(GO) build -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; \
 	done
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-hello ./examples/hello
+	cd examples/hello && $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CURDIR)/$(BIN)/switchboard-plugin-hello .
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-conformance ./examples/conformance
 
 ## run: build, then serve the default config over stdio
@@ -33,9 +40,13 @@ run: build
 	@echo "Starting Switchboard on $(CONFIG). MCP clients start it themselves; see README.md, 'Connect a client'." >&2
 	$(BIN)/switchboard serve --config $(CONFIG)
 
-## test: the whole suite with the race detector (what CI runs)
+## test: the whole suite with the race detector, every module in $(MODULES)
+## (what CI runs)
 test:
-	$(GO) test -race -count=1 -timeout 15m ./...
+	@for m in $(MODULES); do \
+		echo "== module $$m: $(GO) test -race -count=1 -timeout 15m ./..."; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 15m ./...) || exit 1; \
+	done
 
 ## conformance: the official MCP conformance suite's server scenarios against
 ## examples/conformance through `switchboard serve --http`; fails on any failure
@@ -73,21 +84,24 @@ chaos:
 
 GOLANGCI_LINT_VERSION := v2.15.0
 
-## lint: go vet and golangci-lint (.golangci.yml; pinned, installed into bin/tools on first use)
+## lint: go vet and golangci-lint (.golangci.yml; pinned, installed into bin/tools on first use),
+## every module in $(MODULES)
 lint:
-	$(GO) vet ./...
 	@test -x $(BIN)/tools/golangci-lint || GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-	$(BIN)/tools/golangci-lint run --timeout 10m ./...
+	@for m in $(MODULES); do \
+		echo "== module $$m: go vet, golangci-lint"; \
+		(cd $$m && $(GO) vet ./... && $(CURDIR)/$(BIN)/tools/golangci-lint run --timeout 10m ./...) || exit 1; \
+	done
 
-## proto: regenerate internal/pluginv1 from sdk/proto (needs protoc)
+## proto: regenerate sdk/protocol/pluginv1 from sdk/proto (needs protoc)
 proto:
 	@command -v protoc >/dev/null || { echo "protoc is missing: apt-get install protobuf-compiler"; exit 1; }
 	@mkdir -p $(BIN)/tools
 	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	PATH=$(CURDIR)/$(BIN)/tools:$$PATH protoc -I sdk/proto \
-		--go_out=. --go_opt=module=github.com/switchboard-mcp/switchboard \
-		--go-grpc_out=. --go-grpc_opt=module=github.com/switchboard-mcp/switchboard \
+		--go_out=sdk --go_opt=module=github.com/switchboard-mcp/switchboard/sdk \
+		--go-grpc_out=sdk --go-grpc_opt=module=github.com/switchboard-mcp/switchboard/sdk \
 		sdk/proto/switchboard/plugin/v1/plugin.proto
 
 GORELEASER_VERSION := v2.15.1
@@ -99,7 +113,7 @@ GORELEASER_VERSION := v2.15.1
 ## SHA256SUMS (dist/SHA256SUMS.minisig). Then checks the sums, and the
 ## plugin authors' template examples/hello/.goreleaser.yaml.
 release:
-	@$(BIN)/tools/goreleaser --version 2>/dev/null | grep -q 'GitVersion:[[:space:]]*$(GORELEASER_VERSION:v%=%)$$' || \
+	@$(BIN)/tools/goreleaser --version 2>/dev/null | grep -Eq 'GitVersion:[[:space:]]*v?$(GORELEASER_VERSION:v%=%)$$' || \
 		{ echo "installing goreleaser $(GORELEASER_VERSION) into $(BIN)/tools"; GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); }
 	$(BIN)/tools/goreleaser release --snapshot --clean --parallelism 2 $(if $(MINISIGN_SECRET_KEY),,--skip=sign)
 	cd dist && sha256sum --strict -c SHA256SUMS

@@ -3,7 +3,7 @@ package sdk
 import (
 	"fmt"
 
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 // Errors a call can end with at the protocol level, rather than with a

@@ -11,8 +11,8 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 // Resource is a resource the plugin offers (MCP resources/list). URI and

@@ -24,8 +24,15 @@
 // are standard log/slog loggers whose lines the host re-logs.
 //
 // Test a plugin with package sdktest. The protocol underneath (go-plugin,
-// gRPC, sdk/proto) is internal to this module; plugins in other languages
-// implement sdk/proto/switchboard/plugin/v1/plugin.proto.
+// gRPC, sdk/proto, the packages under sdk/protocol) is the host's plumbing,
+// not part of this API; plugins in other languages implement
+// sdk/proto/switchboard/plugin/v1/plugin.proto.
+//
+// The SDK is a Go module of its own, github.com/switchboard-mcp/switchboard/sdk,
+// with only the dependencies a plugin needs (go-plugin, gRPC, protobuf, a
+// logger, JSON Schema, the OpenTelemetry API) and an old enough go directive:
+//
+//	go get github.com/switchboard-mcp/switchboard/sdk@latest
 package sdk
 
 // Version is the SDK's version, reported to the host in Describe.

@@ -1,6 +1,6 @@
 package sdk
 
-import "github.com/switchboard-mcp/switchboard/internal/pluginserve"
+import "github.com/switchboard-mcp/switchboard/sdk/protocol/pluginserve"
 
 // Serve serves s as a plugin and returns when the host stops it. Call it
 // from main and return afterwards. Serve:

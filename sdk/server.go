@@ -15,9 +15,9 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginserve"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginserve"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 // Access is the level a caller needs to use a tool.

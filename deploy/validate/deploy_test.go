@@ -426,6 +426,32 @@ func TestDockerfile(t *testing.T) {
 		return out
 	}
 	build, final := stages[0], stages[len(stages)-1]
+	// go mod download before COPY . . needs the go.mod of every module
+	// the host's go.mod replaces with a folder of the repository (./sdk).
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copied []string
+	for _, in := range build {
+		if in.op == "RUN" && strings.Contains(in.args, "go mod download") {
+			break
+		}
+		if in.op == "COPY" {
+			copied = append(copied, strings.Fields(in.args)...)
+		}
+	}
+	for _, line := range strings.Split(string(gomod), "\n") {
+		// `replace OLD => ./DIR`, alone or in a replace block.
+		f := strings.Fields(line)
+		if len(f) < 3 || f[len(f)-2] != "=>" || !strings.HasPrefix(f[len(f)-1], "./") {
+			continue
+		}
+		dir := strings.TrimPrefix(f[len(f)-1], "./")
+		if want := dir + "/go.mod"; !slices.Contains(copied, want) {
+			t.Errorf("go.mod replaces a module with ./%s, but the build stage does not COPY %s before go mod download", dir, want)
+		}
+	}
 	if env := strings.Join(find(build, "ENV"), " "); !strings.Contains(env, "CGO_ENABLED=0") {
 		t.Error("the build stage must set CGO_ENABLED=0 (static binaries)")
 	}

@@ -26,9 +26,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/sysproc"
 	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/sysproc"
 )
 
 // Name is the built-in's server name.

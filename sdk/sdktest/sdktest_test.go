@@ -20,7 +20,10 @@ func TestMain(m *testing.M) {
 // exactly as the host would.
 func TestStartBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "switchboard-plugin-hello")
-	build := exec.Command("go", "build", "-o", bin, "../../examples/hello")
+	// examples/hello is a module of its own that uses this one (through
+	// its replace directive), so it is built in its folder.
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join("..", "..", "examples", "hello")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -15,12 +15,12 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 
-	"github.com/switchboard-mcp/switchboard/internal/ablate"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
 )
 
 // ablation is one host of the ablation table: everything on, or one
-// optimisation of the stdio call route switched off (see internal/ablate).
+// optimisation of the stdio call route switched off (see sdk/protocol/ablate).
 type ablation struct {
 	name       string
 	hostEnv    []string

@@ -16,7 +16,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // callView shows a running call's progress and log messages: on a terminal

@@ -18,7 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
-	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 // pluginCmd is `switchboard plugin`: install, lock, verify, list and

@@ -21,11 +21,11 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
-	"github.com/switchboard-mcp/switchboard/internal/ablate"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
-	"github.com/switchboard-mcp/switchboard/internal/tracing"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/tracing"
 )
 
 // Workers is how many tool calls one stdio client may have running at
@@ -65,7 +65,7 @@ type Frontend struct {
 
 	httpSessions atomic.Pointer[sessionIDs] // while serving HTTP
 
-	noShortPath bool // every message goes to mcp-go (tests, internal/ablate)
+	noShortPath bool // every message goes to mcp-go (tests, sdk/protocol/ablate)
 
 	listing []listedTool // what the tool listing was built from; refreshMu
 

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // Results that fit a context window.

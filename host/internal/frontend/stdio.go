@@ -21,8 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/switchboard-mcp/switchboard/internal/ablate"
-	"github.com/switchboard-mcp/switchboard/internal/workpool"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/workpool"
 )
 
 // ServeStdio serves MCP over in/out until in ends or ctx is cancelled.
@@ -300,7 +300,7 @@ type shortCall struct {
 // which mcp-go's own handling comes down to "run the tool's handler and
 // write its result", so a line is eligible only when all of these hold:
 //
-//   - the short path is on (internal/ablate, "shortpath");
+//   - the short path is on (sdk/protocol/ablate, "shortpath");
 //   - it is a JSON-RPC 2.0 tools/call request, one object on one line of at
 //     most maxLine bytes, whose id is a string or a number;
 //   - it carries no task, inputResponses or requestState (task-augmented

@@ -22,7 +22,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 // stdioSession runs ServeStdio over pipes with the test plugin registered

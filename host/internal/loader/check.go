@@ -9,7 +9,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
-	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 // Check looks for problems a valid config can still have, which only show

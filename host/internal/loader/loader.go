@@ -37,9 +37,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/sharedstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
-	"github.com/switchboard-mcp/switchboard/internal/feature"
-	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 // PluginPrefix is the file name prefix of plugin binaries.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 func surface(desc string) pluginstore.Surface {

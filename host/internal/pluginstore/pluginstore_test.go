@@ -18,7 +18,7 @@ import (
 	"aead.dev/minisign"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 func TestParseName(t *testing.T) {

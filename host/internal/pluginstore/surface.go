@@ -11,7 +11,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 // SurfaceTool is one tool of a server's surface: everything a model reads

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/ablate"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
 )
 
 // AuditRecord is one line of audit.jsonl.
@@ -113,7 +113,7 @@ type Audit struct {
 const auditLinger = 20 * time.Millisecond
 
 // closedTime is ready at once: the audit writer's wait when lingering is
-// switched off (see internal/ablate).
+// switched off (see sdk/protocol/ablate).
 var closedTime = func() <-chan time.Time { c := make(chan time.Time); close(c); return c }()
 
 // auditEntry is a queued record; done, when set, is closed once the record

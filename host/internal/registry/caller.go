@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/switchboard-mcp/switchboard/internal/caller"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
 )
 
 // Caller is an authenticated caller (a static token's name, or a JWT's

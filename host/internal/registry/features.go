@@ -3,7 +3,7 @@ package registry
 import (
 	"context"
 
-	"github.com/switchboard-mcp/switchboard/internal/feature"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
 )
 
 // The registry watches the events of every server that has features beyond

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/feature"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // eventServer is a stubServer with features whose events are sent from

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 // Policy decides which calls may run. Rules are globs over

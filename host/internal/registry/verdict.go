@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 // Verdict is the policy's answer about one call.

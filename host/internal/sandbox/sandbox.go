@@ -35,7 +35,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
-	"github.com/switchboard-mcp/switchboard/internal/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 // Mode says what happens when a plugin cannot be confined.

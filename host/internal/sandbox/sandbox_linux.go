@@ -17,8 +17,8 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
-	"github.com/switchboard-mcp/switchboard/internal/launcher"
-	"github.com/switchboard-mcp/switchboard/internal/sysproc"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/sysproc"
 )
 
 // EnvSpec carries the helper's instructions (sandboxinit.Spec as JSON).

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 
-	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 // HelperCommand is the hidden subcommand of the switchboard binary that

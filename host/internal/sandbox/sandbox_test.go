@@ -18,7 +18,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/internal/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }

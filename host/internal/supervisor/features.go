@@ -5,9 +5,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/switchboard-mcp/switchboard/internal/feature"
-	"github.com/switchboard-mcp/switchboard/internal/protocol"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // A supervised server forwards the features beyond tools (package feature)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/feature"
-	"github.com/switchboard-mcp/switchboard/internal/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // featureInstance is a fakeInstance with features: it records

@@ -1,0 +1,120 @@
+// Package tuning holds the runtime settings of Switchboard's own processes
+// in one place: the host (`switchboard serve`) and every plugin served by
+// the SDK. Each setting yields to the environment variable a user would set
+// to choose otherwise, and each was kept because it moved an end-to-end
+// figure (README, PERFORMANCE).
+//
+// The host, once its servers have started (Host):
+//   - unmaps the start-up pages of its binary (MADV_DONTNEED)
+//     in the background, a moment after it starts serving (SettleDelay):
+//     most were touched only while starting (package initialisation, config
+//     decoding, launching). They are clean file pages, faulted back in on
+//     demand, so its resident size stays near its working set. Done before
+//     serving, the kernel's reclaim (some 30 ms for this binary) delayed
+//     the host's first answer;
+//   - collects garbage at GOGC=50 unless GOGC is set: a host mostly waits,
+//     and a smaller heap goal keeps its resident size small;
+//   - runs with one scheduler slot (GOMAXPROCS=1) unless GOMAXPROCS is set:
+//     a host routes while plugins do the work, one slot serves some 20,000
+//     calls a second, and it spares each call the wake-up of an idle thread
+//     (and the spinning that follows), which on a small machine costs more
+//     than the call itself.
+//
+// A plugin (Plugin):
+//   - runs with one scheduler slot unless GOMAXPROCS is set in its
+//     environment, for the same reason: a plugin answers one host. It is
+//     set in the process, not in the environment, so the processes a tool
+//     starts keep Go's default; a plugin whose tools do parallel CPU work
+//     gets more with env = { GOMAXPROCS = "4" } in its block. Not applied
+//     when the plugin is served inside a test binary (go-plugin's test
+//     mode): that process's scheduler belongs to the test.
+//
+// Both write a CPU profile, from start to shutdown, to the file named by
+// EnvHostCPUProfile (the host) or EnvPluginCPUProfile (a plugin, set in its
+// block's env), to see where the time goes (go tool pprof).
+//
+// Host plumbing, not a plugin author's API: this package belongs to the
+// wire protocol and launch core that the SDK and the host share (see
+// package [github.com/switchboard-mcp/switchboard/sdk/protocol]). It is
+// exported only because the host is another module; its Go API may change
+// in any release, and the only compatibility promise is the protocol
+// version. Plugins use package sdk and sdktest.
+package tuning
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// EnvHostCPUProfile names the file `switchboard serve` writes its CPU
+// profile to.
+const EnvHostCPUProfile = "SWITCHBOARD_CPUPROFILE"
+
+// EnvPluginCPUProfile names the file a plugin writes its CPU profile to.
+const EnvPluginCPUProfile = "SWITCHBOARD_PLUGIN_CPUPROFILE"
+
+// hostGCPercent is the host's GOGC when the environment sets none.
+const hostGCPercent = 50
+
+// StartHostProfile starts the host's CPU profile when EnvHostCPUProfile
+// names a file; stop ends it (a no-op when there is none). Call it first
+// thing in serve, so start-up is profiled too.
+func StartHostProfile() (stop func(), err error) {
+	return startProfileFromEnv(EnvHostCPUProfile)
+}
+
+// SettleDelay is how long after Host the host's start-up pages are
+// released: long enough for the first requests of a client that connects
+// at start (initialize, tools/list) to be answered first. A measure of the
+// idle host's resident size waits longer than this.
+const SettleDelay = 500 * time.Millisecond
+
+// Host applies the host's settings (see the package doc). Call it once,
+// after the host has started its servers and before it serves.
+func Host() {
+	time.AfterFunc(SettleDelay, releaseStartupPages)
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(hostGCPercent)
+	}
+	oneSchedulerSlot()
+}
+
+// Plugin applies a plugin process's settings (see the package doc) and
+// starts its CPU profile when EnvPluginCPUProfile names a file, warning on
+// log when it cannot. inProcess is set when the plugin is served inside a
+// test binary. Call stop when the plugin stops serving.
+func Plugin(log hclog.Logger, inProcess bool) (stop func()) {
+	stop, err := startProfileFromEnv(EnvPluginCPUProfile)
+	if err != nil {
+		log.Warn("no CPU profile", "error", err)
+	}
+	if !inProcess {
+		oneSchedulerSlot()
+	}
+	return stop
+}
+
+// oneSchedulerSlot sets GOMAXPROCS to 1 unless the environment sets it.
+func oneSchedulerSlot() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+}
+
+// startProfileFromEnv profiles into the file named by the variable env,
+// when it is set. stop is never nil.
+func startProfileFromEnv(env string) (stop func(), err error) {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}, nil
+	}
+	stop, err = startProfile(path)
+	if err != nil {
+		return func() {}, err
+	}
+	return stop, nil
+}

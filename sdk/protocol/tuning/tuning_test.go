@@ -1,0 +1,144 @@
+package tuning_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/tuning"
+)
+
+// keepRuntime restores GOMAXPROCS and the GC percent after a test that
+// tunes this process.
+func keepRuntime(t *testing.T) {
+	t.Helper()
+	procs := runtime.GOMAXPROCS(0)
+	gc := debug.SetGCPercent(100)
+	debug.SetGCPercent(gc)
+	t.Cleanup(func() {
+		runtime.GOMAXPROCS(procs)
+		debug.SetGCPercent(gc)
+	})
+}
+
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+func TestHost(t *testing.T) {
+	tests := []struct {
+		name             string
+		gogc, gomaxprocs string
+		wantGC, wantProc int
+	}{
+		{"defaults", "", "", 50, 1},
+		{"the user's choice wins", "200", "3", 200, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keepRuntime(t)
+			t.Setenv("GOGC", tt.gogc)
+			t.Setenv("GOMAXPROCS", tt.gomaxprocs)
+			// What the runtime would have read from the environment at start.
+			debug.SetGCPercent(200)
+			runtime.GOMAXPROCS(3)
+			tuning.Host()
+			if got := gcPercent(); got != tt.wantGC {
+				t.Errorf("GC percent = %d, want %d", got, tt.wantGC)
+			}
+			if got := runtime.GOMAXPROCS(0); got != tt.wantProc {
+				t.Errorf("GOMAXPROCS = %d, want %d", got, tt.wantProc)
+			}
+		})
+	}
+}
+
+func TestPlugin(t *testing.T) {
+	tests := []struct {
+		name       string
+		inProcess  bool
+		gomaxprocs string
+		want       int
+	}{
+		{"subprocess", false, "", 1},
+		{"subprocess, GOMAXPROCS set", false, "3", 3},
+		{"in a test binary", true, "", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keepRuntime(t)
+			t.Setenv("GOMAXPROCS", tt.gomaxprocs)
+			t.Setenv(tuning.EnvPluginCPUProfile, "")
+			runtime.GOMAXPROCS(3)
+			gc := gcPercent()
+			stop := tuning.Plugin(hclog.NewNullLogger(), tt.inProcess)
+			stop()
+			if got := runtime.GOMAXPROCS(0); got != tt.want {
+				t.Errorf("GOMAXPROCS = %d, want %d", got, tt.want)
+			}
+			if got := gcPercent(); got != gc {
+				t.Errorf("GC percent = %d, want %d (plugins keep Go's)", got, gc)
+			}
+		})
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	t.Run("host", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "host.prof")
+		t.Setenv(tuning.EnvHostCPUProfile, path)
+		stop, err := tuning.StartHostProfile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop()
+		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v, want a written file", path, err)
+		}
+	})
+	t.Run("plugin", func(t *testing.T) {
+		keepRuntime(t)
+		path := filepath.Join(t.TempDir(), "plugin.prof")
+		t.Setenv(tuning.EnvPluginCPUProfile, path)
+		tuning.Plugin(hclog.NewNullLogger(), true)()
+		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v, want a written file", path, err)
+		}
+	})
+	t.Run("unset", func(t *testing.T) {
+		t.Setenv(tuning.EnvHostCPUProfile, "")
+		stop, err := tuning.StartHostProfile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop()
+	})
+	t.Run("unwritable", func(t *testing.T) {
+		t.Setenv(tuning.EnvHostCPUProfile, filepath.Join(t.TempDir(), "no", "such", "dir.prof"))
+		stop, err := tuning.StartHostProfile()
+		if err == nil {
+			t.Error("StartHostProfile into a missing folder: no error")
+		}
+		stop()
+	})
+}
+
+// TestSDKNamesTheSameVariable keeps the variable sdk.Serve documents and
+// the one this package reads the same.
+func TestSDKNamesTheSameVariable(t *testing.T) {
+	out, err := exec.Command("go", "doc", "github.com/switchboard-mcp/switchboard/sdk.Serve").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go doc sdk.Serve: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), tuning.EnvPluginCPUProfile) {
+		t.Errorf("sdk.Serve's doc does not name %s:\n%s", tuning.EnvPluginCPUProfile, out)
+	}
+}
