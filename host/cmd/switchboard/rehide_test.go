@@ -267,3 +267,82 @@ plugin "outside" { path = %q }
 		t.Errorf("status does not say why planted is refused:\n%s", out)
 	}
 }
+
+// TestPluginLinksAndVersionFoldersInProject: two ways the red team ran
+// its own program as a plugin from a project bash may write. (1) The
+// block names a symbolic link in the project (the sandbox binds the file
+// it names read-only, not the link): such an unpinned plugin is refused,
+// saying why, and bash re-pointing the link runs nothing. (2) The block
+// names a folder of versions in the project: the folder is bound
+// read-only, so bash cannot add a newer version. Controls: bash can write
+// next to both (the project is writable), and the same plugin named by
+// its real file outside the project runs.
+func TestPluginLinksAndVersionFoldersInProject(t *testing.T) {
+	e := setup(t)
+	dir := filepath.Dir(e.config)
+	if err := os.MkdirAll(filepath.Join(e.project, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(e.bins.Hello, filepath.Join(e.project, "bin", "linked")); err != nil {
+		t.Fatal(err)
+	}
+	versions := filepath.Join(e.project, "pl")
+	if err := os.MkdirAll(versions, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(e.bins.Hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(versions, "switchboard-plugin-versioned_v1.0.0"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`project_dir = "project"
+data_dir    = "state"
+start_wait  = "2m"
+builtin "bash" {}
+plugin "linked" { path = "project/bin/linked" }
+plugin "versioned" { path = "project/pl" }
+plugin "direct" { path = %q }
+`, e.bins.Hello)
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	bash := func(line string) string {
+		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": line}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resultText(res)
+	}
+	script := "#!/bin/sh\necho ran > " + filepath.Join(dir, "state", "plugins", "linked", "ran") + "\n"
+	bash("printf '" + strings.ReplaceAll(script, "\n", `\n`) + "' > evil && chmod +x evil && cd bin && ln -sfn ../evil linked && echo RELINKED")
+	bash("cd pl && cp ../evil switchboard-plugin-versioned_v9.9.9; echo done")
+	bash("echo beside > pl-beside && echo beside > bin/beside")
+	if out, _, _ := run(t, e, "restart", "linked", "--config", e.config); strings.Contains(out, "restarting linked") {
+		t.Errorf("restart linked = %q, want a refusal", out)
+	}
+	out, _, _ := run(t, e, "status", "--config", e.config)
+	if !strings.Contains(out, "is reached through the symbolic link") {
+		t.Errorf("status does not say why linked is refused:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "plugins", "linked", "ran")); err == nil {
+		t.Error("the program bash linked in ran as plugin linked")
+	}
+	if _, err := os.Stat(filepath.Join(versions, "switchboard-plugin-versioned_v9.9.9")); err == nil {
+		t.Error("bash added a version to a plugin's versions folder")
+	}
+	for _, f := range []string{"pl-beside", "bin/beside"} {
+		if _, err := os.Stat(filepath.Join(e.project, f)); err != nil {
+			t.Errorf("control: bash could not write %s beside them: %v", f, err)
+		}
+	}
+	if got := callOK(t, c, "direct__greet", map[string]any{"name": "x"}); !strings.Contains(got, "x") {
+		t.Errorf("control: the plugin by its real file = %q", got)
+	}
+	if got := callOK(t, c, "versioned__greet", map[string]any{"name": "v"}); !strings.Contains(got, "v") {
+		t.Errorf("the versioned plugin = %q", got)
+	}
+}

@@ -578,6 +578,7 @@ func (b *builder) pluginBinary(p pluginSchema, pl *Plugin) {
 			return
 		}
 		dirs = []string{path}
+		pl.VersionsDir = path
 	}
 	bin, err := pluginstore.Find(dirs, p.Name, pl.Version)
 	if err != nil {

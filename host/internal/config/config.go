@@ -256,6 +256,10 @@ type Plugin struct {
 	Version string
 	// Resolved is the version of the binary Path names, when its file
 	// name carries one.
+	// VersionsDir is the folder path named when the binary was chosen
+	// from the versions in it; control plane like the binary (a tool that
+	// could write there could add a newer version).
+	VersionsDir  string
 	Resolved     string
 	Settings     []byte
 	StartTimeout time.Duration
@@ -686,6 +690,9 @@ func (c *Config) Binaries() []string {
 	var out []string
 	for _, p := range c.Plugins {
 		out = append(out, resolved(p.Path))
+		if p.VersionsDir != "" {
+			out = append(out, resolved(p.VersionsDir))
+		}
 	}
 	for _, d := range c.PluginDirs {
 		out = append(out, resolved(d))
@@ -721,7 +728,7 @@ func (c *Config) ControlPlane() []string {
 		paths = append(paths, c.MCPJSON)
 	}
 	for _, p := range c.Plugins {
-		paths = append(paths, p.Path)
+		paths = append(paths, p.Path, p.VersionsDir)
 	}
 	paths = append(paths, c.PluginDirs...)
 	paths = append(paths, c.InstallDir)

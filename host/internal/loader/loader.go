@@ -980,6 +980,20 @@ func Jobs(cfg *config.Config, self string) []job {
 	return jobs
 }
 
+// boundReadOnly reports whether job w's sandbox binds the control plane
+// read-only over itself (namespaces on this machine, sandbox not off).
+func boundReadOnly(w job) bool {
+	sb, _ := w.spec.Sandbox.(*sandbox.Sandbox)
+	if w.ext != nil {
+		sb, _ = w.ext.Sandbox.(*sandbox.Sandbox)
+	}
+	if sb == nil || sb.Policy.Mode == sandbox.ModeOff {
+		return false
+	}
+	r := sb.Report()
+	return r.Namespaces && r.Confined()
+}
+
 // PlantableError refuses a plugin whose binary is not there and not pinned,
 // at a path a server may write: whatever a tool put there would run as
 // that plugin, with its grants (found from outside: a missing binary in
@@ -987,27 +1001,56 @@ func Jobs(cfg *config.Config, self string) []job {
 // there when the host starts is bound read-only in every sandbox.
 type PlantableError struct {
 	Name, Path, Why string
+	Missing         bool   // the binary is not there
+	Link            string // else: the symbolic link on its path a server may replace
 }
 
 func (e *PlantableError) Error() string {
-	return fmt.Sprintf("loader: plugin %s: %s does not exist, and %s, so a tool could put a program there that would run as this plugin; install the plugin outside the folders servers may write (`switchboard plugin install`), or pin it (sha256 = \"…\" in its block, or `switchboard plugin lock`), then reload", e.Name, e.Path, e.Why)
+	what := e.Path + " does not exist"
+	if !e.Missing {
+		what = fmt.Sprintf("%s is reached through the symbolic link %s", e.Path, e.Link)
+	}
+	return fmt.Sprintf("loader: plugin %s: %s, and %s, so a tool could put a program there that would run as this plugin; install the plugin outside the folders servers may write (`switchboard plugin install`) and name the file itself, or pin it (sha256 = \"…\" in its block, or `switchboard plugin lock`), then reload", e.Name, what, e.Why)
 }
 
-// refusePlantable refuses the configured, unpinned plugins whose binary is
-// missing where one of the servers may write (PlantableError).
+// refusePlantable refuses the configured, unpinned plugins whose binary a
+// server could replace (PlantableError): one that is missing where a
+// server may write, and one reached through a symbolic link that lies
+// where a server may write (the sandbox binds the file the link names
+// read-only, not the link: found from outside, bash pointed the link at
+// its own program, which the next start ran).
 func refusePlantable(cfg *config.Config, jobs []job) {
+	writable := func(file string, confinedOnly bool) string {
+		for _, w := range jobs {
+			if confinedOnly && !boundReadOnly(w) {
+				continue
+			}
+			if why := reaches(w, file, cfg.ProjectDir); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
 	for i := range jobs {
 		j := &jobs[i]
 		if j.kind != registry.KindPlugin || j.discovered || j.refused != nil || j.spec.SHA256 != "" || j.spec.Reattach != nil {
 			continue
 		}
-		if _, err := os.Lstat(j.spec.Path); !errors.Is(err, fs.ErrNotExist) {
+		path := j.spec.Path
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			if why := writable(filepath.Join(resolved(filepath.Dir(path)), filepath.Base(path)), false); why != "" {
+				j.refused = &PlantableError{Name: j.spec.Name, Path: path, Why: why, Missing: true}
+			}
 			continue
 		}
-		file := filepath.Join(resolved(filepath.Dir(j.spec.Path)), filepath.Base(j.spec.Path))
-		for _, w := range jobs {
-			if why := reaches(w, file, cfg.ProjectDir); why != "" {
-				j.refused = &PlantableError{Name: j.spec.Name, Path: j.spec.Path, Why: why}
+		for p := path; p != filepath.Dir(p); p = filepath.Dir(p) {
+			if st, err := os.Lstat(p); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+				continue
+			}
+			// Only servers whose sandbox binds the binary read-only: one
+			// that is not confined could replace the binary itself.
+			if why := writable(filepath.Join(resolved(filepath.Dir(p)), filepath.Base(p)), true); why != "" {
+				j.refused = &PlantableError{Name: j.spec.Name, Path: path, Why: why, Link: p}
 				break
 			}
 		}
