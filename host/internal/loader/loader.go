@@ -177,6 +177,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		h.jobs[jobKey(j)] = j
 	}
 	h.placeholdLock(cfg, jobs)
+	h.placeholdMCPJSON(cfg, jobs)
 	return h, h.startJobs(ctx, jobs, opts.WaitAll)
 }
 
@@ -719,6 +720,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	h.jobs = byKey
 	h.cfg = next
 	h.placeholdLock(next, toStart)
+	h.placeholdMCPJSON(next, toStart)
 	if len(toStart) > 0 {
 		if err := h.startJobs(ctx, toStart, false); err != nil {
 			h.log.Warn("reload: a new server did not start", "error", err)

@@ -149,3 +149,38 @@ func (h *Host) placeholdLock(cfg *config.Config, jobs []job) {
 		h.hidden[path] = id
 	}
 }
+
+// placeholdMCPJSON writes an empty .mcp.json (no servers) where the config
+// imports one and there is none, when a server about to start could write
+// it: like the lock file, the sandbox covers only a file that exists when
+// it starts, and a .mcp.json a tool created would offer its own servers at
+// the next start (found from outside: bash wrote one under a computed
+// name, and the server it named ran after one approval). The caller holds
+// h.mu (or has not shared h yet).
+func (h *Host) placeholdMCPJSON(cfg *config.Config, jobs []job) {
+	path := cfg.MCPJSON
+	if path == "" {
+		return
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	file := filepath.Join(resolved(filepath.Dir(path)), filepath.Base(path))
+	why := ""
+	for _, j := range jobs {
+		if why = reaches(j, file, cfg.ProjectDir); why != "" {
+			break
+		}
+	}
+	if why == "" {
+		return
+	}
+	if err := os.WriteFile(path, []byte("{\"mcpServers\": {}}\n"), 0o644); err != nil {
+		h.log.Warn("no .mcp.json, and an empty one could not be made: a tool could create one", "file", path, "because", why, "error", err)
+		return
+	}
+	h.log.Info("made an empty .mcp.json so that no tool can create one", "file", path, "because", why)
+	if id, ok := idOf(path); ok {
+		h.hidden[path] = id
+	}
+}
