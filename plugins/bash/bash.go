@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -87,6 +88,8 @@ type plugin struct {
 	outSeq int
 
 	jobs *jobs
+
+	running atomic.Int32 // run calls in progress (reapOrphans)
 }
 
 // keepOutputs is how many saved outputs the data directory keeps.
@@ -272,6 +275,11 @@ func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Re
 	if err != nil {
 		return sdk.ErrorResult("cannot store the command's output: %v", err), nil
 	}
+	p.running.Add(1)
+	defer func() {
+		p.running.Add(-1)
+		p.reapOrphans()
+	}()
 	cmd := p.command(in.Command, cwd, out)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

@@ -52,6 +52,7 @@ type job struct {
 
 	mu       sync.Mutex
 	state    string // running, exited, killed
+	onEnd    func() // after it ended (the plugin's reapOrphans)
 	exitCode int
 	ended    time.Time
 	cursor   int64 // where the next `output` without offset starts
@@ -130,7 +131,7 @@ func (js *jobs) start(_ context.Context, req *sdk.Request, in startArgs) (*sdk.R
 	if err != nil {
 		return sdk.ErrorResult("cannot store the job's output: %v", err), nil
 	}
-	j := &job{owner: who, id: id, command: in.Command, cwd: cwd, started: time.Now(), out: out, done: make(chan struct{}), state: "running"}
+	j := &job{owner: who, id: id, command: in.Command, cwd: cwd, started: time.Now(), out: out, done: make(chan struct{}), state: "running", onEnd: js.p.reapOrphans}
 	j.cmd = js.p.command(in.Command, cwd, out)
 	if err := j.cmd.Start(); err != nil {
 		_, _, _ = out.finish(false)
@@ -163,6 +164,9 @@ func (j *job) wait() {
 	j.ended = time.Now()
 	j.mu.Unlock()
 	close(j.done)
+	if j.onEnd != nil {
+		j.onEnd()
+	}
 }
 
 func (j *job) isRunning() bool {

@@ -75,14 +75,19 @@ func TestNothingOutlivesAKilledHost(t *testing.T) {
 	c, cmd := mcpClient(t, e)
 	initialize(t, c)
 	marker := strconv.Itoa(8000000 + os.Getpid()%999983)
-	line := "setsid -f sleep " + marker + " >/dev/null 2>&1 </dev/null; (sleep " + marker + ".5 >/dev/null 2>&1 </dev/null &); echo started"
-	res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": line}, nil)
-	if err != nil || !strings.Contains(resultText(res), "started") {
-		t.Fatalf("bash__run = %q, %v", resultText(res), err)
+	// From a background job that keeps running: escapees of a finished
+	// call are ended at once (TestNothingOutlivesItsCall), those of a
+	// running job wait for it, and the host dies first here.
+	line := "setsid -f sleep " + marker + " >/dev/null 2>&1 </dev/null; (sleep " + marker + ".5 >/dev/null 2>&1 </dev/null &); echo started; sleep 600"
+	res, err := callTool(t.Context(), c, "bash__start", map[string]any{"command": line}, nil)
+	if err != nil || res.IsError {
+		t.Fatalf("bash__start = %q, %v", resultText(res), err)
 	}
-	// bash itself ends the call's process group, so the double-forked
-	// sleep may be gone already; the setsid one is what escapes that.
-	escapees := fixtures.ProcessesMatching("sleep " + marker)
+	var escapees []int
+	eventually(10*time.Second, func() bool {
+		escapees = fixtures.ProcessesMatching("sleep " + marker)
+		return len(escapees) >= 2
+	})
 	t.Cleanup(func() { fixtures.Kill(escapees) })
 	if len(escapees) == 0 {
 		t.Fatal("no escapee running: the test would prove nothing")
@@ -381,5 +386,48 @@ builtin "bash" {}
 	}
 	if other, err := os.ReadFile(filepath.Join(e.project, "other.json")); err != nil || !strings.Contains(string(other), "evil") {
 		t.Fatalf("control: the same write to other.json did not happen: %v %q", err, other)
+	}
+}
+
+// TestNothingOutlivesItsCall: a process a command started in its own
+// session (setsid -f) or through a double fork is ended once the call that
+// started it has returned (found from outside: a setsid'd loop kept
+// running until the bash server stopped). The control: with bash's
+// sandbox off there is no PID namespace of its own to clean, and the
+// escapee outlives the call.
+func TestNothingOutlivesItsCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, block string
+		survives    bool
+	}{
+		{"confined", `builtin "bash" {}`, false},
+		{"sandbox off", `builtin "bash" {
+  sandbox { mode = "off" }
+}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t)
+			cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\n" + tc.block + "\n"
+			if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := mcpClient(t, e)
+			initialize(t, c)
+			marker := strconv.Itoa(7000000 + os.Getpid()%999983)
+			line := "setsid -f sleep " + marker + " >/dev/null 2>&1 </dev/null; (sleep " + marker + ".5 >/dev/null 2>&1 </dev/null &); echo started"
+			res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": line}, nil)
+			if err != nil || !strings.Contains(resultText(res), "started") {
+				t.Fatalf("run = %v %q", err, resultText(res))
+			}
+			count := func() []int { return fixtures.ProcessesMatching("sleep " + marker) }
+			t.Cleanup(func() { fixtures.Kill(count()) })
+			alive := fixtures.WaitGone(count(), 5*time.Second)
+			switch {
+			case !tc.survives && len(alive) > 0:
+				t.Errorf("%d processes outlived the call that started them: %v", len(alive), alive)
+			case tc.survives && len(alive) == 0:
+				t.Error("control: with the sandbox off no escapee outlived the call, so the test proves nothing")
+			}
+		})
 	}
 }

@@ -198,6 +198,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	for k, v := range p.Env {
 		sp.Env[k] = v
 	}
+	if sp.Namespaces {
+		sp.Env[sysproc.EnvOwnPIDNamespace] = "1"
+	}
 	if k.cgroup != nil && (p.Memory > 0 || p.Processes > 0) {
 		cg, err := k.cgroup.create(s.Name, p)
 		if err != nil {

@@ -9,3 +9,9 @@
 // in any release, and the only compatibility promise is the protocol
 // version. Plugins use package sdk and sdktest.
 package sysproc
+
+// EnvOwnPIDNamespace is set ("1") in the environment of a plugin the
+// kernel sandbox started as the first child of its own PID namespace,
+// whose init (PID 1) is the sandbox's helper: every process there that
+// was reparented to PID 1 is one the plugin's own tree left behind.
+const EnvOwnPIDNamespace = "SWITCHBOARD_OWN_PIDNS"
