@@ -63,14 +63,14 @@ func TestRun(t *testing.T) {
 		}
 	})
 	t.Run("runs in the project", func(t *testing.T) {
-		got := (p.Call("run", map[string]any{"command": "pwd"})).Text()
+		got := p.Call("run", map[string]any{"command": "pwd"}).Text()
 		if !strings.Contains(got, project) {
 			t.Errorf("pwd = %q, want %s", got, project)
 		}
 	})
 	t.Run("clean environment", func(t *testing.T) {
 		// Only the lines that matter: the output cap is small here.
-		got := (p.Call("run", map[string]any{"command": "env | grep -E 'EXTRA|TERM|hunter2'"})).Text()
+		got := p.Call("run", map[string]any{"command": "env | grep -E 'EXTRA|TERM|hunter2'"}).Text()
 		if strings.Contains(got, "hunter2") {
 			t.Errorf("host secret leaked: %q", got)
 		}
@@ -79,7 +79,7 @@ func TestRun(t *testing.T) {
 		}
 	})
 	t.Run("stdin is empty", func(t *testing.T) {
-		got := (p.Call("run", map[string]any{"command": "cat; echo done", "timeout_ms": 5000})).Text()
+		got := p.Call("run", map[string]any{"command": "cat; echo done", "timeout_ms": 5000}).Text()
 		if !strings.Contains(got, "Exit code: 0") || !strings.Contains(got, "done") {
 			t.Errorf("cat with no stdin = %q", got)
 		}
@@ -93,7 +93,7 @@ func TestRun(t *testing.T) {
 		}
 	})
 	t.Run("output capped in the middle and saved whole", func(t *testing.T) {
-		got := (p.Call("run", map[string]any{"command": "seq 1 100000"})).Text()
+		got := p.Call("run", map[string]any{"command": "seq 1 100000"}).Text()
 		if !strings.Contains(got, "characters cut from the middle") || !strings.Contains(got, "\n1\n2\n") || !strings.HasSuffix(got, "99999\n100000\n") {
 			t.Fatalf("capped output = %q", got)
 		}
@@ -189,14 +189,14 @@ func TestRun(t *testing.T) {
 
 func TestJobs(t *testing.T) {
 	p := sdktest.StartInProcess(t, bash.New())
-	started := (p.Call("start", map[string]any{"command": "for i in 1 2 3; do echo line$i; sleep 0.1; done"})).Text()
+	started := p.Call("start", map[string]any{"command": "for i in 1 2 3; do echo line$i; sleep 0.1; done"}).Text()
 	if !strings.Contains(started, "j1") {
 		t.Fatalf("start = %q", started)
 	}
 	var out strings.Builder
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		got := (p.Call("output", map[string]any{"job": "j1"})).Text()
+		got := p.Call("output", map[string]any{"job": "j1"}).Text()
 		body, footer, _ := strings.Cut(got, "\n[job j1 ")
 		out.WriteString(body)
 		if strings.Contains(footer, "exited with code 0") {
@@ -207,21 +207,21 @@ func TestJobs(t *testing.T) {
 	if out.String() != "line1\nline2\nline3\n" {
 		t.Errorf("job output read piecewise = %q, want each line once", out.String())
 	}
-	if got := (p.Call("output", map[string]any{"job": "j1", "offset": 6, "limit": 5})).Text(); !strings.HasPrefix(got, "line2") {
+	if got := p.Call("output", map[string]any{"job": "j1", "offset": 6, "limit": 5}).Text(); !strings.HasPrefix(got, "line2") {
 		t.Errorf("output offset 6 limit 5 = %q", got)
 	}
 
 	p.Call("start", map[string]any{"command": "sleep 100 & echo $!; wait"})
 	var pid int
 	for time.Now().Before(deadline) && pid == 0 {
-		got := (p.Call("output", map[string]any{"job": "j2", "offset": 0})).Text()
+		got := p.Call("output", map[string]any{"job": "j2", "offset": 0}).Text()
 		pid, _ = strconv.Atoi(strings.SplitN(got, "\n", 2)[0])
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := (p.Call("jobs", nil)).Text(); !strings.Contains(got, "j1\texited with code 0") || !strings.Contains(got, "j2\trunning") {
+	if got := p.Call("jobs", nil).Text(); !strings.Contains(got, "j1\texited with code 0") || !strings.Contains(got, "j2\trunning") {
 		t.Errorf("jobs = %q", got)
 	}
-	if got := (p.Call("kill", map[string]any{"job": "j2"})).Text(); !strings.Contains(got, "killed") {
+	if got := p.Call("kill", map[string]any{"job": "j2"}).Text(); !strings.Contains(got, "killed") {
 		t.Errorf("kill = %q", got)
 	}
 	waitGone(t, pid)
@@ -290,7 +290,7 @@ func TestJobsDieWithThePlugin(t *testing.T) {
 	p.Call("start", map[string]any{"command": "sleep 100 & echo $!; wait"})
 	var pid int
 	for i := 0; i < 500 && pid == 0; i++ {
-		got := (p.Call("output", map[string]any{"job": "j1", "offset": 0})).Text()
+		got := p.Call("output", map[string]any{"job": "j1", "offset": 0}).Text()
 		pid, _ = strconv.Atoi(strings.SplitN(got, "\n", 2)[0])
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -320,7 +320,7 @@ func TestSavedOutputCap(t *testing.T) {
 		}
 	}
 	t.Run("run", func(t *testing.T) {
-		got := (p.Call("run", map[string]any{"command": "seq 1 200000"})).Text()
+		got := p.Call("run", map[string]any{"command": "seq 1 200000"}).Text()
 		m := savedRE.FindStringSubmatch(got)
 		if m == nil || !strings.Contains(got, "capped at 100000 bytes") {
 			t.Fatalf("result does not name the capped saved output: %q", got)
@@ -336,7 +336,7 @@ func TestSavedOutputCap(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		var got string
 		for time.Now().Before(deadline) {
-			got = (p.Call("output", map[string]any{"job": "j1", "offset": 0, "limit": 1 << 20})).Text()
+			got = p.Call("output", map[string]any{"job": "j1", "offset": 0, "limit": 1 << 20}).Text()
 			if strings.Contains(got, "exited") {
 				break
 			}

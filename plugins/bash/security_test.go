@@ -148,18 +148,18 @@ func TestProtectedRedirect(t *testing.T) {
 // another's job.
 func TestJobOwners(t *testing.T) {
 	d := startDirect(t, nil, nil)
-	if got := (d.call("alice", "start", map[string]any{"command": "echo secret; sleep 100"})).Text(); !strings.Contains(got, "j1") {
+	if got := d.call("alice", "start", map[string]any{"command": "echo secret; sleep 100"}).Text(); !strings.Contains(got, "j1") {
 		t.Fatalf("start = %q", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains((d.call("alice", "output", map[string]any{"job": "j1", "offset": 0})).Text(), "secret") {
+	for !strings.Contains(d.call("alice", "output", map[string]any{"job": "j1", "offset": 0}).Text(), "secret") {
 		if time.Now().After(deadline) {
 			t.Fatal("alice's job printed nothing")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, other := range []string{"bob", ""} {
-		if got := (d.call(other, "jobs", nil)).Text(); got != "No jobs." {
+		if got := d.call(other, "jobs", nil).Text(); got != "No jobs." {
 			t.Errorf("jobs as %q = %q, want none", other, got)
 		}
 		for _, tool := range []string{"output", "kill"} {
@@ -169,18 +169,18 @@ func TestJobOwners(t *testing.T) {
 			}
 		}
 	}
-	if got := (d.call("alice", "jobs", nil)).Text(); !strings.Contains(got, "j1\trunning") {
+	if got := d.call("alice", "jobs", nil).Text(); !strings.Contains(got, "j1\trunning") {
 		t.Errorf("alice's jobs = %q, want j1 still running", got)
 	}
 	// Bob's own first job is his j1, and kills only his.
 	d.call("bob", "start", map[string]any{"command": "sleep 100"})
-	if got := (d.call("bob", "kill", map[string]any{"job": "j1"})).Text(); !strings.Contains(got, "killed") {
+	if got := d.call("bob", "kill", map[string]any{"job": "j1"}).Text(); !strings.Contains(got, "killed") {
 		t.Errorf("bob kill j1 = %q", got)
 	}
-	if got := (d.call("alice", "jobs", nil)).Text(); !strings.Contains(got, "j1\trunning") {
+	if got := d.call("alice", "jobs", nil).Text(); !strings.Contains(got, "j1\trunning") {
 		t.Errorf("after bob killed his j1, alice's jobs = %q, want hers running", got)
 	}
-	if got := (d.call("alice", "kill", map[string]any{"job": "j1"})).Text(); !strings.Contains(got, "killed") {
+	if got := d.call("alice", "kill", map[string]any{"job": "j1"}).Text(); !strings.Contains(got, "killed") {
 		t.Errorf("alice kill j1 = %q", got)
 	}
 }

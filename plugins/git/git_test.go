@@ -324,8 +324,8 @@ func TestOutputCap(t *testing.T) {
 	newRepo(t, project)
 	writeFile(t, filepath.Join(project, "README.md"), strings.Repeat("line\n", 1000), 0o644)
 	p := sdktest.StartInProcess(t, git.New(), sdktest.WithProjectDir(project), sdktest.WithSettings(map[string]any{"output_cap": 300}))
-	got := (p.Call("git_diff_unstaged", nil)).Text()
-	if got != (p.Call("git_diff_unstaged", nil)).Text() || !strings.Contains(got, "output cut at 300") {
+	got := p.Call("git_diff_unstaged", nil).Text()
+	if got != p.Call("git_diff_unstaged", nil).Text() || !strings.Contains(got, "output cut at 300") {
 		t.Errorf("diff of a big file = %q", got)
 	}
 }

@@ -375,11 +375,11 @@ func TestSearch(t *testing.T) {
 	if p.Tool("search") == nil {
 		t.Fatal("search is not listed with a provider")
 	}
-	got := (p.Call("search", map[string]any{"query": "mcp hosts", "max_results": 3})).Text()
+	got := p.Call("search", map[string]any{"query": "mcp hosts", "max_results": 3}).Text()
 	if !strings.Contains(got, "1. Result 1 for mcp hosts") || !strings.Contains(got, "3. Result 3") || strings.Contains(got, "Result 4") {
 		t.Errorf("search = %q", got)
 	}
-	if got := (p.Call("search", map[string]any{"query": "x", "max_results": 50})).Text(); strings.Contains(got, "Result 11") {
+	if got := p.Call("search", map[string]any{"query": "x", "max_results": 50}).Text(); strings.Contains(got, "Result 11") {
 		t.Errorf("max_results is not capped at 10: %q", got)
 	}
 	if got, isErr := fetch(t, p, map[string]any{"url": searx.URL + "/search"}); !isErr || !strings.Contains(got, "loopback") {

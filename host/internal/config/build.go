@@ -339,9 +339,11 @@ func (b *builder) builtin(s builtinSchema) {
 	}
 	b.prefix(s.Name, s.Prefix, s.Range)
 	b.serverResults(s.Name, s.Range, s.MaxResultChars, s.MaxImageBytes, s.Tools)
-	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox),
+	b.cfg.Builtins = append(b.cfg.Builtins, &Builtin{
+		Name: s.Name, Settings: settings, Range: s.Range, Restart: b.serverRestart(s.Restart), Sandbox: b.serverSandbox(s.Sandbox),
 		Lifecycle: b.lifecycle(&s.Range, s.Start, s.IdleTimeout, b.cfg.Lifecycle),
-		Timeouts:  b.serverTimeouts(s.Range, s.CallTimeout, s.Tools)})
+		Timeouts:  b.serverTimeouts(s.Range, s.CallTimeout, s.Tools),
+	})
 }
 
 // defaultBuiltins enables the built-ins that run without a block
@@ -387,9 +389,11 @@ func (b *builder) plugin(p pluginSchema) {
 		b.cfg.Disabled = append(b.cfg.Disabled, Disabled{Name: p.Name, Kind: "plugin", Range: p.Range})
 		return
 	}
-	pl := &Plugin{Name: p.Name, Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox),
+	pl := &Plugin{
+		Name: p.Name, Args: p.Args, Env: p.Env, Range: p.Range, StartTimeout: 30 * time.Second, Restart: b.serverRestart(p.Restart), Sandbox: b.serverSandbox(p.Sandbox),
 		Lifecycle: b.lifecycle(&p.Range, p.Start, p.IdleTimeout, b.cfg.Lifecycle),
-		Timeouts:  b.serverTimeouts(p.Range, p.CallTimeout, p.Tools)}
+		Timeouts:  b.serverTimeouts(p.Range, p.CallTimeout, p.Tools),
+	}
 	b.pluginBinary(p, pl)
 	if p.SHA256 != nil && *p.SHA256 != "" {
 		sum := strings.ToLower(strings.TrimPrefix(*p.SHA256, "sha256:"))
@@ -435,9 +439,11 @@ func (b *builder) external(x externalSchema) {
 		b.errAt(x.Range, "Duplicate external block", fmt.Sprintf("external %q is already configured at %s.", x.Name, prev))
 		return
 	}
-	ext := &External{Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: b.serverRestart(x.Restart), Sandbox: b.serverSandbox(x.Sandbox),
+	ext := &External{
+		Name: x.Name, Args: x.Args, Env: x.Env, Headers: x.Headers, Range: x.Range, Timeout: 30 * time.Second, Restart: b.serverRestart(x.Restart), Sandbox: b.serverSandbox(x.Sandbox),
 		Lifecycle: b.lifecycle(&x.Range, x.Start, x.IdleTimeout, b.cfg.Lifecycle),
-		Timeouts:  b.serverTimeouts(x.Range, x.CallTimeout, x.Tools)}
+		Timeouts:  b.serverTimeouts(x.Range, x.CallTimeout, x.Tools),
+	}
 	if x.Command != nil {
 		ext.Command = *x.Command
 	}
@@ -504,8 +510,10 @@ func (b *builder) importMCPJSON(on *bool) {
 		}
 		if x.Name == builtins.Reserved {
 			r := b.at("import_mcp_json")
-			b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: ".mcp.json server named like a built-in",
-				Detail: fmt.Sprintf("%s: the server %q is not imported: the name is reserved for the built-in introspection server; rename it there.", b.cfg.MCPJSON, x.Name), Subject: &r})
+			b.diags = append(b.diags, &hcl.Diagnostic{
+				Severity: hcl.DiagWarning, Summary: ".mcp.json server named like a built-in",
+				Detail: fmt.Sprintf("%s: the server %q is not imported: the name is reserved for the built-in introspection server; rename it there.", b.cfg.MCPJSON, x.Name), Subject: &r,
+			})
 			continue
 		}
 		x.Lifecycle = b.cfg.Lifecycle

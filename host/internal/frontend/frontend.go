@@ -254,10 +254,6 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 
 // serverTools builds the MCP tools, the map from MCP names to canonical
 // names, and the refusals.
-func (f *Frontend) serverTools() ([]server.ServerTool, map[string]string, []Refusal) {
-	return f.serverToolsOf(f.reg.AllTools())
-}
-
 func (f *Frontend) serverToolsOf(all []registry.Tool) ([]server.ServerTool, map[string]string, []Refusal) {
 	out := make([]server.ServerTool, 0, len(all))
 	var refusals []Refusal

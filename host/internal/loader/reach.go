@@ -175,6 +175,7 @@ func (h *Host) placeholdMCPJSON(cfg *config.Config, jobs []job) {
 	if why == "" {
 		return
 	}
+	//nolint:gosec // a project file that other tools read, like the .mcp.json a person writes
 	if err := os.WriteFile(path, []byte("{\"mcpServers\": {}}\n"), 0o644); err != nil {
 		h.log.Warn("no .mcp.json, and an empty one could not be made: a tool could create one", "file", path, "because", why, "error", err)
 		return

@@ -1,10 +1,11 @@
 package loader
 
 import (
-	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"

@@ -152,20 +152,34 @@ func TestAttacksFailInsideAndSucceedOutside(t *testing.T) {
 		leaked func(out string) bool // did the attack get what it wanted?
 		after  func() bool           // for writes: was the target changed?
 	}{
-		{name: "read a file outside its roots", args: jsonArgs("op", "read", "path", w.secret),
-			leaked: func(out string) bool { return strings.Contains(out, "PRIVATE KEY") }},
-		{name: "read the config file inside the project", args: jsonArgs("op", "read", "path", w.config),
-			leaked: func(out string) bool { return strings.Contains(out, "permissions") }},
-		{name: "list data_dir", args: jsonArgs("op", "list", "path", w.dataDir),
-			leaked: func(out string) bool { return strings.Contains(out, "permissions.json") }},
-		{name: "read permissions.json", args: jsonArgs("op", "read", "path", w.perms),
-			leaked: func(out string) bool { return strings.Contains(out, "always_allow") }},
-		{name: "connect to the control socket", args: jsonArgs("op", "unix", "addr", w.socket),
-			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") }},
-		{name: "read the host's environment", args: jsonArgs("op", "read", "path", fmt.Sprintf("/proc/%d/environ", w.decoy)),
-			leaked: func(out string) bool { return strings.Contains(out, w.hostSecret) }},
-		{name: "TCP to a loopback listener with network off", args: jsonArgs("op", "tcp", "addr", w.tcp),
-			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") }},
+		{
+			name: "read a file outside its roots", args: jsonArgs("op", "read", "path", w.secret),
+			leaked: func(out string) bool { return strings.Contains(out, "PRIVATE KEY") },
+		},
+		{
+			name: "read the config file inside the project", args: jsonArgs("op", "read", "path", w.config),
+			leaked: func(out string) bool { return strings.Contains(out, "permissions") },
+		},
+		{
+			name: "list data_dir", args: jsonArgs("op", "list", "path", w.dataDir),
+			leaked: func(out string) bool { return strings.Contains(out, "permissions.json") },
+		},
+		{
+			name: "read permissions.json", args: jsonArgs("op", "read", "path", w.perms),
+			leaked: func(out string) bool { return strings.Contains(out, "always_allow") },
+		},
+		{
+			name: "connect to the control socket", args: jsonArgs("op", "unix", "addr", w.socket),
+			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") },
+		},
+		{
+			name: "read the host's environment", args: jsonArgs("op", "read", "path", fmt.Sprintf("/proc/%d/environ", w.decoy)),
+			leaked: func(out string) bool { return strings.Contains(out, w.hostSecret) },
+		},
+		{
+			name: "TCP to a loopback listener with network off", args: jsonArgs("op", "tcp", "addr", w.tcp),
+			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") },
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -346,9 +360,11 @@ func TestDeclaredNeedsAreReportedNotGranted(t *testing.T) {
 	w := newWorld(t)
 	pol := w.policy()
 	bins := fixtures.Build(t)
-	spec := launcher.Spec{Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
+	spec := launcher.Spec{
+		Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
 		Env:     map[string]string{"FIXTURE_NEEDS_NETWORK": "1"},
-		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Sandbox}}
+		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Sandbox},
+	}
 	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -396,8 +412,10 @@ func TestReplacedHiddenFileIsUncovered(t *testing.T) {
 func TestHelperFallbackInTheHostBinary(t *testing.T) {
 	w := newWorld(t)
 	bins := fixtures.Build(t)
-	spec := launcher.Spec{Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
-		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: w.policy(), Helper: bins.Switchboard}}
+	spec := launcher.Spec{
+		Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
+		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: w.policy(), Helper: bins.Switchboard},
+	}
 	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
