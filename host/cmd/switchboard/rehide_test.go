@@ -431,3 +431,52 @@ func TestNothingOutlivesItsCall(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovedMCPJSONScriptIsCovered: a .mcp.json server whose command is
+// a script in the project is approved with the script's content, and the
+// script is bound read-only in every sandbox: bash cannot edit the
+// approved server into another (found from outside: it could, and the
+// edited script ran at every start). An edit made outside the host
+// (no sandbox to stop it) makes the server wait for approval again. The
+// control: bash writes a file beside the script.
+func TestApprovedMCPJSONScriptIsCovered(t *testing.T) {
+	e := setup(t)
+	script := filepath.Join(e.project, "srv.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.project, ".mcp.json"), []byte(`{"mcpServers":{"scripted":{"command":"./srv.sh"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nimport_mcp_json = true\nbuiltin \"bash\" {}\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := run(t, e, "approve", "scripted", "--config", e.config); code != 0 {
+		t.Fatalf("approve = %d %q %q", code, out, errOut)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	// Under a computed name, as the red team did (bash's own check refuses
+	// a plain redirection to the protected path).
+	for _, line := range []string{"f=srv; echo 'touch /tmp/x' >> $f.sh; echo done", "echo 'x' >> beside.sh; echo done"} {
+		if _, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": line}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := os.ReadFile(script); strings.Contains(string(b), "touch") {
+		t.Fatalf("bash edited the approved server's script: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(e.project, "beside.sh")); err != nil {
+		t.Fatalf("control: bash could not write beside the script: %v", err)
+	}
+	_ = c.Close()
+	// Edited outside any sandbox: approved no longer.
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho changed\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := run(t, e, "inspect", "--config", e.config)
+	if !strings.Contains(out, "changed since it was approved") {
+		t.Errorf("inspect after the script changed does not say it awaits approval again:\n%s", out)
+	}
+}

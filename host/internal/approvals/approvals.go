@@ -78,6 +78,9 @@ type Entry struct {
 	Env     map[string]string `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Files are the SHA-256 of the files in the project its command line
+	// names (the command, a script it runs): editing one is a change.
+	Files map[string]string `json:"files,omitempty"`
 }
 
 // Hash is the SHA-256 (hex) of the entry's canonical JSON: fixed field
@@ -91,6 +94,9 @@ func (e Entry) Hash() string {
 	}
 	if len(e.Headers) == 0 {
 		e.Headers = nil
+	}
+	if len(e.Files) == 0 {
+		e.Files = nil
 	}
 	b, err := json.Marshal(e)
 	if err != nil {

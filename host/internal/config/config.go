@@ -273,14 +273,18 @@ type Plugin struct {
 type External struct {
 	Name     string
 	Timeouts registry.Timeouts
-	Command  string
-	Args     []string
-	Env      map[string]string
-	URL      string
-	Headers  map[string]string
-	Timeout  time.Duration
-	Restart  Restart
-	Sandbox  Sandbox
+	// ProjectFiles are the files in the project a .mcp.json entry's
+	// command line names (see projectFiles): approved with it, and bound
+	// read-only in every sandbox.
+	ProjectFiles []string
+	Command      string
+	Args         []string
+	Env          map[string]string
+	URL          string
+	Headers      map[string]string
+	Timeout      time.Duration
+	Restart      Restart
+	Sandbox      Sandbox
 	// FromMCPJSON is set for servers read from .mcp.json.
 	FromMCPJSON bool
 	Range       hcl.Range
@@ -694,6 +698,9 @@ func (c *Config) Binaries() []string {
 			out = append(out, resolved(p.VersionsDir))
 		}
 	}
+	for _, x := range c.Externals {
+		out = append(out, x.ProjectFiles...)
+	}
 	for _, d := range c.PluginDirs {
 		out = append(out, resolved(d))
 	}
@@ -729,6 +736,9 @@ func (c *Config) ControlPlane() []string {
 	}
 	for _, p := range c.Plugins {
 		paths = append(paths, p.Path, p.VersionsDir)
+	}
+	for _, x := range c.Externals {
+		paths = append(paths, x.ProjectFiles...)
 	}
 	paths = append(paths, c.PluginDirs...)
 	paths = append(paths, c.InstallDir)

@@ -1,10 +1,14 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -67,6 +71,7 @@ func readMCPJSON(path string, restart Restart) ([]*External, error) {
 				x.Headers[k] = expand(v)
 			}
 		}
+		x.ProjectFiles = projectFiles(filepath.Dir(path), append([]string{x.Command}, x.Args...))
 		if (x.Command == "") == (x.URL == "") {
 			problems = append(problems, fmt.Sprintf("%s needs exactly one of command and url", n))
 			continue
@@ -100,5 +105,66 @@ func expand(s string) string {
 // (`switchboard approve NAME`): its values after ${VAR} expansion, that
 // is, exactly what runs.
 func (x *External) ApprovalEntry() approvals.Entry {
-	return approvals.Entry{Command: x.Command, Args: x.Args, Env: x.Env, URL: x.URL, Headers: x.Headers}
+	e := approvals.Entry{Command: x.Command, Args: x.Args, Env: x.Env, URL: x.URL, Headers: x.Headers}
+	for _, f := range x.ProjectFiles {
+		if e.Files == nil {
+			e.Files = map[string]string{}
+		}
+		e.Files[f] = fileSHA256(f)
+	}
+	return e
+}
+
+// projectFiles lists the files in the project (dir, where the .mcp.json
+// is and where the server runs) that a server's command line names, its
+// command or an argument (a script it runs): tools can write the project,
+// so an approval covers their contents too, and every sandbox binds them
+// read-only (Config.Binaries), or an approved server could be edited into
+// another (found from outside: a script approved as a server was changed
+// by bash afterwards, and ran changed at every start).
+func projectFiles(dir string, words []string) []string {
+	root := resolvedDir(dir)
+	var out []string
+	for _, w := range words {
+		if w == "" || strings.HasPrefix(w, "-") {
+			continue
+		}
+		p := w
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if within(p, root) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func resolvedDir(dir string) string {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		return r
+	}
+	return filepath.Clean(dir)
+}
+
+// fileSHA256 is the hex SHA-256 of a file's content ("unreadable" when it
+// cannot be read, which no approval matches).
+func fileSHA256(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "unreadable"
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "unreadable"
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
