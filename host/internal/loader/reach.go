@@ -125,43 +125,31 @@ func within(p, dir string) bool {
 // verdict; `switchboard plugin lock` fills it in. The caller holds h.mu
 // (or has not shared h yet).
 func (h *Host) placeholdLock(cfg *config.Config, jobs []job) {
-	path := cfg.LockFile()
-	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	file := filepath.Join(resolved(filepath.Dir(path)), filepath.Base(path))
-	why := ""
-	for _, j := range jobs {
-		if why = reaches(j, file, cfg.ProjectDir); why != "" {
-			break
-		}
-	}
-	if why == "" {
-		return
-	}
-	lock := &pluginstore.Lock{Path: path, Plugins: map[string]*pluginstore.Entry{}}
-	if err := lock.Write(); err != nil {
-		h.log.Warn("no lock file, and one could not be made: a tool could create one", "file", path, "because", why, "error", err)
-		return
-	}
-	h.log.Info("made an empty lock file so that no tool can create one", "file", path, "because", why)
-	if id, ok := idOf(path); ok {
-		h.hidden[path] = id
-	}
+	h.placehold(cfg, jobs, cfg.LockFile(), "lock file", func(path string) error {
+		return (&pluginstore.Lock{Path: path, Plugins: map[string]*pluginstore.Entry{}}).Write()
+	})
 }
 
 // placeholdMCPJSON writes an empty .mcp.json (no servers) where the config
 // imports one and there is none, when a server about to start could write
-// it: like the lock file, the sandbox covers only a file that exists when
-// it starts, and a .mcp.json a tool created would offer its own servers at
-// the next start (found from outside: bash wrote one under a computed
-// name, and the server it named ran after one approval). The caller holds
-// h.mu (or has not shared h yet).
+// it, as placeholdLock does for the lock file: a .mcp.json a tool created
+// would offer its own servers at the next start (found from outside: bash
+// wrote one under a computed name, and the server it named ran after one
+// approval).
 func (h *Host) placeholdMCPJSON(cfg *config.Config, jobs []job) {
-	path := cfg.MCPJSON
-	if path == "" {
+	if cfg.MCPJSON == "" {
 		return
 	}
+	h.placehold(cfg, jobs, cfg.MCPJSON, ".mcp.json", func(path string) error {
+		//nolint:gosec // a project file that other tools read, like the .mcp.json a person writes
+		return os.WriteFile(path, []byte("{\"mcpServers\": {}}\n"), 0o644)
+	})
+}
+
+// placehold makes the control-plane file at path with write when it does
+// not exist and one of jobs could write it, so that every sandbox covers
+// it, and watches it like the others (h.hidden).
+func (h *Host) placehold(cfg *config.Config, jobs []job, path, what string, write func(string) error) {
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -175,12 +163,11 @@ func (h *Host) placeholdMCPJSON(cfg *config.Config, jobs []job) {
 	if why == "" {
 		return
 	}
-	//nolint:gosec // a project file that other tools read, like the .mcp.json a person writes
-	if err := os.WriteFile(path, []byte("{\"mcpServers\": {}}\n"), 0o644); err != nil {
-		h.log.Warn("no .mcp.json, and an empty one could not be made: a tool could create one", "file", path, "because", why, "error", err)
+	if err := write(path); err != nil {
+		h.log.Warn("no "+what+", and an empty one could not be made: a tool could create one", "file", path, "because", why, "error", err)
 		return
 	}
-	h.log.Info("made an empty .mcp.json so that no tool can create one", "file", path, "because", why)
+	h.log.Info("made an empty "+what+" so that no tool can create one", "file", path, "because", why)
 	if id, ok := idOf(path); ok {
 		h.hidden[path] = id
 	}
