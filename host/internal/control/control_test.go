@@ -371,7 +371,9 @@ func TestStatusHostStats(t *testing.T) {
 	after := read()
 	close(stop)
 	wg.Wait()
-	if after.Goroutines < before.Goroutines+100 {
+	// The serving of each read runs goroutines of its own that come and
+	// go (a connection's), so allow for a few of them either way.
+	if after.Goroutines < before.Goroutines+90 {
 		t.Errorf("goroutines %d, then %d with 100 more running", before.Goroutines, after.Goroutines)
 	}
 }
