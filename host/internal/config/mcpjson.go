@@ -123,7 +123,7 @@ func (x *External) ApprovalEntry() approvals.Entry {
 // another (found from outside: a script approved as a server was changed
 // by bash afterwards, and ran changed at every start).
 func projectFiles(dir string, words []string) []string {
-	root := resolvedDir(dir)
+	root := resolved(filepath.Clean(dir))
 	var out []string
 	for _, w := range words {
 		if w == "" || strings.HasPrefix(w, "-") {
@@ -145,13 +145,6 @@ func projectFiles(dir string, words []string) []string {
 		}
 	}
 	return out
-}
-
-func resolvedDir(dir string) string {
-	if r, err := filepath.EvalSymlinks(dir); err == nil {
-		return r
-	}
-	return filepath.Clean(dir)
 }
 
 // fileSHA256 is the hex SHA-256 of a file's content ("unreadable" when it

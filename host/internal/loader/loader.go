@@ -439,13 +439,10 @@ func (h *Host) policies(srv *supervisor.Server, j job) {
 // plannedConfinement describes what confines a job's next process (its
 // sandbox, as inspect shows it for a running one).
 func plannedConfinement(j job) func() string {
-	sb, _ := j.spec.Sandbox.(*sandbox.Sandbox)
-	if j.ext != nil {
-		if j.ext.URL != "" {
-			return func() string { return "remote (runs elsewhere)" }
-		}
-		sb, _ = j.ext.Sandbox.(*sandbox.Sandbox)
+	if j.ext != nil && j.ext.URL != "" {
+		return func() string { return "remote (runs elsewhere)" }
 	}
+	sb := sandboxOf(j)
 	if sb == nil {
 		return func() string { return "not confined (no sandbox)" }
 	}
@@ -982,13 +979,20 @@ func Jobs(cfg *config.Config, self string) []job {
 	return jobs
 }
 
+// sandboxOf is the kernel sandbox a job's process runs in (nil: none).
+func sandboxOf(j job) *sandbox.Sandbox {
+	if j.ext != nil {
+		sb, _ := j.ext.Sandbox.(*sandbox.Sandbox)
+		return sb
+	}
+	sb, _ := j.spec.Sandbox.(*sandbox.Sandbox)
+	return sb
+}
+
 // boundReadOnly reports whether job w's sandbox binds the control plane
 // read-only over itself (namespaces on this machine, sandbox not off).
 func boundReadOnly(w job) bool {
-	sb, _ := w.spec.Sandbox.(*sandbox.Sandbox)
-	if w.ext != nil {
-		sb, _ = w.ext.Sandbox.(*sandbox.Sandbox)
-	}
+	sb := sandboxOf(w)
 	if sb == nil || sb.Policy.Mode == sandbox.ModeOff {
 		return false
 	}

@@ -55,15 +55,10 @@ func (h *Host) ConfigOutOfReach() (ok bool, reason string) {
 // cannot).
 func reaches(j job, file, projectDir string) string {
 	name := j.spec.Name
-	var sb *sandbox.Sandbox
-	switch {
-	case j.ext != nil && j.ext.Command == "":
+	if j.ext != nil && j.ext.Command == "" {
 		return "" // runs elsewhere
-	case j.ext != nil:
-		sb, _ = j.ext.Sandbox.(*sandbox.Sandbox)
-	default:
-		sb, _ = j.spec.Sandbox.(*sandbox.Sandbox)
 	}
+	sb := sandboxOf(j)
 	if sb == nil {
 		return fmt.Sprintf("%s runs without a sandbox", name)
 	}

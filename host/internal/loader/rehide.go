@@ -66,10 +66,7 @@ func (h *Host) Rehide() []string {
 	}
 	var restarted []string
 	for _, j := range jobs {
-		sb, _ := j.spec.Sandbox.(*sandbox.Sandbox)
-		if j.ext != nil {
-			sb, _ = j.ext.Sandbox.(*sandbox.Sandbox)
-		}
+		sb := sandboxOf(j)
 		if sb == nil || !sb.Report().Namespaces || sb.Policy.Mode == sandbox.ModeOff || !sees(sb.Policy, changed) {
 			continue // Landlock keeps the file out of its reach anyway
 		}
