@@ -46,6 +46,15 @@ type featState struct {
 	// server is subscribed while there is at least one.
 	subscribers map[string]map[string]bool
 	sessions    sync.Map // session id -> server.ClientSession
+	// declared is, per HTTP session not yet registered, what its client
+	// declared at initialize (see keepDeclared).
+	declared sync.Map // session id -> declaration
+}
+
+// declaration is what a client declared in its initialize request.
+type declaration struct {
+	info mcp.Implementation
+	caps mcp.ClientCapabilities
 }
 
 type templateOwner struct {
@@ -73,9 +82,14 @@ func (f *Frontend) featureOptions() []server.ServerOption {
 
 // featureHooks adds the hooks that keep subscriptions and sessions.
 func (f *Frontend) featureHooks(h *server.Hooks) {
-	h.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { f.sessions.Store(s.SessionID(), s) })
+	h.AddAfterInitialize(f.keepDeclared)
+	h.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
+		f.applyDeclared(s)
+		f.sessions.Store(s.SessionID(), s)
+	})
 	h.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
 		f.sessions.Delete(s.SessionID())
+		f.declared.Delete(s.SessionID())
 		f.unsubscribeSession(ctx, s.SessionID())
 	})
 	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
@@ -84,6 +98,41 @@ func (f *Frontend) featureHooks(h *server.Hooks) {
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		f.subscribe(ctx, sessionID(ctx), req.Params.URI, false)
 	})
+}
+
+// keepDeclared is the after-initialize hook. It works around a race in
+// mcp-go's streamable HTTP server (v1.2.1): an initialize POST's session
+// is registered only after its response is written, and a large response
+// reaches the client before the handler returns. A client that listens
+// opens its GET stream as soon as it has the response; when the GET comes
+// first, mcp-go registers a new session for the ID that knows nothing of
+// the client, and the initialize's session, which does, is dropped. The
+// host then believed the client had declared no capabilities (sampling,
+// elicitation, roots refused). What the client declared is kept here for a
+// session not yet registered and given to whichever session registers
+// under its ID (applyDeclared).
+func (f *Frontend) keepDeclared(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+	id := sessionID(ctx)
+	if id == "" {
+		return
+	}
+	if _, registered := f.sessions.Load(id); registered {
+		return // stdio: the session is registered before it initializes
+	}
+	f.declared.Store(id, declaration{info: req.Params.ClientInfo, caps: req.Params.Capabilities})
+}
+
+// applyDeclared gives s what its client declared at initialize, when s
+// registers after the initialize that made its ID (keepDeclared).
+func (f *Frontend) applyDeclared(s server.ClientSession) {
+	d, ok := f.declared.LoadAndDelete(s.SessionID())
+	if !ok {
+		return
+	}
+	if ci, ok := s.(server.SessionWithClientInfo); ok {
+		ci.SetClientInfo(d.(declaration).info)
+		ci.SetClientCapabilities(d.(declaration).caps)
+	}
 }
 
 func sessionID(ctx context.Context) string {
