@@ -13,7 +13,6 @@ package sdktest
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"strings"
 	"sync"
@@ -28,6 +27,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginserve"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // ReattachWaitFunction is the go-plugin goroutine that in-process test mode
@@ -315,7 +315,7 @@ func connect(t testing.TB, client *plugin.Client, opts []Option) (*Plugin, *prot
 		client.Kill()
 		t.Fatalf("sdktest: Describe: %v", err)
 	}
-	p := described(t, info)
+	p := described(t, protocol.DescriptionFromWire(info))
 	p.call, p.patterns, p.proto, p.client = pc.CallEvents, pc.PermissionPattern, pc, o.client
 	return p, pc
 }
@@ -392,45 +392,44 @@ func (p *Plugin) Tool(name string) *Tool {
 	return nil
 }
 
-// described is a Plugin holding what info says, converted from the wire.
-func described(t testing.TB, info *pluginv1.DescribeResponse) *Plugin {
+// described is a Plugin holding what info says.
+func described(t testing.TB, info *toolcall.Description) *Plugin {
 	p := &Plugin{
-		t: t, Name: info.GetName(), Version: info.GetPluginVersion(), SDKVersion: info.GetSdkVersion(),
-		Instructions: info.GetInstructions(),
+		t: t, Name: info.Name, Version: info.PluginVersion, SDKVersion: info.SDKVersion,
+		Instructions: info.Instructions,
 	}
-	for _, v := range info.GetProtocolVersions() {
+	for _, v := range info.ProtocolVersions {
 		p.ProtocolVersions = append(p.ProtocolVersions, int(v))
 	}
-	for _, r := range info.GetResources() {
-		p.Resources = append(p.Resources, sdk.Resource{URI: r.GetUri(), Name: r.GetName(), Title: r.GetTitle(), Description: r.GetDescription(), MIMEType: r.GetMimeType(), Size: r.GetSize()})
+	for _, r := range info.Resources {
+		p.Resources = append(p.Resources, sdk.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size})
 	}
-	for _, r := range info.GetResourceTemplates() {
-		p.ResourceTemplates = append(p.ResourceTemplates, sdk.ResourceTemplate{URITemplate: r.GetUriTemplate(), Name: r.GetName(), Title: r.GetTitle(), Description: r.GetDescription(), MIMEType: r.GetMimeType()})
+	for _, r := range info.ResourceTemplates {
+		p.ResourceTemplates = append(p.ResourceTemplates, sdk.ResourceTemplate{URITemplate: r.URITemplate, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
 	}
-	for _, wp := range info.GetPrompts() {
-		pr := sdk.Prompt{Name: wp.GetName(), Title: wp.GetTitle(), Description: wp.GetDescription()}
-		for _, a := range wp.GetArguments() {
-			pr.Arguments = append(pr.Arguments, sdk.PromptArgument{Name: a.GetName(), Title: a.GetTitle(), Description: a.GetDescription(), Required: a.GetRequired()})
+	for _, wp := range info.Prompts {
+		pr := sdk.Prompt{Name: wp.Name, Title: wp.Title, Description: wp.Description}
+		for _, a := range wp.Arguments {
+			pr.Arguments = append(pr.Arguments, sdk.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
 		}
 		p.Prompts = append(p.Prompts, pr)
 	}
-	if n := info.GetSandbox(); n != nil {
-		p.Sandbox = &sdk.SandboxNeeds{Read: n.GetRead(), Write: n.GetWrite(), Network: n.GetNetwork()}
+	if n := info.Sandbox; n != nil {
+		p.Sandbox = &sdk.SandboxNeeds{Read: n.Read, Write: n.Write, Network: n.Network}
 	}
-	for _, wt := range info.GetTools() {
-		a := wt.GetAnnotations()
+	for _, wt := range info.Tools {
 		tool := Tool{
-			Name: wt.GetName(), Title: wt.GetTitle(), Description: wt.GetDescription(),
-			InputSchema: wt.GetInputSchema(), OutputSchema: wt.GetOutputSchema(),
-			Access:   sdk.AccessWrite,
-			ReadOnly: a.GetReadOnlyHint(), SkipDuplicateCheck: wt.GetSkipDuplicateCheck(),
-			CustomPermissionPattern: wt.GetCustomPermissionPattern(),
-			MaxDuration:             time.Duration(min(wt.GetMaxDurationMs(), math.MaxInt64/uint64(time.Millisecond))) * time.Millisecond, //nolint:gosec // G115: clamped
+			Name: wt.Name, Title: wt.Title, Description: wt.Description,
+			InputSchema: wt.InputSchema, OutputSchema: wt.OutputSchema,
+			Access:             sdk.AccessWrite,
+			SkipDuplicateCheck: wt.SkipDuplicateCheck, CustomPermissionPattern: wt.CustomPermissionPattern,
+			MaxDuration: wt.MaxDuration,
 		}
-		if wt.GetAccess() == pluginv1.Access_ACCESS_READ {
+		if wt.Access == toolcall.AccessRead {
 			tool.Access = sdk.AccessRead
 		}
-		if a != nil {
+		if a := wt.Annotations; a != nil {
+			tool.ReadOnly = a.ReadOnlyHint != nil && *a.ReadOnlyHint
 			tool.Destructive, tool.Idempotent, tool.OpenWorld = a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint
 		}
 		p.Tools = append(p.Tools, tool)

@@ -517,9 +517,9 @@ func (a *app) toolsCmd() *cobra.Command {
 			var rows []row
 			for _, t := range reg.Tools() {
 				rows = append(rows, row{
-					Name: t.Name, MCPName: frontend.MCPName(t.Server, t.Tool.GetName(), frontend.DefaultNameBudget),
-					Server: t.Server, Access: t.Access().String(), Description: t.Tool.GetDescription(),
-					InputSchema: t.Tool.GetInputSchema(),
+					Name: t.Name, MCPName: frontend.MCPName(t.Server, t.Tool.Name, frontend.DefaultNameBudget),
+					Server: t.Server, Access: t.Access().String(), Description: t.Tool.Description,
+					InputSchema: t.Tool.InputSchema,
 				})
 			}
 			if a.jsonOut {
@@ -721,8 +721,8 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		d := e.Server.Describe()
 		si := ServerInfo{
 			Name: e.Server.Name(), Kind: string(e.Kind), Source: e.Source, Origin: origin(e.Kind, e.Source), Status: "ready",
-			Version: d.GetPluginVersion(), SDK: d.GetSdkVersion(), Tools: len(d.GetTools()),
-			Resources: len(d.GetResources()) + len(d.GetResourceTemplates()), Prompts: len(d.GetPrompts()),
+			Version: d.PluginVersion, SDK: d.SDKVersion, Tools: len(d.Tools),
+			Resources: len(d.Resources) + len(d.ResourceTemplates), Prompts: len(d.Prompts),
 		}
 		if p, ok := e.Server.(registry.Process); ok {
 			si.PID, si.Protocol = p.PID(), p.ProtocolVersion()

@@ -102,7 +102,7 @@ func startProbe(ctx context.Context, t loader.PluginTarget, log hclog.Logger) (*
 	}
 	defer func() { _ = p.Close(context.Background()) }()
 	d := p.Describe()
-	pr := &probe{version: d.GetPluginVersion(), protocol: p.ProtocolVersion(), surface: pluginstore.SurfaceOfServer(d)}
+	pr := &probe{version: d.PluginVersion, protocol: p.ProtocolVersion(), surface: pluginstore.SurfaceOfServer(d)}
 	if _, v, ok := pluginstore.ParseName(filepath.Base(t.Path)); ok && v != nil {
 		pr.version = v.String()
 	}

@@ -36,7 +36,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/sysproc"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
@@ -65,7 +64,7 @@ type Server struct {
 	log    hclog.Logger
 	c      *client.Client
 	tr     transport.Interface
-	info   atomic.Pointer[pluginv1.DescribeResponse] // replaced when the server's lists change
+	info   atomic.Pointer[toolcall.Description] // replaced when the server's lists change
 	caps   mcp.ServerCapabilities
 	cmd    *exec.Cmd
 	conf   launcher.Confinement // the sandbox of a stdio server's process
@@ -174,8 +173,8 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 	if err != nil {
 		return fail(fmt.Errorf("tools/list: %w", err))
 	}
-	info := &pluginv1.DescribeResponse{
-		Name: spec.Name, PluginVersion: init.ServerInfo.Version, SdkVersion: "mcp " + init.ProtocolVersion,
+	info := &toolcall.Description{
+		Name: spec.Name, PluginVersion: init.ServerInfo.Version, SDKVersion: "mcp " + init.ProtocolVersion,
 		Instructions: init.Instructions, Tools: tools,
 	}
 	s.caps = init.Capabilities
@@ -254,8 +253,8 @@ func (s *Server) id() mcp.RequestId {
 }
 
 // listTools reads tools/list raw, following cursors.
-func (s *Server) listTools(ctx context.Context) ([]*pluginv1.Tool, error) {
-	var out []*pluginv1.Tool
+func (s *Server) listTools(ctx context.Context) ([]*toolcall.Tool, error) {
+	var out []*toolcall.Tool
 	cursor := ""
 	for page := 0; page < 100; page++ {
 		params := map[string]any{}
@@ -291,7 +290,7 @@ func (s *Server) listTools(ctx context.Context) ([]*pluginv1.Tool, error) {
 	return out, nil
 }
 
-func toolFromRaw(raw json.RawMessage) (*pluginv1.Tool, error) {
+func toolFromRaw(raw json.RawMessage) (*toolcall.Tool, error) {
 	var t struct {
 		Name         string          `json:"name"`
 		Title        string          `json:"title"`
@@ -312,16 +311,16 @@ func toolFromRaw(raw json.RawMessage) (*pluginv1.Tool, error) {
 	if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	pt := &pluginv1.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Access: pluginv1.Access_ACCESS_WRITE}
+	pt := &toolcall.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Access: toolcall.AccessWrite}
 	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
 		pt.OutputSchema = t.OutputSchema
 	}
 	if a := t.Annotations; a != nil {
-		pt.Annotations = &pluginv1.Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+		pt.Annotations = &toolcall.Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
 		// A server's own read-only claim makes the tool READ; anything
 		// else (or nothing) is WRITE.
 		if a.ReadOnlyHint != nil && *a.ReadOnlyHint {
-			pt.Access = pluginv1.Access_ACCESS_READ
+			pt.Access = toolcall.AccessRead
 		}
 	}
 	return pt, nil
@@ -361,7 +360,7 @@ func (s *Server) onNotification(n mcp.JSONRPCNotification) {
 }
 
 // Describe returns the server's tools.
-func (s *Server) Describe() *pluginv1.DescribeResponse { return s.info.Load() }
+func (s *Server) Describe() *toolcall.Description { return s.info.Load() }
 
 // Call runs tools/call with our own request id; when ctx ends the server
 // is sent notifications/cancelled naming it, on any transport.

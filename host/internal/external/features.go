@@ -12,7 +12,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -78,7 +77,7 @@ func (s *Server) listAll(ctx context.Context, method, field string) ([]json.RawM
 
 // listFeatures fills info with the resources, templates and prompts the
 // server's capabilities announce.
-func (s *Server) listFeatures(ctx context.Context, info *pluginv1.DescribeResponse) error {
+func (s *Server) listFeatures(ctx context.Context, info *toolcall.Description) error {
 	if s.caps.Resources != nil {
 		items, err := s.listAll(ctx, "resources/list", "resources")
 		if err != nil {
@@ -93,9 +92,9 @@ func (s *Server) listFeatures(ctx context.Context, info *pluginv1.DescribeRespon
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return fmt.Errorf("resources/list: %w", err)
 			}
-			res := &pluginv1.Resource{Uri: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MimeType: r.MIMEType, Size: r.Size}
+			res := &toolcall.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size}
 			if present(r.Annotations) {
-				res.AnnotationsJson = r.Annotations
+				res.AnnotationsJSON = r.Annotations
 			}
 			info.Resources = append(info.Resources, res)
 		}
@@ -114,9 +113,9 @@ func (s *Server) listFeatures(ctx context.Context, info *pluginv1.DescribeRespon
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return fmt.Errorf("resources/templates/list: %w", err)
 			}
-			rt := &pluginv1.ResourceTemplate{UriTemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description, MimeType: t.MIMEType}
+			rt := &toolcall.ResourceTemplate{URITemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType}
 			if present(t.Annotations) {
-				rt.AnnotationsJson = t.Annotations
+				rt.AnnotationsJSON = t.Annotations
 			}
 			info.ResourceTemplates = append(info.ResourceTemplates, rt)
 		}
@@ -138,9 +137,9 @@ func (s *Server) listFeatures(ctx context.Context, info *pluginv1.DescribeRespon
 			if err := json.Unmarshal(raw, &p); err != nil {
 				return fmt.Errorf("prompts/list: %w", err)
 			}
-			pp := &pluginv1.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
+			pp := &toolcall.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
 			for _, a := range p.Arguments {
-				pp.Arguments = append(pp.Arguments, &pluginv1.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+				pp.Arguments = append(pp.Arguments, &toolcall.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
 			}
 			info.Prompts = append(info.Prompts, pp)
 		}
@@ -307,7 +306,7 @@ func (s *Server) relist(ctx context.Context) error {
 		return err
 	}
 	old := s.Describe()
-	info := &pluginv1.DescribeResponse{Name: old.GetName(), PluginVersion: old.GetPluginVersion(), SdkVersion: old.GetSdkVersion(), Instructions: old.GetInstructions(), Tools: tools}
+	info := &toolcall.Description{Name: old.Name, PluginVersion: old.PluginVersion, SDKVersion: old.SDKVersion, Instructions: old.Instructions, Tools: tools}
 	if err := s.listFeatures(ctx, info); err != nil {
 		return err
 	}

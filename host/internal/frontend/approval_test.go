@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -28,8 +27,8 @@ type patternServer struct {
 
 func (s *patternServer) Name() string { return "sh" }
 
-func (s *patternServer) Describe() *pluginv1.DescribeResponse {
-	return &pluginv1.DescribeResponse{Tools: []*pluginv1.Tool{{
+func (s *patternServer) Describe() *toolcall.Description {
+	return &toolcall.Description{Tools: []*toolcall.Tool{{
 		Name: "run", CustomPermissionPattern: true,
 		InputSchema: []byte(`{"type":"object","properties":{"command":{"type":"string"}}}`),
 	}}}

@@ -14,7 +14,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -203,18 +202,18 @@ func (f *Frontend) buildFeatures() featureSet {
 			continue
 		}
 		name, d := e.Server.Name(), e.Server.Describe()
-		for _, r := range d.GetResources() {
-			if prev, dup := uris[r.GetUri()]; dup {
-				refusals = append(refusals, Refusal{What: "resource", Tool: r.GetUri() + " of " + name, Reason: "the URI is already offered by " + prev})
+		for _, r := range d.Resources {
+			if prev, dup := uris[r.URI]; dup {
+				refusals = append(refusals, Refusal{What: "resource", Tool: r.URI + " of " + name, Reason: "the URI is already offered by " + prev})
 				continue
 			}
-			uris[r.GetUri()] = name
+			uris[r.URI] = name
 			l := resourceListing(r)
 			key = append(key, name, l)
 			resources = append(resources, server.ServerResource{Resource: l, Handler: f.readResource(name)})
 		}
-		for _, t := range d.GetResourceTemplates() {
-			raw := t.GetUriTemplate()
+		for _, t := range d.ResourceTemplates {
+			raw := t.URITemplate
 			if prev := ownerOfTemplate(owners, raw); prev != "" {
 				refusals = append(refusals, Refusal{What: "resource template", Tool: raw + " of " + name, Reason: "the URI template is already offered by " + prev})
 				continue
@@ -230,16 +229,16 @@ func (f *Frontend) buildFeatures() featureSet {
 			templates = append(templates, server.ServerResourceTemplate{Template: l, Handler: f.readTemplated})
 		}
 		prefix := f.reg.Prefix(name)
-		for _, p := range d.GetPrompts() {
-			mcpName := MCPName(prefix, p.GetName(), DefaultNameBudget)
+		for _, p := range d.Prompts {
+			mcpName := MCPName(prefix, p.Name, DefaultNameBudget)
 			if prev, dup := names[mcpName]; dup {
-				refusals = append(refusals, Refusal{What: "prompt", Tool: name + "." + p.GetName(), Reason: fmt.Sprintf("its MCP name %q is already used by %s.%s", mcpName, prev.server, prev.name)})
+				refusals = append(refusals, Refusal{What: "prompt", Tool: name + "." + p.Name, Reason: fmt.Sprintf("its MCP name %q is already used by %s.%s", mcpName, prev.server, prev.name)})
 				continue
 			}
-			names[mcpName] = promptOwner{server: name, name: p.GetName()}
+			names[mcpName] = promptOwner{server: name, name: p.Name}
 			l := promptListing(mcpName, p)
-			key = append(key, name, p.GetName(), l)
-			prompts = append(prompts, server.ServerPrompt{Prompt: l, Handler: f.getPrompt(name, p.GetName())})
+			key = append(key, name, p.Name, l)
+			prompts = append(prompts, server.ServerPrompt{Prompt: l, Handler: f.getPrompt(name, p.Name)})
 		}
 	}
 	k, err := json.Marshal(key)
@@ -266,30 +265,30 @@ func ownerOfTemplate(owners []templateOwner, raw string) string {
 	return ""
 }
 
-func resourceListing(r *pluginv1.Resource) mcp.Resource {
-	out := mcp.Resource{URI: r.GetUri(), Name: r.GetName(), Title: r.GetTitle(), Description: r.GetDescription(), MIMEType: r.GetMimeType()}
-	if r.GetSize() > 0 {
-		size := r.GetSize()
+func resourceListing(r *toolcall.Resource) mcp.Resource {
+	out := mcp.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
+	if r.Size > 0 {
+		size := r.Size
 		out.Size = &size
 	}
-	if len(r.GetAnnotationsJson()) > 0 {
-		_ = json.Unmarshal(r.GetAnnotationsJson(), &out.Annotated)
+	if len(r.AnnotationsJSON) > 0 {
+		_ = json.Unmarshal(r.AnnotationsJSON, &out.Annotated)
 	}
 	return out
 }
 
-func templateListing(t *pluginv1.ResourceTemplate, ut *uritemplate.Template) mcp.ResourceTemplate {
-	out := mcp.ResourceTemplate{URITemplate: &mcp.URITemplate{Template: ut}, Name: t.GetName(), Title: t.GetTitle(), Description: t.GetDescription(), MIMEType: t.GetMimeType()}
-	if len(t.GetAnnotationsJson()) > 0 {
-		_ = json.Unmarshal(t.GetAnnotationsJson(), &out.Annotated)
+func templateListing(t *toolcall.ResourceTemplate, ut *uritemplate.Template) mcp.ResourceTemplate {
+	out := mcp.ResourceTemplate{URITemplate: &mcp.URITemplate{Template: ut}, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType}
+	if len(t.AnnotationsJSON) > 0 {
+		_ = json.Unmarshal(t.AnnotationsJSON, &out.Annotated)
 	}
 	return out
 }
 
-func promptListing(mcpName string, p *pluginv1.Prompt) mcp.Prompt {
-	out := mcp.Prompt{Name: mcpName, Title: p.GetTitle(), Description: p.GetDescription()}
-	for _, a := range p.GetArguments() {
-		out.Arguments = append(out.Arguments, mcp.PromptArgument{Name: a.GetName(), Title: a.GetTitle(), Description: a.GetDescription(), Required: a.GetRequired()})
+func promptListing(mcpName string, p *toolcall.Prompt) mcp.Prompt {
+	out := mcp.Prompt{Name: mcpName, Title: p.Title, Description: p.Description}
+	for _, a := range p.Arguments {
+		out.Arguments = append(out.Arguments, mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
 	}
 	return out
 }
@@ -416,7 +415,7 @@ func (f *Frontend) complete(ctx context.Context, srv string, req feature.Complet
 	if err != nil {
 		return nil, err
 	}
-	if e := f.reg.Entry(srv); e == nil || !e.Server.Describe().GetCompletions() {
+	if e := f.reg.Entry(srv); e == nil || !e.Server.Describe().Completions {
 		return &mcp.Completion{Values: []string{}}, nil
 	}
 	c, err := fs.Complete(registry.WithClient(ctx, clientID(ctx)), req)

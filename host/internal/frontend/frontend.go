@@ -23,7 +23,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/tracing"
 )
@@ -133,7 +132,7 @@ func (f *Frontend) Refresh() {
 // manifest listed).
 type listedTool struct {
 	name, exposed string
-	tool          *pluginv1.Tool
+	tool          *toolcall.Tool
 	ready         bool // listed (listReady): a server going down or coming back changes the listing
 }
 
@@ -149,7 +148,7 @@ func (f *Frontend) listingKey(all []registry.Tool) []listedTool {
 		if r, ok := t.Entry.Server.(registry.Readiness); ok {
 			ready = r.Ready()
 		}
-		key = append(key, listedTool{t.Name, MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget), t.Tool, ready})
+		key = append(key, listedTool{t.Name, MCPName(f.reg.Prefix(t.Server), t.Tool.Name, DefaultNameBudget), t.Tool, ready})
 	}
 	return key
 }
@@ -183,7 +182,7 @@ func (f *Frontend) listReady(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	ready := map[string]bool{}
 	for _, t := range f.reg.Tools() {
 		if who.Visible(t.Access()) {
-			ready[MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)] = true
+			ready[MCPName(f.reg.Prefix(t.Server), t.Tool.Name, DefaultNameBudget)] = true
 		}
 	}
 	out := tools[:0:0]
@@ -230,11 +229,11 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	b.WriteString("Switchboard serves tools from these servers (tool and prompt names are <server>__<name> unless the server's prefix is configured; resource URIs are the servers' own):\n")
 	for _, e := range reg.Entries() {
 		d := e.Server.Describe()
-		fmt.Fprintf(&b, "- %s: %s, %d tools (%s %s)", e.Server.Name(), stateText(e.Server), len(d.GetTools()), e.Kind, d.GetPluginVersion())
+		fmt.Fprintf(&b, "- %s: %s, %d tools (%s %s)", e.Server.Name(), stateText(e.Server), len(d.Tools), e.Kind, d.PluginVersion)
 		if c, ok := e.Server.(registry.Confined); ok && c.Confinement() != "" {
 			fmt.Fprintf(&b, "; %s", c.Confinement())
 		}
-		if in := strings.TrimSpace(d.GetInstructions()); in != "" {
+		if in := strings.TrimSpace(d.Instructions); in != "" {
 			fmt.Fprintf(&b, ". %s", strings.ReplaceAll(in, "\n", " "))
 		}
 		b.WriteByte('\n')
@@ -259,7 +258,7 @@ func (f *Frontend) serverToolsOf(all []registry.Tool) ([]server.ServerTool, map[
 	var refusals []Refusal
 	seen := make(map[string]string, len(all))
 	for _, t := range all {
-		name := MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)
+		name := MCPName(f.reg.Prefix(t.Server), t.Tool.Name, DefaultNameBudget)
 		if prev, dup := seen[name]; dup {
 			refusals = append(refusals, Refusal{Tool: t.Name, Reason: fmt.Sprintf("its MCP name %q is already used by %s", name, prev)})
 			continue
@@ -277,13 +276,13 @@ func (f *Frontend) serverToolsOf(all []registry.Tool) ([]server.ServerTool, map[
 
 func (f *Frontend) serverTool(name string, t registry.Tool) (st server.ServerTool, err error) {
 	pt := t.Tool
-	tool := mcp.NewToolWithRawSchema(name, pt.GetDescription(), json.RawMessage(pt.GetInputSchema()))
-	tool.Title = pt.GetTitle()
-	if len(pt.GetOutputSchema()) > 0 {
-		tool.RawOutputSchema = json.RawMessage(pt.GetOutputSchema())
+	tool := mcp.NewToolWithRawSchema(name, pt.Description, json.RawMessage(pt.InputSchema))
+	tool.Title = pt.Title
+	if len(pt.OutputSchema) > 0 {
+		tool.RawOutputSchema = json.RawMessage(pt.OutputSchema)
 	}
 	// Copy the annotations exactly: unset hints stay unset.
-	if a := pt.GetAnnotations(); a != nil {
+	if a := pt.Annotations; a != nil {
 		tool.Annotations = mcp.ToolAnnotation{
 			ReadOnlyHint:    a.ReadOnlyHint,
 			DestructiveHint: a.DestructiveHint,

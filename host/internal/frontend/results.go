@@ -100,7 +100,7 @@ func (f *Frontend) fit(ctx context.Context, canonical string, res *toolcall.Resu
 		return res
 	}
 	if t, err := f.reg.Lookup(canonical); err == nil {
-		req.paging = pagingArgs(t.Tool.GetInputSchema())
+		req.paging = pagingArgs(t.Tool.InputSchema)
 	}
 	return f.fitResult(res, req)
 }

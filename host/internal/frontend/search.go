@@ -179,13 +179,13 @@ func (f *Frontend) searchIndex() *toolsearch.Index {
 	names := f.names.Load()
 	var docs []toolsearch.Doc
 	for _, t := range f.reg.Tools() { // ready, and visible under the access level
-		mcpName := MCPName(f.reg.Prefix(t.Server), t.Tool.GetName(), DefaultNameBudget)
+		mcpName := MCPName(f.reg.Prefix(t.Server), t.Tool.Name, DefaultNameBudget)
 		if names == nil || (*names)[mcpName] != t.Name {
 			continue // refused: not served
 		}
 		docs = append(docs, toolsearch.Doc{
-			Name: t.Name, Title: t.Tool.GetTitle(), Description: t.Tool.GetDescription(),
-			Params: toolsearch.ParamsFromSchema(t.Tool.GetInputSchema()),
+			Name: t.Name, Title: t.Tool.Title, Description: t.Tool.Description,
+			Params: toolsearch.ParamsFromSchema(t.Tool.InputSchema),
 		})
 	}
 	ix = toolsearch.New(docs)

@@ -52,7 +52,7 @@ func TestLaunchDescribeCallCancelClose(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "cancelled")
 	p := launch(t, launcher.Spec{Env: map[string]string{"FIXTURE_CANCEL_MARKER": marker}})
 
-	if got := p.Describe().GetName(); got != "fixture" {
+	if got := p.Describe().Name; got != "fixture" {
 		t.Errorf("Describe().Name = %q, want fixture", got)
 	}
 	if p.ProtocolVersion() != protocol.Version2 {

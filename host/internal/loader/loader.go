@@ -313,7 +313,7 @@ func (h *Host) register(ctx context.Context, j job, r supervisor.StartResult, fi
 	name := j.spec.Name
 	if err == nil && j.discovered {
 		p := inst.(*launcher.Plugin)
-		if reported := p.Describe().GetName(); reported == builtins.Reserved {
+		if reported := p.Describe().Name; reported == builtins.Reserved {
 			_ = p.Close(ctx)
 			err = &ReservedNameError{Path: j.spec.Path}
 		} else if registry.NameRE.MatchString(reported) {

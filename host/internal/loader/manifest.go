@@ -13,14 +13,15 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // ManifestsDir is the folder in data_dir that keeps each server's
@@ -153,24 +154,25 @@ func readManifestIn(dataDir string, j job) (*cached, error) {
 	if err := protojson.Unmarshal(m.Describe, d); err != nil {
 		return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
 	}
-	return &cached{desc: d, protocol: m.Protocol}, nil
+	return &cached{desc: protocol.DescriptionFromWire(d), protocol: m.Protocol}, nil
 }
 
 // cached is what a valid manifest says.
 type cached struct {
-	desc     *pluginv1.DescribeResponse
+	desc     *toolcall.Description
 	protocol int
 }
 
 // writeManifest caches what a job's server described at a start; key and
-// file are the identity taken before the start.
-func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *pluginv1.DescribeResponse, protocol int) error {
-	desc, err := protojson.Marshal(d)
+// file are the identity taken before the start. The description is kept
+// in the plugin protocol's JSON form (a DescribeResponse).
+func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *toolcall.Description, version int) error {
+	desc, err := protojson.Marshal(protocol.DescriptionToWire(d))
 	if err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(Manifest{
-		Format: manifestFormat, Name: j.spec.Name, Key: key, File: file, Protocol: protocol,
+		Format: manifestFormat, Name: j.spec.Name, Key: key, File: file, Protocol: version,
 		Saved: time.Now().UTC().Truncate(time.Second), Describe: desc,
 	}, "", "  ")
 	if err != nil {
@@ -231,9 +233,7 @@ func recordManifest(j job, key string, file *FileIdentity, inst supervisor.Insta
 	if p, ok := inst.(registry.Process); ok {
 		version = p.ProtocolVersion()
 	}
-	d, _ := proto.Clone(inst.Describe()).(*pluginv1.DescribeResponse)
-	d.Busy = false // not a property of the server
-	if err := writeManifest(j.manifests, j, key, file, d, version); err != nil {
+	if err := writeManifest(j.manifests, j, key, file, inst.Describe(), version); err != nil {
 		log.Warn("manifest not cached; the server starts eagerly next time", "server", j.spec.Name, "error", err)
 	}
 }

@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // A manifest is read back only for the same binary (file identity) and
@@ -24,7 +22,7 @@ func TestManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := job{spec: launcher.Spec{Name: "x", Path: bin, Args: []string{"-v"}}, kind: registry.KindPlugin}
-	desc := &pluginv1.DescribeResponse{Name: "x", Instructions: "hi", Tools: []*pluginv1.Tool{{Name: "t", InputSchema: []byte(`{"type":"object"}`)}}, Busy: true}
+	desc := &toolcall.Description{Name: "x", Instructions: "hi", Tools: []*toolcall.Tool{{Name: "t", InputSchema: []byte(`{"type":"object"}`)}}}
 	key, file, err := manifestKey(j)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +34,7 @@ func TestManifest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("readManifest = %v", err)
 	}
-	if !proto.Equal(got.desc, desc) || got.protocol != 2 {
+	if !got.desc.Equal(desc) || got.protocol != 2 {
 		t.Errorf("readManifest = %v (protocol %d), want %v (2)", got.desc, got.protocol, desc)
 	}
 	fi, err := os.Stat(manifestPath(data, "x"))

@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 func surface(desc string) pluginstore.Surface {
-	return pluginstore.SurfaceOf([]*pluginv1.Tool{{Name: "echo", Description: desc}})
+	return pluginstore.SurfaceOf([]*toolcall.Tool{{Name: "echo", Description: desc}})
 }
 
 func TestGateFirstSightThenQuarantine(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"aead.dev/minisign"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 func TestParseName(t *testing.T) {
@@ -119,8 +119,8 @@ func TestLockRoundTrip(t *testing.T) {
 }
 
 func TestSurfaceHash(t *testing.T) {
-	tool := func(desc, schema string) []*pluginv1.Tool {
-		return []*pluginv1.Tool{{Name: "b"}, {Name: "a", Description: desc, InputSchema: []byte(schema)}}
+	tool := func(desc, schema string) []*toolcall.Tool {
+		return []*toolcall.Tool{{Name: "b"}, {Name: "a", Description: desc, InputSchema: []byte(schema)}}
 	}
 	base := pluginstore.SurfaceOf(tool("Echoes.", `{"type":"object","properties":{"x":{"type":"string"}}}`))
 	same := pluginstore.SurfaceOf(tool("Echoes.", `{ "properties": {"x": {"type": "string"}}, "type": "object" }`))
@@ -136,7 +136,7 @@ func TestSurfaceHash(t *testing.T) {
 		}
 	}
 	ro := true
-	withAnn := pluginstore.SurfaceOf([]*pluginv1.Tool{{Name: "b"}, {Name: "a", Description: "Echoes.", InputSchema: []byte(`{"type":"object","properties":{"x":{"type":"string"}}}`), Annotations: &pluginv1.Annotations{ReadOnlyHint: &ro}}})
+	withAnn := pluginstore.SurfaceOf([]*toolcall.Tool{{Name: "b"}, {Name: "a", Description: "Echoes.", InputSchema: []byte(`{"type":"object","properties":{"x":{"type":"string"}}}`), Annotations: &toolcall.Annotations{ReadOnlyHint: &ro}}})
 	if withAnn.Hash() == base.Hash() {
 		t.Error("a changed annotation kept the hash")
 	}
@@ -294,5 +294,26 @@ func TestInstallZipBinaryAndDir(t *testing.T) {
 	write(t, filepath.Join(bdir, "switchboard-plugin-extra"), []byte("unlisted"))
 	if _, err := pluginstore.Install(bdir, pluginstore.InstallOptions{Root: t.TempDir()}); !errors.Is(err, pluginstore.ErrChecksum) {
 		t.Errorf("Install(dir with an unlisted binary) = %v, want ErrChecksum", err)
+	}
+}
+
+// TestSurfaceHashStable: a surface hashes as it did when the host read the
+// plugin protocol's types directly (the hash below was taken then), so
+// locks and approvals made before stay valid.
+func TestSurfaceHashStable(t *testing.T) {
+	yes, no, title := true, false, "Reads"
+	d := &toolcall.Description{Name: "g", Instructions: "Use with care.", Tools: []*toolcall.Tool{
+		{
+			Name: "read", Title: "Read", Description: "Reads a file.",
+			InputSchema:  []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`),
+			OutputSchema: []byte(`{"type":"object"}`),
+			Annotations:  &toolcall.Annotations{Title: &title, ReadOnlyHint: &yes, OpenWorldHint: &no}, Access: toolcall.AccessRead,
+		},
+		{Name: "write", Description: "Writes.", InputSchema: []byte(`{"type":"object"}`), Access: toolcall.AccessWrite},
+		{Name: "plain", InputSchema: []byte(`{"type":"object"}`)},
+	}}
+	const want = "sha256:cff0c49c02e75ebd99a1d985be522c2892be74284c985bb0e3e2918671da3969"
+	if got := pluginstore.SurfaceOfServer(d).Hash(); got != want {
+		t.Errorf("surface hash = %s, want %s (locks and approvals made before would no longer match):\n%s", got, want, pluginstore.SurfaceOfServer(d).JSON())
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // SurfaceTool is one tool of a server's surface: everything a model reads
@@ -30,37 +30,45 @@ type SurfaceTool struct {
 // Surface is a server's tools, sorted by name, in canonical form.
 type Surface []SurfaceTool
 
+// accessNames are the access levels as the surface names them: the names
+// of the plugin protocol's enum, so that a surface hashed before the host
+// had its own types hashes the same. AccessUnspecified has none.
+var accessNames = map[toolcall.Access]string{
+	toolcall.AccessRead:  "ACCESS_READ",
+	toolcall.AccessWrite: "ACCESS_WRITE",
+}
+
 // SurfaceOf builds the canonical surface of a server's tools.
-func SurfaceOf(tools []*pluginv1.Tool) Surface {
+func SurfaceOf(tools []*toolcall.Tool) Surface {
 	out := make(Surface, 0, len(tools))
 	for _, t := range tools {
 		st := SurfaceTool{
-			Name: t.GetName(), Title: t.GetTitle(), Description: t.GetDescription(),
-			InputSchema: canonical(t.GetInputSchema()), OutputSchema: canonical(t.GetOutputSchema()),
+			Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: canonical(t.InputSchema), OutputSchema: canonical(t.OutputSchema),
 		}
-		if a := t.GetAnnotations(); a != nil {
+		if a := t.Annotations; a != nil {
 			m := map[string]any{}
 			if a.Title != nil {
-				m["title"] = a.GetTitle()
+				m["title"] = *a.Title
 			}
 			if a.ReadOnlyHint != nil {
-				m["readOnlyHint"] = a.GetReadOnlyHint()
+				m["readOnlyHint"] = *a.ReadOnlyHint
 			}
 			if a.DestructiveHint != nil {
-				m["destructiveHint"] = a.GetDestructiveHint()
+				m["destructiveHint"] = *a.DestructiveHint
 			}
 			if a.IdempotentHint != nil {
-				m["idempotentHint"] = a.GetIdempotentHint()
+				m["idempotentHint"] = *a.IdempotentHint
 			}
 			if a.OpenWorldHint != nil {
-				m["openWorldHint"] = a.GetOpenWorldHint()
+				m["openWorldHint"] = *a.OpenWorldHint
 			}
 			if len(m) > 0 {
 				st.Annotations, _ = json.Marshal(m)
 			}
 		}
-		if t.GetAccess() != pluginv1.Access_ACCESS_UNSPECIFIED {
-			st.Access = t.GetAccess().String()
+		if name := accessNames[t.Access]; name != "" {
+			st.Access = name
 		}
 		out = append(out, st)
 	}
@@ -73,9 +81,9 @@ func SurfaceOf(tools []*pluginv1.Tool) Surface {
 // those as well). Prompts and resources are left out: their lists may
 // change while a server runs, as a matter of course. The instructions'
 // entry has a name no tool can have: "(instructions)".
-func SurfaceOfServer(d *pluginv1.DescribeResponse) Surface {
-	out := SurfaceOf(d.GetTools())
-	if in := d.GetInstructions(); in != "" {
+func SurfaceOfServer(d *toolcall.Description) Surface {
+	out := SurfaceOf(d.Tools)
+	if in := d.Instructions; in != "" {
 		out = append(out, SurfaceTool{Name: "(instructions)", Description: in})
 		slices.SortFunc(out, func(a, b SurfaceTool) int { return strings.Compare(a.Name, b.Name) })
 	}

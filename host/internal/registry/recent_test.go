@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -15,10 +14,10 @@ import (
 // argument "path" is required.
 type explainServer struct{ stubServer }
 
-func (s *explainServer) Describe() *pluginv1.DescribeResponse {
-	return &pluginv1.DescribeResponse{Name: s.name, Tools: []*pluginv1.Tool{
-		{Name: "look", InputSchema: []byte(`{"type":"object"}`), Access: pluginv1.Access_ACCESS_READ},
-		{Name: "put", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`), Access: pluginv1.Access_ACCESS_WRITE},
+func (s *explainServer) Describe() *toolcall.Description {
+	return &toolcall.Description{Name: s.name, Tools: []*toolcall.Tool{
+		{Name: "look", InputSchema: []byte(`{"type":"object"}`), Access: toolcall.AccessRead},
+		{Name: "put", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`), Access: toolcall.AccessWrite},
 	}}
 }
 

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,7 +33,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/tracing"
 )
@@ -59,7 +57,7 @@ const (
 type Server interface {
 	toolcall.Server
 	Name() string
-	Describe() *pluginv1.DescribeResponse
+	Describe() *toolcall.Description
 }
 
 // Readiness is implemented by servers that can be temporarily unable to
@@ -130,7 +128,7 @@ type Entry struct {
 	Source  string
 	order   int
 	stop    context.CancelFunc // ends the watch of its events (features.go)
-	tools   map[string]*pluginv1.Tool
+	tools   map[string]*toolcall.Tool
 	schemas map[string]*inputSchema
 }
 
@@ -239,12 +237,12 @@ func (r *Registry) callTimeout(t Tool) (time.Duration, string) {
 		if st.Call > 0 {
 			d, by = st.Call, fmt.Sprintf("the %s block's call_timeout", t.Server)
 		}
-		if td := st.Tools[t.Tool.GetName()]; td > 0 {
-			d, by = td, fmt.Sprintf("tool %q { call_timeout } in the %s block", t.Tool.GetName(), t.Server)
+		if td := st.Tools[t.Tool.Name]; td > 0 {
+			d, by = td, fmt.Sprintf("tool %q { call_timeout } in the %s block", t.Tool.Name, t.Server)
 		}
 	}
 	r.toMu.RUnlock()
-	if own := time.Duration(min(t.Tool.GetMaxDurationMs(), math.MaxInt64/uint64(time.Millisecond))) * time.Millisecond; d > 0 && own > d { //nolint:gosec // G115: clamped
+	if own := t.Tool.MaxDuration; d > 0 && own > d {
 		// The tool's own limit, plus a moment to report it.
 		d, by = own+5*time.Second, "the tool's own limit"
 	}
@@ -328,12 +326,12 @@ func (r *Registry) Refresh(name string) {
 // nothing for them: compiling every schema at start was a fifth of a
 // 100-server host's start-up); r.mu held.
 func (r *Registry) index(e *Entry) {
-	e.tools = map[string]*pluginv1.Tool{}
+	e.tools = map[string]*toolcall.Tool{}
 	e.schemas = map[string]*inputSchema{}
 	name := e.Server.Name()
-	for _, t := range e.Server.Describe().GetTools() {
-		e.tools[t.GetName()] = t
-		e.schemas[t.GetName()] = &inputSchema{tool: name + "." + t.GetName(), raw: t.GetInputSchema(), log: r.log}
+	for _, t := range e.Server.Describe().Tools {
+		e.tools[t.Name] = t
+		e.schemas[t.Name] = &inputSchema{tool: name + "." + t.Name, raw: t.InputSchema, log: r.log}
 	}
 }
 
@@ -472,17 +470,26 @@ type Tool struct {
 	Name   string
 	Server string
 	Entry  *Entry
-	Tool   *pluginv1.Tool
+	Tool   *toolcall.Tool
 	schema *jsonschema.Schema // compiled input schema, when it compiled
 }
 
 // Access returns the tool's access level; unspecified counts as
 // AccessWrite.
 func (t Tool) Access() Access {
-	if t.Tool.GetAccess() == pluginv1.Access_ACCESS_READ {
+	if t.Tool != nil && t.Tool.Access == toolcall.AccessRead {
 		return AccessRead
 	}
 	return AccessWrite
+}
+
+// toolName is the tool's name on its server; empty for a call whose tool
+// was not found.
+func (t Tool) toolName() string {
+	if t.Tool == nil {
+		return ""
+	}
+	return t.Tool.Name
 }
 
 // Tools lists every tool the policy lets callers see whose server is
@@ -502,8 +509,8 @@ func (r *Registry) tools(readyOnly bool) []Tool {
 		if rd, ok := e.Server.(Readiness); ok && readyOnly && !rd.Ready() {
 			continue
 		}
-		for _, t := range e.Server.Describe().GetTools() {
-			tl := Tool{Name: e.Server.Name() + "." + t.GetName(), Server: e.Server.Name(), Entry: e, Tool: t}
+		for _, t := range e.Server.Describe().Tools {
+			tl := Tool{Name: e.Server.Name() + "." + t.Name, Server: e.Server.Name(), Entry: e, Tool: t}
 			if pol.visible(tl) {
 				out = append(out, tl)
 			}
@@ -520,7 +527,7 @@ func (r *Registry) Lookup(name string) (Tool, error) {
 	}
 	r.mu.RLock()
 	e := r.entries[server]
-	var t *pluginv1.Tool
+	var t *toolcall.Tool
 	var lazy *inputSchema
 	if e != nil {
 		// Refresh replaces these tables; read them under the lock.
@@ -599,7 +606,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 			why = explain(pol, t, d, &rec)
 		}
 		r.recent.add(rec, why)
-		obs.ended(t.Server, t.Tool.GetName(), &rec, elapsed)
+		obs.ended(t.Server, t.toolName(), &rec, elapsed)
 		if span != nil {
 			endSpan(span, t, &rec)
 		}
@@ -621,7 +628,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 		rec.Decision, rec.Outcome = "unknown", "refused"
 		return nil, err
 	}
-	obs.started(t.Server, t.Tool.GetName())
+	obs.started(t.Server, t.Tool.Name)
 	var perr error
 	if pol, perr = r.policy.rulesAt(ctx); perr != nil {
 		rec.Decision, rec.Outcome = "deny", "refused"
@@ -661,7 +668,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	}
 	stop := context.AfterFunc(base, cancel)
 	defer stop()
-	res, err = t.Entry.Server.Call(callCtx, t.Tool.GetName(), args, onProgress)
+	res, err = t.Entry.Server.Call(callCtx, t.Tool.Name, args, onProgress)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(callCtx), errCallTimeout) {
 		rec.Outcome = "timeout"
 		return nil, protocol.Errorf(protocol.CodeDeadline, "%s did not finish within %s (%s), so it was cancelled in its server. Ask for less, or raise the limit: %v",
@@ -779,11 +786,11 @@ func (r *Registry) validate(pol rules, t Tool, args []byte) error {
 // decide is the policy's one evaluation of a call: it asks the server for
 // the call's permission patterns (if the tool has its own) and judges them.
 func (r *Registry) decide(ctx context.Context, pol rules, t Tool, args []byte) (Decision, error) {
-	patterns := []string{t.Tool.GetName()}
-	if t.Tool.GetCustomPermissionPattern() {
+	patterns := []string{t.Tool.Name}
+	if t.Tool.CustomPermissionPattern {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		pats, err := t.Entry.Server.PermissionPatterns(pctx, t.Tool.GetName(), args)
+		pats, err := t.Entry.Server.PermissionPatterns(pctx, t.Tool.Name, args)
 		if err != nil {
 			// The plugin's code says why (a refusal, a plugin going away);
 			// an error without one is about the arguments.
@@ -794,12 +801,12 @@ func (r *Registry) decide(ctx context.Context, pol rules, t Tool, args []byte) (
 			return Decision{Verdict: Deny, Reason: ByPatternError}, protocol.Errorf(code, "%s: cannot judge the call's permissions: %v", t.Name, err)
 		}
 		if len(pats) == 0 {
-			pats = []string{t.Tool.GetName()}
+			pats = []string{t.Tool.Name}
 		}
 		patterns = pats
 	}
 	d := pol.decide(t.Name, patterns)
-	if !t.Tool.GetCustomPermissionPattern() {
+	if !t.Tool.CustomPermissionPattern {
 		// The tool has no patterns: "always" is about the tool itself.
 		for i := range d.Pending {
 			d.Pending[i].Rule = Literal(t.Name)
@@ -840,7 +847,7 @@ func (r *Registry) settle(ctx context.Context, pol rules, t Tool, args []byte, d
 // model it is looping. A tool with an output schema keeps its result (its
 // clients may require the structured content) until the loop breaker.
 func (r *Registry) repeated(ctx context.Context, t Tool, argsSum string, res *toolcall.Result, rec *AuditRecord) *toolcall.Result {
-	if t.Tool.GetSkipDuplicateCheck() {
+	if t.Tool.SkipDuplicateCheck {
 		return res
 	}
 	r.dupMu.Lock()
@@ -867,7 +874,7 @@ func (r *Registry) repeated(ctx context.Context, t Tool, argsSum string, res *to
 		return &toolcall.Result{IsError: true, Content: []toolcall.Content{toolcall.TextContent(fmt.Sprintf(
 			"%s returned exactly the same result %d times in a row for the same arguments: this looks like a loop. The earlier result stands; change the arguments or do something else.",
 			t.Name, st.count))}}
-	case len(t.Tool.GetOutputSchema()) > 0:
+	case len(t.Tool.OutputSchema) > 0:
 		rec.Repeats = st.count
 		return res
 	default:

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -21,11 +20,11 @@ type stubServer struct {
 
 func (s *stubServer) Name() string { return s.name }
 
-func (s *stubServer) Describe() *pluginv1.DescribeResponse {
+func (s *stubServer) Describe() *toolcall.Description {
 	if s.down != nil {
-		return &pluginv1.DescribeResponse{Name: s.name}
+		return &toolcall.Description{Name: s.name}
 	}
-	return &pluginv1.DescribeResponse{Name: s.name, Tools: []*pluginv1.Tool{{Name: "echo", InputSchema: []byte(`{"type":"object"}`), Access: pluginv1.Access_ACCESS_READ}}}
+	return &toolcall.Description{Name: s.name, Tools: []*toolcall.Tool{{Name: "echo", InputSchema: []byte(`{"type":"object"}`), Access: toolcall.AccessRead}}}
 }
 
 func (s *stubServer) Call(context.Context, string, []byte, toolcall.ProgressFunc) (*toolcall.Result, error) {
@@ -84,7 +83,7 @@ type sequenceServer struct {
 	schema  bool
 }
 
-func (s *sequenceServer) Describe() *pluginv1.DescribeResponse {
+func (s *sequenceServer) Describe() *toolcall.Description {
 	d := s.stubServer.Describe()
 	if s.schema {
 		d.Tools[0].OutputSchema = []byte(`{"type":"object"}`)
@@ -163,9 +162,9 @@ type slowServer struct {
 	saw   chan error
 }
 
-func (s *slowServer) Describe() *pluginv1.DescribeResponse {
+func (s *slowServer) Describe() *toolcall.Description {
 	d := s.stubServer.Describe()
-	d.Tools[0].MaxDurationMs = s.maxMS
+	d.Tools[0].MaxDuration = time.Duration(s.maxMS) * time.Millisecond
 	return d
 }
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -201,10 +200,10 @@ type countingServer struct {
 
 func (s *countingServer) Name() string { return "sh" }
 
-func (s *countingServer) Describe() *pluginv1.DescribeResponse {
-	return &pluginv1.DescribeResponse{Tools: []*pluginv1.Tool{
+func (s *countingServer) Describe() *toolcall.Description {
+	return &toolcall.Description{Tools: []*toolcall.Tool{
 		{Name: "run", CustomPermissionPattern: true},
-		{Name: "status", Access: pluginv1.Access_ACCESS_READ},
+		{Name: "status", Access: toolcall.AccessRead},
 	}}
 }
 

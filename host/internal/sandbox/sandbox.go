@@ -35,7 +35,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // Mode says what happens when a plugin cannot be confined.
@@ -153,7 +153,7 @@ func (r Report) String() string {
 
 // Unmet lists the needs a plugin declared that this sandbox does not grant,
 // each as the config line that would (launcher.NeedsChecker).
-func (s *Sandbox) Unmet(n *pluginv1.SandboxNeeds) []string {
+func (s *Sandbox) Unmet(n *toolcall.SandboxNeeds) []string {
 	if s.Policy.Mode == ModeOff || s.Policy.Mode == "" {
 		return nil
 	}
@@ -167,15 +167,15 @@ func (s *Sandbox) Unmet(n *pluginv1.SandboxNeeds) []string {
 		return false
 	}
 	var out []string
-	if n.GetNetwork() && !s.Policy.Network {
+	if n.Network && !s.Policy.Network {
 		out = append(out, "network = true")
 	}
-	for _, p := range cleanPaths(n.GetWrite(), home) {
+	for _, p := range cleanPaths(n.Write, home) {
 		if !granted(p, append([]string{s.Policy.State}, s.Policy.Write...)) {
 			out = append(out, fmt.Sprintf("write = [%q]", p))
 		}
 	}
-	for _, p := range cleanPaths(n.GetRead(), home) {
+	for _, p := range cleanPaths(n.Read, home) {
 		if !granted(p, append(append([]string{s.Policy.State}, s.Policy.Write...), append(s.Policy.Read, systemReadPaths...)...)) {
 			out = append(out, fmt.Sprintf("read = [%q]", p))
 		}

@@ -3,13 +3,12 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // Servers on demand. A server added with AddLazy starts configured: its
@@ -38,7 +37,7 @@ type Busy interface {
 type Lazy struct {
 	// Manifest is the server's cached description: what it is listed as
 	// until it starts.
-	Manifest *pluginv1.DescribeResponse
+	Manifest *toolcall.Description
 	// Protocol is the protocol version it spoke when cached (shown until
 	// it runs).
 	Protocol int
@@ -54,8 +53,8 @@ type Lazy struct {
 // demand is a server's bookkeeping for starts on demand and idle stops;
 // guarded by Server.mu.
 type demand struct {
-	manifest     *pluginv1.DescribeResponse // listed from, until the first start
-	protocol     int                        // the protocol version last seen
+	manifest     *toolcall.Description // listed from, until the first start
+	protocol     int                   // the protocol version last seen
 	startWait    time.Duration
 	permanent    func(error) bool
 	wake         *wakeup // the start callers wait for, if one is under way
@@ -235,7 +234,7 @@ func (srv *Server) woke(gen int, from State, w *wakeup, inst Instance, err error
 	srv.gen++
 	srv.inst, srv.desc = inst, inst.Describe()
 	changed := srv.manifest != nil && !sameSurface(srv.manifest, srv.desc)
-	if srv.manifest != nil && proto.Equal(srv.manifest, srv.desc) {
+	if srv.manifest != nil && srv.manifest.Equal(srv.desc) {
 		// The description listed so far stays, the same object: what
 		// lists it (the front end) sees nothing new to list.
 		srv.desc = srv.manifest
@@ -260,16 +259,8 @@ func (srv *Server) woke(gen int, from State, w *wakeup, inst Instance, err error
 
 // sameSurface compares what two descriptions list: tools and
 // instructions.
-func sameSurface(a, b *pluginv1.DescribeResponse) bool {
-	if a.GetInstructions() != b.GetInstructions() || len(a.GetTools()) != len(b.GetTools()) {
-		return false
-	}
-	for i, t := range a.GetTools() {
-		if !proto.Equal(t, b.GetTools()[i]) {
-			return false
-		}
-	}
-	return true
+func sameSurface(a, b *toolcall.Description) bool {
+	return a.Instructions == b.Instructions && slices.EqualFunc(a.Tools, b.Tools, (*toolcall.Tool).Equal)
 }
 
 // idleDue reports whether the server has been unused for its idle

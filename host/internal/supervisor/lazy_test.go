@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
-func manifest() *pluginv1.DescribeResponse {
-	return &pluginv1.DescribeResponse{Name: "fake", Tools: []*pluginv1.Tool{{Name: "whoami"}}}
+func manifest() *toolcall.Description {
+	return &toolcall.Description{Name: "fake", Tools: []*toolcall.Tool{{Name: "whoami"}}}
 }
 
 func callID(t *testing.T, srv *Server) string {
@@ -143,7 +143,7 @@ func TestIdleStop(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the idle instance was not closed")
 	}
-	if !srv.Ready() || len(srv.Describe().GetTools()) != 1 {
+	if !srv.Ready() || len(srv.Describe().Tools) != 1 {
 		t.Error("an idle-stopped server's tools are no longer listed")
 	}
 	if id := callID(t, srv); id != "i2" {

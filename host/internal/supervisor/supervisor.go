@@ -31,7 +31,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -101,7 +100,7 @@ func (b Backoff) Delay(n int) time.Duration {
 // registry.Confined has its answers passed on by the Server.
 type Instance interface {
 	toolcall.Server
-	Describe() *pluginv1.DescribeResponse
+	Describe() *toolcall.Description
 	// Done is closed when the instance has exited.
 	Done() <-chan struct{}
 	// Ping checks that the instance answers.
@@ -256,7 +255,7 @@ type Server struct {
 
 	mu           sync.RWMutex
 	inst         Instance
-	desc         *pluginv1.DescribeResponse
+	desc         *toolcall.Description
 	state        State
 	gen          int
 	attempt      int
@@ -291,7 +290,7 @@ func (s *Supervisor) Add(name string, first Instance, start Starter, b Backoff) 
 // an external server is not up): it is retried with backoff like a lost
 // server. It has no tools until it starts.
 func (s *Supervisor) AddPending(name string, start Starter, b Backoff, why string) *Server {
-	srv := &Server{sup: s, name: name, start: start, backoff: b, desc: &pluginv1.DescribeResponse{Name: name}, state: Reconnecting, gen: 1, lastErr: why}
+	srv := &Server{sup: s, name: name, start: start, backoff: b, desc: &toolcall.Description{Name: name}, state: Reconnecting, gen: 1, lastErr: why}
 	s.mu.Lock()
 	s.servers[srv] = true
 	s.mu.Unlock()
@@ -321,7 +320,7 @@ func (r StartResult) made() Instance {
 // (permanent reports which) leaves it failed; any other failure is retried
 // like a lost server.
 func (s *Supervisor) AddStarting(name string, start Starter, b Backoff, first <-chan StartResult, permanent func(error) bool) *Server {
-	srv := &Server{sup: s, name: name, start: start, backoff: b, desc: &pluginv1.DescribeResponse{Name: name}, state: Starting, gen: 1}
+	srv := &Server{sup: s, name: name, start: start, backoff: b, desc: &toolcall.Description{Name: name}, state: Starting, gen: 1}
 	s.mu.Lock()
 	s.servers[srv] = true
 	s.mu.Unlock()
@@ -600,7 +599,7 @@ func (srv *Server) SetStarter(start Starter, b Backoff) {
 func (srv *Server) Name() string { return srv.name }
 
 // Describe returns the latest instance's description.
-func (srv *Server) Describe() *pluginv1.DescribeResponse {
+func (srv *Server) Describe() *toolcall.Description {
 	srv.mu.RLock()
 	defer srv.mu.RUnlock()
 	return srv.desc

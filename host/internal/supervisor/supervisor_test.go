@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -146,8 +145,8 @@ func newFakeInstance(id string) *fakeInstance {
 	return &fakeInstance{id: id, done: make(chan struct{}), closed: make(chan struct{})}
 }
 
-func (f *fakeInstance) Describe() *pluginv1.DescribeResponse {
-	return &pluginv1.DescribeResponse{Name: "fake", PluginVersion: f.id, Tools: []*pluginv1.Tool{{Name: "whoami"}}}
+func (f *fakeInstance) Describe() *toolcall.Description {
+	return &toolcall.Description{Name: "fake", PluginVersion: f.id, Tools: []*toolcall.Tool{{Name: "whoami"}}}
 }
 
 func (f *fakeInstance) Call(context.Context, string, []byte, toolcall.ProgressFunc) (*toolcall.Result, error) {
@@ -405,7 +404,7 @@ func TestMaxAttempts(t *testing.T) {
 	h := newHarness(t)
 	st := &starter{failing: true}
 	srv := h.sup.AddPending("fake", st.start, noJitter, "not there yet")
-	if got := srv.Describe().GetName(); got != "fake" {
+	if got := srv.Describe().Name; got != "fake" {
 		t.Errorf("a pending server describes itself as %q, want its name", got)
 	}
 

@@ -133,10 +133,10 @@ type Sandbox interface {
 }
 
 // NeedsChecker is a Sandbox that can say which of a plugin's declared needs
-// (DescribeResponse.sandbox) it does not grant; the launcher logs them and
+// (Description.Sandbox) it does not grant; the launcher logs them and
 // Plugin.Unmet reports them.
 type NeedsChecker interface {
-	Unmet(needs *pluginv1.SandboxNeeds) []string
+	Unmet(needs *toolcall.SandboxNeeds) []string
 }
 
 // Confinement is one confined start of a plugin.
@@ -164,7 +164,7 @@ type Plugin struct {
 	client  *plugin.Client
 	runner  *groupRunner
 	proto   *protocol.Client
-	info    atomic.Pointer[pluginv1.DescribeResponse] // replaced when the plugin's lists change
+	info    atomic.Pointer[toolcall.Description] // replaced when the plugin's lists change
 	version int
 	unmet   []string
 	stderr  stderrWatch // the plugin's raw stderr: its tail, and its versions on a mismatch
@@ -214,7 +214,7 @@ func Launch(ctx context.Context, spec Spec, log hclog.Logger) (_ *Plugin, err er
 	if err := p.describe(cctx); err != nil {
 		return nil, err
 	}
-	p.log.Debug("plugin started", "pid", p.PID(), "protocol", p.version, "version", p.Describe().GetPluginVersion(), "tools", len(p.Describe().GetTools()))
+	p.log.Debug("plugin started", "pid", p.PID(), "protocol", p.version, "version", p.Describe().PluginVersion, "tools", len(p.Describe().Tools))
 	return p, nil
 }
 
@@ -451,9 +451,10 @@ func (p *Plugin) describe(ctx context.Context) error {
 	if err := protocol.ValidateDescribe(info); err != nil {
 		return fmt.Errorf("launcher: plugin %s (%s): %w", p.spec.Name, p.spec.Path, err)
 	}
-	p.info.Store(info)
-	if nc, ok := p.spec.Sandbox.(NeedsChecker); ok && info.GetSandbox() != nil {
-		if unmet := nc.Unmet(info.GetSandbox()); len(unmet) > 0 {
+	d := protocol.DescriptionFromWire(info)
+	p.info.Store(d)
+	if nc, ok := p.spec.Sandbox.(NeedsChecker); ok && d.Sandbox != nil {
+		if unmet := nc.Unmet(d.Sandbox); len(unmet) > 0 {
 			p.unmet = unmet
 			p.log.Warn("the plugin declares sandbox needs its block does not grant; it may fail until they are added", "missing", strings.Join(unmet, "; "))
 		}
@@ -550,7 +551,7 @@ func readerSHA256(r io.Reader) (string, error) {
 func (p *Plugin) Name() string { return p.spec.Name }
 
 // Describe returns what the plugin reported at start.
-func (p *Plugin) Describe() *pluginv1.DescribeResponse { return p.info.Load() }
+func (p *Plugin) Describe() *toolcall.Description { return p.info.Load() }
 
 // ProtocolVersion returns the negotiated protocol version.
 func (p *Plugin) ProtocolVersion() int { return p.version }

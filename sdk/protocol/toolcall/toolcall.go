@@ -1,6 +1,7 @@
-// Package toolcall is the host's own model of a tool call: the one
-// interface every kind of tool server offers ([Server]), what a call
-// returns ([Result], [Content]) and the progress it reports ([Progress]).
+// Package toolcall is the host's own model of a tool server and its calls:
+// the one interface every kind of tool server offers ([Server]), what a
+// server says about itself ([Description], [Tool]), what a call returns
+// ([Result], [Content]) and the progress it reports ([Progress]).
 //
 // It is a package of its own, with no dependency on gRPC, go-plugin or
 // mcp-go, so that everything that handles calls (the launcher, the
