@@ -17,8 +17,17 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
+
+// wholeReader is a file that reads itself whole into a buffer in one go
+// (a confine.File knows its size); other readers are read in steps.
+type wholeReader interface {
+	ReadAll(buf []byte) ([]byte, error)
+}
+
+var _ wholeReader = (*confine.File)(nil)
 
 func (p *plugin) grep(ctx context.Context, _ *sdk.Request, in grepArgs) (*sdk.Result, error) {
 	defer p.trim.later()
@@ -292,7 +301,7 @@ func (s *grepSearch) file(j *grepJob, r io.Reader, size int64, buf *[]byte, fsPa
 	}
 	var data []byte
 	var err error
-	if ra, ok := r.(interface{ ReadAll([]byte) ([]byte, error) }); ok {
+	if ra, ok := r.(wholeReader); ok {
 		data, err = ra.ReadAll(*buf)
 	} else {
 		data, err = readAllInto(r, *buf)

@@ -1141,13 +1141,14 @@ func externalSandbox(cfg *config.Config, files hostFiles, x *config.External) *s
 // confinement for inspect and status): a type assertion that stopped
 // matching would fail silently, so it fails the build instead.
 var (
-	_ supervisor.Instance = (*launcher.Plugin)(nil)
-	_ supervisor.Instance = (*external.Server)(nil)
-	_ registry.Process    = (*launcher.Plugin)(nil)
-	_ registry.Process    = (*external.Server)(nil)
-	_ registry.Confined   = (*launcher.Plugin)(nil)
-	_ registry.Confined   = (*external.Server)(nil)
-	_ supervisor.Busy     = (*launcher.Plugin)(nil)
+	_ supervisor.Instance       = (*launcher.Plugin)(nil)
+	_ supervisor.Instance       = (*external.Server)(nil)
+	_ registry.Process          = (*launcher.Plugin)(nil)
+	_ registry.Process          = (*external.Server)(nil)
+	_ registry.Confined         = (*launcher.Plugin)(nil)
+	_ registry.Confined         = (*external.Server)(nil)
+	_ supervisor.Busy           = (*launcher.Plugin)(nil)
+	_ supervisor.SandboxStopped = (*launcher.Plugin)(nil)
 )
 
 // PluginTarget is a plugin the config loads: a plugin block, or a binary

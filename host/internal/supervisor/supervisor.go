@@ -419,7 +419,7 @@ func (srv *Server) lost(gen int, why string) {
 	old := srv.inst
 	srv.gen++
 	srv.lastErr, srv.lastError = why, nil
-	if sr, ok := old.(interface{ StopReason() string }); ok && sr.StopReason() != "" {
+	if sr, ok := old.(SandboxStopped); ok && sr.StopReason() != "" {
 		srv.sandboxKills++
 	}
 	// After a long healthy run the first restart is immediate: the loss is
@@ -527,6 +527,13 @@ func (srv *Server) started(gen int, inst Instance, err error) {
 	srv.watch(inst, g)
 	srv.sup.log.Info("server ready", "server", srv.name, "restarts", srv.restarts)
 	srv.sup.onChange(srv.name)
+}
+
+// SandboxStopped is an Instance whose sandbox can end it (a memory or
+// process limit): StopReason says why it did ("" while it runs, or when
+// the sandbox did not end it). Losses it explains count as sandbox kills.
+type SandboxStopped interface {
+	StopReason() string
 }
 
 // HeldBack is implemented by start errors that hold a server back until a
