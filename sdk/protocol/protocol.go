@@ -34,6 +34,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
@@ -62,22 +63,42 @@ var SupportedVersions = []int{Version1, Version2}
 // of 4 MB is far too small for files and command output.
 const MaxMessageSize = 256 << 20
 
+// FlowWindow is the fixed gRPC flow-control window, per stream and per
+// connection, of both ends of the plugin connection. gRPC's default is a
+// 64 KiB window that grows by measuring the bandwidth-delay product: each
+// time data arrives after the last measurement ended, the receiver sends a
+// ping and waits for its answer. Calls between host and plugin go back and
+// forth one at a time, so that was a ping and an answer per call in each
+// direction, extra wake-ups of both processes, on a local socket whose
+// bandwidth-delay product is tiny. A fixed window (gRPC turns the
+// measurement off when one is set) of 4 MiB lets a large result flow
+// without waiting for window updates.
+const FlowWindow = 4 << 20
+
 // GRPCServerOptions are the options the SDK's gRPC server is built with.
 func GRPCServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 	}
+	if !ablate.Off(ablate.FlowWindow) {
+		opts = append(opts, grpc.InitialWindowSize(FlowWindow), grpc.InitialConnWindowSize(FlowWindow))
+	}
+	return opts
 }
 
 // GRPCDialOptions are the options the host dials plugins with.
 func GRPCDialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
+	opts := []grpc.DialOption{
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(MaxMessageSize),
 			grpc.MaxCallSendMsgSize(MaxMessageSize),
 		),
 	}
+	if !ablate.Off(ablate.FlowWindow) {
+		opts = append(opts, grpc.WithInitialWindowSize(FlowWindow), grpc.WithInitialConnWindowSize(FlowWindow))
+	}
+	return opts
 }
 
 // OpaquePrefix starts a permission pattern that stands for something the

@@ -44,6 +44,7 @@ func ablations() []ablation {
 		{name: fmt.Sprintf("GOMAXPROCS=1 off (serve at %d)", runtime.NumCPU()), hostEnv: []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU())}},
 		{name: "stdin through the poller off", hostEnv: off(ablate.Poller)},
 		{name: "audit writer linger off", hostEnv: off(ablate.AuditLinger)},
+		{name: "fixed gRPC flow windows off (host, plugin)", hostEnv: off(ablate.FlowWindow), pluginEnv: ablate.FlowWindow},
 		// Not an optimisation but a guarantee's price: with it off, records
 		// are written in the background and a killed host loses the last.
 		{name: "durable audit records off", config: "audit_durable = false\n"},

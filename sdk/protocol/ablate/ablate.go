@@ -16,6 +16,10 @@
 //     ones (sdk/protocol/workpool: the plugin's call loop, the short path).
 //   - "audit-linger": the audit writer writes what is queued at once
 //     instead of collecting records for 20 ms per batch.
+//   - "flow-window": the gRPC connection between host and plugin sizes
+//     its flow-control windows as gRPC does by default (growing them by
+//     bandwidth-delay pings, which cost a ping and its answer per call)
+//     instead of fixed windows (package protocol, GRPCDialOptions).
 //
 // One optimisation needs no switch: `serve` runs with one scheduler slot
 // unless $GOMAXPROCS is set, so the benchmark sets GOMAXPROCS to the
@@ -45,6 +49,7 @@ const (
 	Poller      = "poller"
 	WorkPool    = "workpool"
 	AuditLinger = "audit-linger"
+	FlowWindow  = "flow-window"
 )
 
 var off = sync.OnceValue(func() []string { return parse(os.Getenv(Env)) })
