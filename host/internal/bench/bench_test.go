@@ -120,7 +120,10 @@ func bareConn(b *testing.B, bin string, env ...string) *grpc.ClientConn {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The host's own dial options (flow windows, message sizes), so that
+	// the bare figures differ from the host's hop only by go-plugin, TLS
+	// and the launcher.
+	conn, err := grpc.NewClient("unix://"+sock, append(protocol.GRPCDialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		b.Fatal(err)
 	}

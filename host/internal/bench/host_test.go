@@ -217,7 +217,7 @@ func BenchmarkHost(b *testing.B) {
 	hostPID := host.cmd.Process.Pid
 	startRSS := rssKB(hostPID)
 	calls := 0
-	hostPlugins := fixtures.Children(hostPID)
+	hostPlugins := descendants(hostPID) // a confined plugin runs under the sandbox helper
 	for _, callers := range []int{1, 8, 32} {
 		n := map[int]int{1: 6000, 8: 8000, 32: 12000}[callers]
 		paths := []func(context.Context) error{direct.echo("echo"), host.echo("fx__echo")}
@@ -319,13 +319,13 @@ func BenchmarkHost(b *testing.B) {
 	// 4. Memory after start-up and after 20,000 calls.
 	endRSS := rssKB(hostPID)
 	var pluginRSS []string
-	for _, c := range fixtures.Children(hostPID) {
+	for _, c := range descendants(hostPID) {
 		pluginRSS = append(pluginRSS, fmt.Sprintf("%d", rssKB(c)))
 	}
 	directRSS := rssKB(direct.cmd.Process.Pid)
 	add("host RSS after start-up", kb(startRSS), "-", "-")
 	add(fmt.Sprintf("host RSS after %d calls", calls), kb(endRSS), kb(directRSS)+" (direct mcp-go server)", ratio(float64(endRSS), float64(directRSS)))
-	add("plugin RSS after the calls", strings.Join(pluginRSS, ", ")+" kB", "-", "-")
+	add("RSS of the processes under the host", strings.Join(pluginRSS, ", ")+" kB", "-", "-")
 	summary["host RSS after 20,000 calls, MB"] = float64(endRSS) / 1024
 
 	// 3. Start-up: exec to tools listed.
