@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -243,19 +242,12 @@ func (d *drain) wrap(next http.Handler) http.Handler {
 
 // streams makes a request that is a stream rather than a call (a GET
 // stream, a 2026-07-28 subscriptions/listen) end when the drain starts;
-// the body was read by limitBody.
+// the body was read and decoded by limitBody (postOf).
 func (d *drain) streams(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		stream := r.Method == http.MethodGet
-		if r.Method == http.MethodPost && r.Body != nil {
-			body, err := io.ReadAll(r.Body)
-			if err == nil {
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				var m struct {
-					Method string `json:"method"`
-				}
-				stream = json.Unmarshal(body, &m) == nil && m.Method == string(mcp.MethodSubscriptionsListen)
-			}
+		if p := postOf(r); r.Method == http.MethodPost && p != nil && p.ok {
+			stream = p.env.Method == string(mcp.MethodSubscriptionsListen)
 		}
 		if stream {
 			ctx, cancel := context.WithCancel(r.Context())

@@ -37,6 +37,10 @@ func TestMetaVersionAsMCPGoReadsIt(t *testing.T) {
 		`[1,2]`,
 		`"text"`,
 		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"a\u0062c"}}`,
+		`{"\u005fmeta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+		`{"_m\u0065ta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+		`{"_MeTa":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+		`{"arguments":{"_meta":1},"_mEta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
 	} {
 		if got, want := metaVersion(json.RawMessage(params)), reference(json.RawMessage(params)); got != want {
 			t.Errorf("metaVersion(%s) = %q, mcp-go reads %q", params, got, want)

@@ -313,6 +313,27 @@ func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
 func (d discardResponse) WriteHeader(int)             {}
 
 // metaVersion returns the protocol version in params' _meta, if any.
+// mayHoldMeta reports whether params could have a _meta key as
+// encoding/json matches one (mcp-go decodes _meta with it): the key
+// spelled in any case, or with \u escapes, the only escapes '_' and
+// letters can have (and no other character folds to m, e, t or a). A
+// call without _meta (most before the 2026-07-28 era) is then not decoded
+// a second time.
+func mayHoldMeta(params []byte) bool {
+	if bytes.Contains(params, []byte(`\u`)) {
+		return true
+	}
+	for rest := params; ; {
+		i := bytes.IndexByte(rest, '_')
+		if i < 0 {
+			return false
+		}
+		if rest = rest[i+1:]; len(rest) >= 4 && bytes.EqualFold(rest[:4], []byte("meta")) {
+			return true
+		}
+	}
+}
+
 func metaVersion(params json.RawMessage) string {
 	// The one key, as mcp.Meta.ProtocolVersion reads it, without decoding
 	// the rest of _meta into maps (a few per cent of the HTTP host's CPU
@@ -320,7 +341,10 @@ func metaVersion(params json.RawMessage) string {
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
-	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
+	if len(params) == 0 || !mayHoldMeta(params) {
+		return ""
+	}
+	if json.Unmarshal(params, &p) != nil {
 		return ""
 	}
 	var v string
