@@ -12,6 +12,9 @@
 //     demand, so its resident size stays near its working set. Done before
 //     serving, the kernel's reclaim (some 30 ms for this binary) delayed
 //     the host's first answer;
+//   - gives memory back once it has had no calls for QuietDelay (Quiet,
+//     which serve tells of every call): the heap the calls freed, and the
+//     pages of its binary they touched, unmapped as after start-up;
 //   - collects garbage at GOGC=50 unless GOGC is set: a host mostly waits,
 //     and a smaller heap goal keeps its resident size small;
 //   - runs with one scheduler slot (GOMAXPROCS=1) unless GOMAXPROCS is set:
