@@ -30,13 +30,15 @@ const QuietDelay = 10 * time.Second
 // hundred collections). Go also keeps freed heap for minutes.
 //
 // Touch is called at every call's start and end; it costs two atomic
-// operations. The zero Quiet is not usable: use NewQuiet.
+// operations and a reading of the monotonic clock. The zero Quiet is not
+// usable: use NewQuiet.
 type Quiet struct {
-	busy    atomic.Bool // a call began or ended since the last check
-	armed   atomic.Bool // a check is pending
+	last    atomic.Int64 // when a call last began or ended (now's reading)
+	armed   atomic.Bool  // a check is pending
 	delay   time.Duration
 	release func()
 	after   func(time.Duration, func()) // time.AfterFunc; tests drive it
+	now     func() int64                // monotonic nanoseconds; tests drive it
 }
 
 // NewQuiet returns a Quiet that releases memory after delay without
@@ -47,29 +49,37 @@ func NewQuiet(delay time.Duration) *Quiet {
 		// unmapping then gives back.
 		debug.FreeOSMemory()
 		releaseStartupPages()
-	}, after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
+	}, after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }, now: monotonic}
 }
+
+// start is the origin of monotonic.
+var start = time.Now()
+
+// monotonic reads the monotonic clock in nanoseconds.
+func monotonic() int64 { return int64(time.Since(start)) }
 
 // Touch records activity: a call began or ended.
 func (q *Quiet) Touch() {
-	q.busy.Store(true)
+	q.last.Store(q.now())
 	if !q.armed.Load() && q.armed.CompareAndSwap(false, true) {
 		q.after(q.delay, q.check)
 	}
 }
 
 // check runs delay after the first activity since the last release, and
-// again every delay while calls keep coming.
+// then again when delay will have passed since the last activity.
 func (q *Quiet) check() {
-	if q.busy.Swap(false) {
-		q.after(q.delay, q.check)
+	if quiet := time.Duration(q.now() - q.last.Load()); quiet < q.delay {
+		q.after(q.delay-quiet, q.check)
 		return
 	}
 	q.armed.Store(false)
-	if q.busy.Load() {
-		// A call came between the check and the disarm, and did not arm a
+	if time.Duration(q.now()-q.last.Load()) < q.delay {
+		// A call came between the look and the disarm, and did not arm a
 		// check of its own: arm one for it.
-		q.Touch()
+		if q.armed.CompareAndSwap(false, true) {
+			q.after(q.delay, q.check)
+		}
 		return
 	}
 	q.release()

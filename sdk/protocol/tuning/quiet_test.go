@@ -5,48 +5,79 @@ import (
 	"time"
 )
 
-// fakeTimers holds the checks a Quiet schedules; the test runs them.
-type fakeTimers struct{ pending []func() }
-
-func (f *fakeTimers) after(_ time.Duration, fn func()) { f.pending = append(f.pending, fn) }
-
-// fire runs the checks scheduled so far (not those they schedule).
-func (f *fakeTimers) fire() {
-	due := f.pending
-	f.pending = nil
-	for _, fn := range due {
-		fn()
-	}
+// fakeTimers holds the checks a Quiet schedules, and a clock; the test
+// moves the clock and runs the checks that are due.
+type fakeTimers struct {
+	now     time.Duration
+	pending []timer
 }
 
-func TestQuietReleasesOnceCallsStop(t *testing.T) {
-	timers := &fakeTimers{}
-	released := 0
-	q := &Quiet{delay: time.Second, release: func() { released++ }, after: timers.after}
+type timer struct {
+	at time.Duration
+	fn func()
+}
 
-	q.Touch() // a call starts: one check is scheduled
-	q.Touch()
-	if len(timers.pending) != 1 {
-		t.Fatalf("%d checks scheduled, want one however many calls", len(timers.pending))
+func (f *fakeTimers) after(d time.Duration, fn func()) {
+	f.pending = append(f.pending, timer{f.now + d, fn})
+}
+
+func (f *fakeTimers) clock() int64 { return int64(f.now) }
+
+// advance moves the clock by d, running the checks that fall due.
+func (f *fakeTimers) advance(d time.Duration) {
+	end := f.now + d
+	for {
+		i := -1
+		for j, t := range f.pending {
+			if t.at <= end && (i < 0 || t.at < f.pending[i].at) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		t := f.pending[i]
+		f.pending = append(f.pending[:i], f.pending[i+1:]...)
+		f.now = t.at
+		t.fn()
 	}
-	timers.fire() // calls came since: no release, a later check
-	if released != 0 || len(timers.pending) != 1 {
-		t.Fatalf("released %d times with calls in the last delay (checks pending %d); want none, one check", released, len(timers.pending))
+	f.now = end
+}
+
+func TestQuietReleasesDelayAfterTheLastCall(t *testing.T) {
+	ft := &fakeTimers{}
+	released := 0
+	q := &Quiet{delay: 10 * time.Second, release: func() { released++ }, after: ft.after, now: ft.clock}
+
+	// Calls every second for a minute: nothing released, one check
+	// pending at a time however many calls.
+	for range 60 {
+		q.Touch()
+		q.Touch()
+		if len(ft.pending) != 1 {
+			t.Fatalf("%d checks pending, want one", len(ft.pending))
+		}
+		ft.advance(time.Second)
 	}
-	timers.fire() // quiet for a whole delay: released, nothing scheduled
-	if released != 1 || len(timers.pending) != 0 {
-		t.Fatalf("after a quiet delay: released %d times, %d checks pending; want once, none", released, len(timers.pending))
+	if released != 0 {
+		t.Fatalf("released %d times while calls kept coming", released)
 	}
-	timers.fire()
+	// The last call was 1 s ago: released 10 s after it, not later.
+	ft.advance(8*time.Second + 900*time.Millisecond)
+	if released != 0 {
+		t.Fatalf("released %d times 9.9 s after the last call, want none yet", released)
+	}
+	ft.advance(100 * time.Millisecond)
+	if released != 1 || len(ft.pending) != 0 {
+		t.Fatalf("10 s after the last call: released %d times, %d checks pending; want once, none", released, len(ft.pending))
+	}
+	ft.advance(time.Minute)
 	if released != 1 {
 		t.Fatalf("released again without calls: %d", released)
 	}
-	q.Touch() // calls again after the release: armed again
-	if len(timers.pending) != 1 {
-		t.Fatalf("a call after a release scheduled %d checks, want one", len(timers.pending))
-	}
-	timers.fire()
-	timers.fire()
+	// A new burst arms it again.
+	q.Touch()
+	ft.advance(10 * time.Second)
 	if released != 2 {
 		t.Fatalf("released %d times after the second burst, want 2", released)
 	}
