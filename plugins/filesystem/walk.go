@@ -113,8 +113,8 @@ func (w *walker) readIgnoreByPath(dir string) *ignoreSet {
 }
 
 // readIgnore reads the .gitignore listed in d.
-func (w *walker) readIgnore(d *walkDir, e fs.DirEntry) *ignoreSet {
-	if !e.Type().IsRegular() {
+func (w *walker) readIgnore(d *walkDir, e confine.Entry) *ignoreSet {
+	if !e.Type.IsRegular() {
 		return w.readIgnoreByPath(d.fsPath)
 	}
 	f, err := d.d.OpenFile(".gitignore")
@@ -195,7 +195,7 @@ func (w *walker) list(d *walkDir) []walkItem {
 	ents, _ := d.d.Entries()
 	if !w.includeIgnored {
 		for _, e := range ents {
-			if e.Name() == ".gitignore" {
+			if e.Name == ".gitignore" {
 				if set := w.readIgnore(d, e); set != nil {
 					d.ignores = append(d.ignores[:len(d.ignores):len(d.ignores)], ignoreLevel{d.fsPath, set})
 				}
@@ -205,7 +205,7 @@ func (w *walker) list(d *walkDir) []walkItem {
 	}
 	items := make([]walkItem, len(ents))
 	for i, e := range ents {
-		name := e.Name()
+		name := e.Name
 		fsPath := name
 		if d.fsPath != "." {
 			fsPath = d.fsPath + "/" + name
@@ -217,7 +217,7 @@ func (w *walker) list(d *walkDir) []walkItem {
 		it := &items[i]
 		it.isDir = e.IsDir()
 		it.skip = w.skip(d, name, fsPath, rel, it.isDir)
-		it.e = walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type(), depth: d.depth + 1}
+		it.e = walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type, depth: d.depth + 1}
 	}
 	return items
 }

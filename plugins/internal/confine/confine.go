@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -38,6 +39,9 @@ type Roots struct {
 	guards    []guard
 	ancestors map[fileID]struct{} // directories above a protected path
 	links     *linkIndex
+	// recent is the latest snapshot a walk took, shared by the folders
+	// every walk opens within snapshotReuse of it (see Dir.Sub).
+	recent atomic.Pointer[timedSnapshot]
 }
 
 // New resolves each directory; it fails if one does not exist.
