@@ -274,12 +274,6 @@ func (r *Roots) verifyInfo(f *os.File, fi fs.FileInfo, snap *snapshot) error {
 	return err
 }
 
-// verifyDir is verifyInfo returning the real path it read from the
-// descriptor ("" where it cannot be read).
-func (r *Roots) verifyDir(f *os.File, fi fs.FileInfo, snap *snapshot) (string, error) {
-	return r.verifyOpened(f, fi, snap)
-}
-
 func (r *Roots) verifyOpened(f *os.File, fi fs.FileInfo, snap *snapshot) (opened string, err error) {
 	opened = fdPath(f)
 	return opened, r.verifyAt(f, fi, snap, opened)
