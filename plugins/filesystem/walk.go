@@ -67,7 +67,6 @@ type walkEntry struct {
 	fsPath string
 	rel    string // relative to the start
 	typ    fs.FileMode
-	depth  int // the start's children are 1
 }
 
 func (e walkEntry) isDir() bool { return e.typ.IsDir() }
@@ -210,11 +209,26 @@ func (w *walker) list(d *walkDir) []walkItem {
 		}
 	}
 	items := make([]walkItem, len(ents))
+	// Every entry's path is cut from one string (one allocation per
+	// folder, not one per entry).
+	var prefix, paths string
+	if d.fsPath != "." {
+		prefix = d.fsPath + "/"
+		var b strings.Builder
+		b.Grow(len(ents) * len(prefix))
+		for _, e := range ents {
+			b.WriteString(prefix)
+			b.WriteString(e.Name)
+		}
+		paths = b.String()
+	}
+	off := 0
 	for i, e := range ents {
 		name := e.Name
 		fsPath := name
-		if d.fsPath != "." {
-			fsPath = d.fsPath + "/" + name
+		if prefix != "" {
+			fsPath = paths[off : off+len(prefix)+len(name)]
+			off += len(fsPath)
 		}
 		rel := fsPath
 		if w.start != "." {
@@ -223,7 +237,7 @@ func (w *walker) list(d *walkDir) []walkItem {
 		it := &items[i]
 		it.isDir = e.IsDir()
 		it.skip = w.skip(d, name, fsPath, rel, it.isDir)
-		it.e = walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type, depth: d.depth + 1}
+		it.e = walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type}
 	}
 	return items
 }

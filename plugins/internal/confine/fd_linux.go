@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -173,21 +174,26 @@ func readDirFD(fd int, dirName string) ([]Entry, error) {
 		if n <= 0 {
 			return out, nil
 		}
-		for b := buf[:n]; len(b) >= direntName; {
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < direntName || reclen > len(b) {
+		// One copy of the records holds every name (one allocation per
+		// read, not one per entry).
+		block := string(buf[:n])
+		out = slices.Grow(out, countDirents(buf[:n]))
+		for off := 0; off+direntName <= n; {
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16 : off+18]))
+			if reclen < direntName || off+reclen > n {
 				return out, &fs.PathError{Op: "readdirent", Path: dirName, Err: unix.EIO}
 			}
-			rec := b[:reclen]
-			b = b[reclen:]
-			name := rec[direntName:]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
+			rec := buf[off : off+reclen]
+			nameLen := bytes.IndexByte(rec[direntName:], 0)
+			if nameLen < 0 {
+				nameLen = reclen - direntName
 			}
-			if binary.NativeEndian.Uint64(rec[0:8]) == 0 || string(name) == "." || string(name) == ".." {
+			name := block[off+direntName : off+direntName+nameLen]
+			off += reclen
+			if binary.NativeEndian.Uint64(rec[0:8]) == 0 || name == "." || name == ".." {
 				continue // an inode of 0: an entry being removed
 			}
-			e := Entry{Name: string(name)}
+			e := Entry{Name: name}
 			switch rec[18] {
 			case unix.DT_REG:
 			case unix.DT_DIR:
@@ -212,6 +218,19 @@ func readDirFD(fd int, dirName string) ([]Entry, error) {
 			out = append(out, e)
 		}
 	}
+}
+
+// countDirents counts the records in a getdents64 buffer.
+func countDirents(b []byte) int {
+	n := 0
+	for off := 0; off+direntName <= len(b); n++ {
+		reclen := int(binary.NativeEndian.Uint16(b[off+16 : off+18]))
+		if reclen < direntName {
+			break
+		}
+		off += reclen
+	}
+	return n
 }
 
 // direntName is the offset of a linux_dirent64's name.

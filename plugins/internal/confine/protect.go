@@ -97,6 +97,7 @@ func (r *Roots) Protect(paths ...string) {
 		r.guards = append(r.guards, g)
 		for _, gp := range g.paths {
 			r.excluded = append(r.excluded, gp)
+			r.excludedIn = append(r.excludedIn, [2]string{filepath.Dir(gp), filepath.Base(gp)})
 			for d := filepath.Dir(gp); ; d = filepath.Dir(d) {
 				if fi, err := os.Stat(d); err == nil {
 					if id, ok := idOf(fi); ok {

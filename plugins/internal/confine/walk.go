@@ -115,12 +115,12 @@ func (r *Roots) recentSnapshot() (snapshot, time.Time) {
 func (r *Roots) newDir(f *os.File, fd int, name, real string, snap snapshot, snapAt time.Time) *Dir {
 	d := &Dir{r: r, f: f, fd: fd, name: name, real: real, snap: snap, snapAt: snapAt}
 	if d.real != "" {
-		for _, x := range r.excluded {
-			if filepath.Dir(x) == d.real {
+		for _, x := range r.excludedIn {
+			if x[0] == d.real {
 				if d.protectedNames == nil {
 					d.protectedNames = map[string]struct{}{}
 				}
-				d.protectedNames[filepath.Base(x)] = struct{}{}
+				d.protectedNames[x[1]] = struct{}{}
 			}
 		}
 	}
