@@ -2,6 +2,7 @@ package filesystem
 
 import (
 	"strings"
+	"sync"
 
 	ignore "github.com/sabhiram/go-gitignore"
 )
@@ -22,8 +23,51 @@ type ignoreLine struct {
 	literal string // "" when no safe literal is known
 }
 
-// compileIgnore compiles a .gitignore's text.
+// compiledIgnores keeps the .gitignores compiled lately by their text: a
+// tree often holds the same .gitignore in many folders (one per module),
+// and compiling one is a regular expression per line. An ignoreSet is
+// only read once compiled, so one serves every folder and walk. The cache
+// is emptied when it holds ignoreCacheMax texts or ignoreCacheBytes bytes.
+var compiledIgnores struct {
+	sync.Mutex
+	sets  map[string]*ignoreSet
+	bytes int
+}
+
+const (
+	ignoreCacheMax   = 256
+	ignoreCacheBytes = 1 << 20
+)
+
+// compileIgnore compiles a .gitignore's text, or returns the set compiled
+// from the same text before.
 func compileIgnore(text string) *ignoreSet {
+	compiledIgnores.Lock()
+	s, ok := compiledIgnores.sets[text]
+	compiledIgnores.Unlock()
+	if ok {
+		return s
+	}
+	s = compileIgnoreText(text)
+	if len(text) <= ignoreCacheBytes/4 {
+		compiledIgnores.Lock()
+		if len(compiledIgnores.sets) >= ignoreCacheMax || compiledIgnores.bytes+len(text) > ignoreCacheBytes {
+			compiledIgnores.sets, compiledIgnores.bytes = nil, 0
+		}
+		if compiledIgnores.sets == nil {
+			compiledIgnores.sets = map[string]*ignoreSet{}
+		}
+		if _, dup := compiledIgnores.sets[text]; !dup {
+			compiledIgnores.sets[text] = s
+			compiledIgnores.bytes += len(text)
+		}
+		compiledIgnores.Unlock()
+	}
+	return s
+}
+
+// compileIgnoreText compiles a .gitignore's text.
+func compileIgnoreText(text string) *ignoreSet {
 	lines := strings.Split(text, "\n")
 	s := &ignoreSet{}
 	for _, raw := range lines {

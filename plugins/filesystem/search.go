@@ -67,6 +67,7 @@ func (p *plugin) directoryTree(ctx context.Context, _ *sdk.Request, in treeArgs)
 		}
 		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
+	defer widen()()
 	root := &treeNode{Name: path.Base(l.Real), Type: "directory", Children: []*treeNode{}}
 	nodes := map[string]*treeNode{w.start: root}
 	count := 0
@@ -155,6 +156,7 @@ func (p *plugin) searchFiles(ctx context.Context, _ *sdk.Request, in searchArgs)
 		}
 		return sdk.ErrorResult("cannot search %s: %v", in.Path, err), nil
 	}
+	defer widen()()
 	byName := !strings.Contains(in.Pattern, "/")
 	var out []string
 	err = w.walk(ctx, start, func(e walkEntry) error {

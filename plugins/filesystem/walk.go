@@ -1,6 +1,7 @@
 package filesystem
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -66,7 +67,6 @@ type walkEntry struct {
 	fsPath string
 	rel    string // relative to the start
 	typ    fs.FileMode
-	depth  int // the start's children are 1
 }
 
 func (e walkEntry) isDir() bool { return e.typ.IsDir() }
@@ -113,8 +113,8 @@ func (w *walker) readIgnoreByPath(dir string) *ignoreSet {
 }
 
 // readIgnore reads the .gitignore listed in d.
-func (w *walker) readIgnore(d *walkDir, e fs.DirEntry) *ignoreSet {
-	if !e.Type().IsRegular() {
+func (w *walker) readIgnore(d *walkDir, e confine.Entry) *ignoreSet {
+	if !e.Type.IsRegular() {
 		return w.readIgnoreByPath(d.fsPath)
 	}
 	f, err := d.d.OpenFile(".gitignore")
@@ -183,10 +183,15 @@ func (w *walker) open() (*walkDir, error) {
 // prefetcher), so listing runs on several CPUs; the visits stay in order.
 func (w *walker) walk(ctx context.Context, root *walkDir, visit func(e walkEntry) error) error {
 	defer root.release()
-	pf := newPrefetcher(max(2, runtime.GOMAXPROCS(0)))
+	pf := newPrefetcher(w, max(2, runtime.GOMAXPROCS(0)))
 	defer pf.close()
-	return w.walkIn(ctx, pf, root, w.list(root), visit)
+	items := w.list(root)
+	pf.submitChildren(root, items)
+	return w.walkIn(ctx, pf, root, items, visit)
 }
+
+// descends reports whether the walk opens d's subdirectories.
+func (w *walker) descends(d *walkDir) bool { return w.maxDepth == 0 || d.depth+1 < w.maxDepth }
 
 // list reads a directory's entries, adds its .gitignore to its ignores,
 // and prepares each entry (its paths, and whether it is skipped), so that
@@ -195,7 +200,7 @@ func (w *walker) list(d *walkDir) []walkItem {
 	ents, _ := d.d.Entries()
 	if !w.includeIgnored {
 		for _, e := range ents {
-			if e.Name() == ".gitignore" {
+			if e.Name == ".gitignore" {
 				if set := w.readIgnore(d, e); set != nil {
 					d.ignores = append(d.ignores[:len(d.ignores):len(d.ignores)], ignoreLevel{d.fsPath, set})
 				}
@@ -204,11 +209,26 @@ func (w *walker) list(d *walkDir) []walkItem {
 		}
 	}
 	items := make([]walkItem, len(ents))
+	// Every entry's path is cut from one string (one allocation per
+	// folder, not one per entry).
+	var prefix, paths string
+	if d.fsPath != "." {
+		prefix = d.fsPath + "/"
+		var b strings.Builder
+		b.Grow(len(ents) * len(prefix))
+		for _, e := range ents {
+			b.WriteString(prefix)
+			b.WriteString(e.Name)
+		}
+		paths = b.String()
+	}
+	off := 0
 	for i, e := range ents {
-		name := e.Name()
+		name := e.Name
 		fsPath := name
-		if d.fsPath != "." {
-			fsPath = d.fsPath + "/" + name
+		if prefix != "" {
+			fsPath = paths[off : off+len(prefix)+len(name)]
+			off += len(fsPath)
 		}
 		rel := fsPath
 		if w.start != "." {
@@ -217,7 +237,7 @@ func (w *walker) list(d *walkDir) []walkItem {
 		it := &items[i]
 		it.isDir = e.IsDir()
 		it.skip = w.skip(d, name, fsPath, rel, it.isDir)
-		it.e = walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type(), depth: d.depth + 1}
+		it.e = walkEntry{dir: d, name: name, fsPath: fsPath, rel: rel, typ: e.Type}
 	}
 	return items
 }
@@ -226,27 +246,23 @@ func (w *walker) list(d *walkDir) []walkItem {
 type walkItem struct {
 	e           walkEntry
 	isDir, skip bool
-	job         *listJob
+	job         *listJob // its listing ahead, for a directory the walk enters
 }
 
 func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, items []walkItem, visit func(e walkEntry) error) error {
-	descend := w.maxDepth == 0 || d.depth+1 < w.maxDepth
-	for i := range items {
-		if it := &items[i]; it.isDir && !it.skip && descend {
-			it.job = pf.submit(w, d, it.e.name, it.e.fsPath)
-		}
-	}
+	descend := w.descends(d)
 	// Jobs not consumed (the walk stopped) are finished and closed.
 	next := 0
 	defer func() {
-		for _, it := range items[next:] {
-			if it.job != nil {
-				pf.discard(it.job)
+		for i := next; i < len(items); i++ {
+			if j := items[i].job; j != nil {
+				items[i].job = nil
+				pf.discard(j)
 			}
 		}
 	}()
 	for ; next < len(items); next++ {
-		it := items[next]
+		it := &items[next]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -254,10 +270,10 @@ func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, items [
 			continue
 		}
 		err := visit(it.e)
-		if errors.Is(err, errSkipDir) || err != nil || !it.isDir || !descend {
-			if it.job != nil {
-				pf.discard(it.job)
-				items[next].job = nil
+		if err != nil || !it.isDir || !descend {
+			if j := it.job; j != nil {
+				it.job = nil
+				pf.discard(j)
 			}
 			if errors.Is(err, errSkipDir) {
 				continue
@@ -268,19 +284,20 @@ func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, items [
 			continue
 		}
 		var child *walkDir
-		var childEnts []walkItem
-		if it.job != nil {
-			child, childEnts = pf.take(it.job)
-			items[next].job = nil
+		var childItems []walkItem
+		if j := it.job; j != nil {
+			it.job = nil
+			child, childItems = pf.take(j)
 		} else if sub, err := d.d.Sub(it.e.name); err == nil {
 			child = &walkDir{d: sub, fsPath: it.e.fsPath, depth: d.depth + 1, ignores: d.ignores}
 			child.hold()
-			childEnts = w.list(child)
+			childItems = w.list(child)
+			pf.submitChildren(child, childItems)
 		}
 		if child == nil {
 			continue // unreadable or refused: skipped
 		}
-		err = w.walkIn(ctx, pf, child, childEnts, visit)
+		err = w.walkIn(ctx, pf, child, childItems, visit)
 		child.release()
 		if err != nil {
 			return err
@@ -290,83 +307,142 @@ func (w *walker) walkIn(ctx context.Context, pf *prefetcher, d *walkDir, items [
 }
 
 // prefetcher opens and lists subdirectories ahead of a walk on a few
-// goroutines, latest submitted first (the walk wants the children of the
-// folder it just entered before the folder's later siblings), at most
-// prefetchMax at a time; past that the walk opens them itself.
+// goroutines. Listing a directory queues its subdirectories, so the
+// workers run ahead through the whole tree; they always take the queued
+// directory that comes first in the walk's order (a heap by path), so
+// what they list is what the walk wants next, and they stop while
+// prefetchMax listed directories wait for the walk (each holds a
+// descriptor open). The walk lists a directory itself when no worker has
+// started on it.
 type prefetcher struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	stack   []*listJob
-	pending int // submitted, not yet taken by the walk
-	closed  bool
-	wg      sync.WaitGroup
+	w      *walker
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  jobHeap
+	ahead  int // listed by a worker, not yet taken or discarded by the walk
+	closed bool
+	wg     sync.WaitGroup
 }
 
-const prefetchMax = 64
+const prefetchMax = 128
 
 // listJob is a subdirectory to open and list.
 type listJob struct {
 	parent *walkDir
 	name   string
 	fsPath string
-	w      *walker
 	state  atomic.Int32 // 0 queued, 1 claimed
+	ahead  bool         // run by a worker (counted in prefetcher.ahead)
 	done   chan struct{}
 	child  *walkDir
 	items  []walkItem
 }
 
-func newPrefetcher(workers int) *prefetcher {
-	pf := &prefetcher{}
-	pf.cond = sync.NewCond(&pf.mu)
-	return pf.start(workers)
+// jobHeap is the queued jobs, first in walk order on top. Jobs claimed
+// meanwhile (by the walk) stay in it until popped.
+type jobHeap []*listJob
+
+func (h jobHeap) Len() int           { return len(h) }
+func (h jobHeap) Less(i, j int) bool { return walkOrder(h[i].fsPath, h[j].fsPath) < 0 }
+func (h jobHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *jobHeap) Push(x any)        { *h = append(*h, x.(*listJob)) }
+func (h *jobHeap) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return j
 }
 
-func (pf *prefetcher) start(workers int) *prefetcher {
+// walkOrder compares two slash-separated paths in the walk's order (depth
+// first, names in byte order): component by component, so "a/b" comes
+// before "a-c" ('/' sorts before every byte a name can hold).
+func walkOrder(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		ca, cb := a[i], b[i]
+		if ca == cb {
+			continue
+		}
+		if ca == '/' {
+			return -1
+		}
+		if cb == '/' {
+			return 1
+		}
+		if ca < cb {
+			return -1
+		}
+		return 1
+	}
+	return len(a) - len(b)
+}
+
+func newPrefetcher(w *walker, workers int) *prefetcher {
+	pf := &prefetcher{w: w}
+	pf.cond = sync.NewCond(&pf.mu)
 	for range workers {
 		pf.wg.Add(1)
-		go func() {
-			defer pf.wg.Done()
-			for {
-				pf.mu.Lock()
-				for len(pf.stack) == 0 && !pf.closed {
-					pf.cond.Wait()
-				}
-				if len(pf.stack) == 0 {
-					pf.mu.Unlock()
-					return
-				}
-				j := pf.stack[len(pf.stack)-1]
-				pf.stack = pf.stack[:len(pf.stack)-1]
-				pf.mu.Unlock()
-				if j.state.CompareAndSwap(0, 1) {
-					j.run()
-				}
-			}
-		}()
+		go pf.work()
 	}
 	return pf
 }
 
-// submit queues the listing of parent's subdirectory name, or returns nil
-// when enough are pending.
-func (pf *prefetcher) submit(w *walker, parent *walkDir, name, fsPath string) *listJob {
-	pf.mu.Lock()
-	defer pf.mu.Unlock()
-	if pf.pending >= prefetchMax || pf.closed {
-		return nil
+func (pf *prefetcher) work() {
+	defer pf.wg.Done()
+	for {
+		pf.mu.Lock()
+		for !pf.closed && (len(pf.queue) == 0 || pf.ahead >= prefetchMax) {
+			pf.cond.Wait()
+		}
+		if pf.closed {
+			pf.mu.Unlock()
+			return
+		}
+		j := heap.Pop(&pf.queue).(*listJob)
+		claimed := j.state.CompareAndSwap(0, 1)
+		if claimed {
+			j.ahead = true
+			pf.ahead++
+		}
+		pf.mu.Unlock()
+		if claimed {
+			pf.run(j)
+		}
 	}
-	pf.pending++
-	j := &listJob{parent: parent, name: name, fsPath: fsPath, done: make(chan struct{})}
-	j.parent.hold()
-	j.w = w
-	pf.stack = append(pf.stack, j)
-	pf.cond.Signal()
-	return j
 }
 
-// run opens and lists the job's directory.
-func (j *listJob) run() {
+// submitChildren queues the listing of d's subdirectories that the walk
+// will enter (not skipped, within max_depth), recording each job in its
+// item.
+func (pf *prefetcher) submitChildren(d *walkDir, items []walkItem) {
+	if !pf.w.descends(d) {
+		return
+	}
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if pf.closed {
+		return
+	}
+	n := 0
+	for i := range items {
+		it := &items[i]
+		if !it.isDir || it.skip {
+			continue
+		}
+		j := &listJob{parent: d, name: it.e.name, fsPath: it.e.fsPath, done: make(chan struct{})}
+		d.hold()
+		it.job = j
+		heap.Push(&pf.queue, j)
+		n++
+	}
+	if n > 0 {
+		pf.cond.Broadcast()
+	}
+}
+
+// run opens and lists the job's directory and queues its subdirectories.
+func (pf *prefetcher) run(j *listJob) {
 	defer close(j.done)
 	defer j.parent.release()
 	sub, err := j.parent.d.Sub(j.name)
@@ -375,46 +451,71 @@ func (j *listJob) run() {
 	}
 	j.child = &walkDir{d: sub, fsPath: j.fsPath, depth: j.parent.depth + 1, ignores: j.parent.ignores}
 	j.child.hold()
-	j.items = j.w.list(j.child)
+	j.items = pf.w.list(j.child)
+	pf.submitChildren(j.child, j.items)
+}
+
+// taken counts a job the walk is done waiting for out of those ahead.
+func (pf *prefetcher) taken(j *listJob) {
+	if !j.ahead {
+		return
+	}
+	pf.mu.Lock()
+	pf.ahead--
+	pf.cond.Signal()
+	pf.mu.Unlock()
 }
 
 // take returns a job's directory and entries, listing it here if no
 // worker has started on it, else waiting for the worker.
 func (pf *prefetcher) take(j *listJob) (*walkDir, []walkItem) {
 	if j.state.CompareAndSwap(0, 1) {
-		j.run()
+		pf.run(j)
 	}
 	<-j.done
-	pf.mu.Lock()
-	pf.pending--
-	pf.mu.Unlock()
+	pf.taken(j)
 	return j.child, j.items
 }
 
-// discard drops a job the walk will not use: unstarted, it is not run;
-// started, its directory is closed once listed.
+// discard drops a job the walk will not use, and the jobs queued for its
+// subdirectories: unstarted, it is not run; started, its directory is
+// closed once listed.
 func (pf *prefetcher) discard(j *listJob) {
 	if j.state.CompareAndSwap(0, 1) {
 		j.parent.release()
 		close(j.done)
+		return
 	}
 	<-j.done
-	if j.child != nil {
-		j.child.release()
+	pf.taken(j)
+	if j.child == nil {
+		return
 	}
-	pf.mu.Lock()
-	pf.pending--
-	pf.mu.Unlock()
+	for i := range j.items {
+		if c := j.items[i].job; c != nil {
+			j.items[i].job = nil
+			pf.discard(c)
+		}
+	}
+	j.child.release()
 }
 
-// close stops the workers once the queue is drained (every job left is
-// claimed by take, or by a worker and run).
+// close stops the workers. Every job still queued was claimed by the walk
+// (taken or discarded); one that was not is dropped here, so no directory
+// is left open.
 func (pf *prefetcher) close() {
 	pf.mu.Lock()
 	pf.closed = true
 	pf.cond.Broadcast()
 	pf.mu.Unlock()
 	pf.wg.Wait()
+	for _, j := range pf.queue {
+		if j.state.CompareAndSwap(0, 1) {
+			j.parent.release()
+			close(j.done)
+		}
+	}
+	pf.queue = nil
 }
 
 // wide lets a search use every CPU: the SDK runs a plugin with one

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -33,11 +34,16 @@ var ErrOutside = errors.New("path is outside the allowed directories")
 // before the Roots is used from several goroutines; after that every method
 // is safe for concurrent use.
 type Roots struct {
-	dirs      []string // absolute, symlinks resolved
-	excluded  []string // protected paths: never allowed, even under a root
-	guards    []guard
-	ancestors map[fileID]struct{} // directories above a protected path
-	links     *linkIndex
+	dirs     []string // absolute, symlinks resolved
+	excluded []string // protected paths: never allowed, even under a root
+	// excludedIn is each protected path split into its folder and name.
+	excludedIn [][2]string
+	guards     []guard
+	ancestors  map[fileID]struct{} // directories above a protected path
+	links      *linkIndex
+	// recent is the latest snapshot a walk took, shared by the folders
+	// every walk opens within snapshotReuse of it (see Dir.Sub).
+	recent atomic.Pointer[timedSnapshot]
 }
 
 // New resolves each directory; it fails if one does not exist.

@@ -97,6 +97,7 @@ func (r *Roots) Protect(paths ...string) {
 		r.guards = append(r.guards, g)
 		for _, gp := range g.paths {
 			r.excluded = append(r.excluded, gp)
+			r.excludedIn = append(r.excludedIn, [2]string{filepath.Dir(gp), filepath.Base(gp)})
 			for d := filepath.Dir(gp); ; d = filepath.Dir(d) {
 				if fi, err := os.Stat(d); err == nil {
 					if id, ok := idOf(fi); ok {
@@ -110,6 +111,7 @@ func (r *Roots) Protect(paths ...string) {
 		}
 	}
 	r.links = &linkIndex{}
+	r.recent.Store(nil)
 }
 
 // Exclude is Protect's former name.
@@ -273,12 +275,6 @@ func (r *Roots) verifyInfo(f *os.File, fi fs.FileInfo, snap *snapshot) error {
 	return err
 }
 
-// verifyDir is verifyInfo returning the real path it read from the
-// descriptor ("" where it cannot be read).
-func (r *Roots) verifyDir(f *os.File, fi fs.FileInfo, snap *snapshot) (string, error) {
-	return r.verifyOpened(f, fi, snap)
-}
-
 func (r *Roots) verifyOpened(f *os.File, fi fs.FileInfo, snap *snapshot) (opened string, err error) {
 	opened = fdPath(f)
 	return opened, r.verifyAt(f, fi, snap, opened)
@@ -289,19 +285,31 @@ func (r *Roots) verifyAt(f *os.File, fi fs.FileInfo, snap *snapshot, opened stri
 	if !ok {
 		return nil
 	}
+	var links uint64
+	if fi.Mode().IsRegular() {
+		links = nlinkOf(fi)
+	}
+	return r.verifyID(f.Name(), id, links, snap, opened)
+}
+
+// verifyID checks what was opened by name, whose identity is id (and, for
+// a regular file, links its count of hard links; 0 otherwise) and whose
+// real path read from its descriptor is opened ("" if unknown), against
+// snap (a fresh snapshot when nil): the checks of Verify.
+func (r *Roots) verifyID(name string, id fileID, links uint64, snap *snapshot, opened string) error {
 	if len(r.guards) == 0 {
-		return r.inside(f, opened)
+		return r.inside(name, opened)
 	}
 	if snap == nil {
 		s := r.snapshot()
 		snap = &s
 	}
 	if x, hit := snap.ids[id]; hit {
-		return &ProtectedError{Path: f.Name(), Why: "is", Protected: x}
+		return &ProtectedError{Path: name, Why: "is", Protected: x}
 	}
 	real := opened
 	if real == "" {
-		real = f.Name()
+		real = name
 	}
 	if x := r.protectedAt(real); x != "" {
 		return &ProtectedError{Path: real, Why: "is inside", Protected: x}
@@ -318,7 +326,7 @@ func (r *Roots) verifyAt(f *os.File, fi fs.FileInfo, snap *snapshot, opened stri
 			break
 		}
 	}
-	if fi.Mode().IsRegular() && nlinkOf(fi) > 1 {
+	if links > 1 {
 		x, err := r.links.lookup(r, id)
 		if err != nil {
 			return err
@@ -327,12 +335,12 @@ func (r *Roots) verifyAt(f *os.File, fi fs.FileInfo, snap *snapshot, opened stri
 			return &ProtectedError{Path: real, Why: "is a hard link to", Protected: x}
 		}
 	}
-	return r.inside(f, opened)
+	return r.inside(name, opened)
 }
 
 // inside checks that an opened file's real path (opened, "" if unknown)
-// is inside a root.
-func (r *Roots) inside(f *os.File, opened string) error {
+// is inside a root; name is the name it was opened by.
+func (r *Roots) inside(name, opened string) error {
 	if opened == "" {
 		return nil
 	}
@@ -341,7 +349,7 @@ func (r *Roots) inside(f *os.File, opened string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s changed while it was opened and now points to %s", ErrOutside, f.Name(), opened)
+	return fmt.Errorf("%w: %s changed while it was opened and now points to %s", ErrOutside, name, opened)
 }
 
 // OpenFile opens name through root with flag (O_NONBLOCK added, so opening

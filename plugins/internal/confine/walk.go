@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,11 +28,16 @@ import (
 // read when the directory was moved meanwhile.
 //
 // A Dir is safe for concurrent use by several goroutines once opened;
-// Close must be called once, after the last use.
+// Close must be called once, after the last use. A directory opened by Sub
+// is a bare descriptor (no os.File, whose creation and closing cost more
+// than the directory's own system calls); mu keeps a use from ever
+// reaching a descriptor number reused after Close.
 type Dir struct {
 	r    *Roots
-	f    *os.File
-	fd   int
+	f    *os.File // the start's (OpenDir); nil for a Sub
+	mu   sync.RWMutex
+	fd   int // -1 once closed
+	name string
 	real string // its real path when opened; "" where it cannot be read
 	snap snapshot
 	// snapAt is when snap was taken.
@@ -40,6 +46,18 @@ type Dir struct {
 	// directory: the entries refused by path.
 	protectedNames map[string]struct{}
 }
+
+// Entry is a directory entry: its name and type (fs.DirEntry.Type).
+type Entry struct {
+	Name string
+	Type fs.FileMode
+}
+
+// IsDir reports whether the entry is a directory.
+func (e Entry) IsDir() bool { return e.Type.IsDir() }
+
+// errDirClosed is a use of a Dir after Close.
+var errDirClosed = errors.New("directory already closed")
 
 // OpenDir opens the directory name through root, checked like OpenFile,
 // for a walk.
@@ -54,87 +72,135 @@ func (r *Roots) OpenDir(root *os.Root, name string) (*Dir, error) {
 		f.Close()
 		return nil, err
 	}
-	return r.newDir(f, fi, fdPath(f), snap, time.Now())
-}
-
-// snapshotReuse is how long a directory's snapshot of the protected paths
-// serves the subdirectories opened from it: a walk stats the protected
-// paths at most about once a millisecond, not once per folder (a folder's
-// files are checked against its snapshot for longer than that anyway).
-const snapshotReuse = time.Millisecond
-
-func (r *Roots) newDir(f *os.File, fi fs.FileInfo, real string, snap snapshot, snapAt time.Time) (*Dir, error) {
 	if !fi.IsDir() {
 		f.Close()
 		return nil, fmt.Errorf("%s is not a directory", f.Name())
 	}
-	d := &Dir{r: r, f: f, real: real, snap: snap, snapAt: snapAt}
+	fd := -1
 	rc, err := f.SyscallConn()
 	if err == nil {
-		err = rc.Control(func(fd uintptr) { d.fd = int(fd) }) //nolint:gosec // a descriptor fits an int
+		err = rc.Control(func(x uintptr) { fd = int(x) }) //nolint:gosec // a descriptor fits an int
 	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
+	return r.newDir(f, fd, f.Name(), fdPath(f), snap, time.Now()), nil
+}
+
+// snapshotReuse is how long a snapshot of the protected paths serves the
+// subdirectories opened after it was taken: walks stat the protected paths
+// at most about once a millisecond, not once per folder (a folder's files
+// are checked against its snapshot for longer than that anyway).
+const snapshotReuse = time.Millisecond
+
+// timedSnapshot is a snapshot and when it was taken.
+type timedSnapshot struct {
+	snap snapshot
+	at   time.Time
+}
+
+// recentSnapshot returns a snapshot of the protected paths taken at most
+// snapshotReuse ago: the one the last walk took, or a fresh one.
+func (r *Roots) recentSnapshot() (snapshot, time.Time) {
+	if t := r.recent.Load(); t != nil && time.Since(t.at) <= snapshotReuse {
+		return t.snap, t.at
+	}
+	at := time.Now() // before the stats: the snapshot is at least this new
+	t := &timedSnapshot{snap: r.snapshot(), at: at}
+	r.recent.Store(t)
+	return t.snap, t.at
+}
+
+func (r *Roots) newDir(f *os.File, fd int, name, real string, snap snapshot, snapAt time.Time) *Dir {
+	d := &Dir{r: r, f: f, fd: fd, name: name, real: real, snap: snap, snapAt: snapAt}
 	if d.real != "" {
-		for _, x := range r.excluded {
-			if filepath.Dir(x) == d.real {
+		for _, x := range r.excludedIn {
+			if x[0] == d.real {
 				if d.protectedNames == nil {
 					d.protectedNames = map[string]struct{}{}
 				}
-				d.protectedNames[filepath.Base(x)] = struct{}{}
+				d.protectedNames[x[1]] = struct{}{}
 			}
 		}
 	}
-	return d, nil
+	return d
 }
 
 // Close closes the directory.
-func (d *Dir) Close() error { return d.f.Close() }
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd < 0 {
+		return errDirClosed
+	}
+	fd := d.fd
+	d.fd = -1
+	if d.f != nil {
+		return d.f.Close()
+	}
+	return unix.Close(fd)
+}
 
 // Name is the name the directory was opened by.
-func (d *Dir) Name() string { return d.f.Name() }
+func (d *Dir) Name() string { return d.name }
 
 // Sub opens the subdirectory name (an entry of d, not a symlink) and checks
-// it with a fresh snapshot of the protected paths.
+// it with a snapshot of the protected paths at most snapshotReuse old.
 func (d *Dir) Sub(name string) (*Dir, error) {
 	if strings.ContainsRune(name, '/') || name == "." || name == ".." {
 		return nil, fmt.Errorf("%q is not an entry name", name)
 	}
+	d.mu.RLock()
+	if d.fd < 0 {
+		d.mu.RUnlock()
+		return nil, errDirClosed
+	}
 	fd, err := openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+	d.mu.RUnlock()
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(d.f.Name(), name)) //nolint:gosec // a valid descriptor
+	full := filepath.Join(d.name, name)
+	var st unix.Stat_t
+	if err := fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: full, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("%s is not a directory", full)
+	}
 	snap, snapAt := d.snap, d.snapAt
 	if time.Since(snapAt) > snapshotReuse {
-		snap, snapAt = d.r.snapshot(), time.Now()
+		snap, snapAt = d.r.recentSnapshot()
 	}
-	fi, err := f.Stat()
-	var real string
-	if err == nil {
-		real, err = d.r.verifyDir(f, fi, &snap)
-	}
-	if err != nil {
-		f.Close()
+	real := fdRealPath(fd)
+	id := fileID{dev: uint64(st.Dev), ino: st.Ino} //nolint:gosec,unconvert // a device number; int32 on darwin
+	if err := d.r.verifyID(full, id, 0, &snap, real); err != nil {
+		_ = unix.Close(fd)
 		return nil, err
 	}
-	return d.r.newDir(f, fi, real, snap, snapAt)
+	return d.r.newDir(nil, fd, full, real, snap, snapAt), nil
 }
 
 // Entries reads the directory's entries, less the protected ones (as
 // Filter), sorted by name.
-func (d *Dir) Entries() ([]fs.DirEntry, error) {
-	ents, err := d.f.ReadDir(-1)
+func (d *Dir) Entries() ([]Entry, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.fd < 0 {
+		return nil, errDirClosed
+	}
+	ents, err := readDirFD(d.fd, d.name)
 	if len(d.r.guards) > 0 {
 		out := ents[:0]
 		for _, e := range ents {
-			if _, hit := d.protectedNames[e.Name()]; hit {
+			if _, hit := d.protectedNames[e.Name]; hit {
 				continue
 			}
 			if d.real == "" || (d.snap.moved && e.IsDir()) {
-				if fi, err := entryLstat(d.f, e.Name()); err == nil {
+				if fi, err := lstatIn(d.fd, d.name, e.Name); err == nil {
 					if id, ok := idOf(fi); ok {
 						if _, hit := d.snap.ids[id]; hit {
 							continue
@@ -146,7 +212,7 @@ func (d *Dir) Entries() ([]fs.DirEntry, error) {
 		}
 		ents = out
 	}
-	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(ents, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	return ents, err
 }
 
@@ -156,14 +222,20 @@ func (d *Dir) Recheck() error {
 	if d.real == "" {
 		return nil
 	}
-	now := fdPath(d.f)
+	d.mu.RLock()
+	if d.fd < 0 {
+		d.mu.RUnlock()
+		return errDirClosed
+	}
+	now := fdRealPath(d.fd)
+	d.mu.RUnlock()
 	if now == d.real {
 		return nil
 	}
 	if x := d.r.protectedAt(now); x != "" {
 		return &ProtectedError{Path: now, Why: "is inside", Protected: x}
 	}
-	return d.r.inside(d.f, now)
+	return d.r.inside(d.name, now)
 }
 
 // File is a regular file opened by Dir.OpenFile: a bare descriptor, read
@@ -181,7 +253,13 @@ func (d *Dir) OpenFile(name string) (*File, error) {
 	if _, hit := d.protectedNames[name]; hit {
 		return nil, &ProtectedError{Path: name, Why: "is", Protected: filepath.Join(d.real, name)}
 	}
+	d.mu.RLock()
+	if d.fd < 0 {
+		d.mu.RUnlock()
+		return nil, errDirClosed
+	}
 	fd, err := openat(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY)
+	d.mu.RUnlock()
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
