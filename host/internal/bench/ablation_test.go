@@ -43,9 +43,6 @@ func ablations() []ablation {
 		{name: "reused goroutines off (host, plugin)", hostEnv: off(ablate.WorkPool), pluginEnv: ablate.WorkPool},
 		{name: fmt.Sprintf("GOMAXPROCS=1 off (serve at %d)", runtime.NumCPU()), hostEnv: []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU())}},
 		{name: "stdin through the poller off", hostEnv: off(ablate.Poller)},
-		// Not for speed but for the resident size of a busy host: what
-		// collecting garbage twice as often costs.
-		{name: "GOGC=50 off (serve at GOGC=100)", hostEnv: []string{"GOGC=100"}},
 		{name: "audit writer linger off", hostEnv: off(ablate.AuditLinger)},
 		{name: "fixed gRPC flow windows off (host, plugin)", hostEnv: off(ablate.FlowWindow), pluginEnv: ablate.FlowWindow},
 		// Not an optimisation but a guarantee's price: with it off, records

@@ -39,7 +39,7 @@ func TestHost(t *testing.T) {
 		gogc, gomaxprocs string
 		wantGC, wantProc int
 	}{
-		{"defaults", "", "", 50, 1},
+		{"defaults: Go's GC percent, one scheduler slot", "", "", 200, 1},
 		{"the user's choice wins", "200", "3", 200, 3},
 	}
 	for _, tt := range tests {
