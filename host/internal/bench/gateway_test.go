@@ -130,6 +130,14 @@ func BenchmarkGateway(b *testing.B) {
 		add(f.name+": the same, 11 s without calls", kb(rss), kb(rssKB(directStdio.cmd.Process.Pid))+" (direct server)", "-")
 		summary[f.name+" RSS MB"] = float64(rss) / 1024
 	}
+	// An idle host still pings its servers (health_interval, 15 s): what
+	// those pings and the collections they lead to map back.
+	time.Sleep(30 * time.Second)
+	for _, f := range fronts {
+		rss := rssKB(f.pid)
+		add(f.name+": the same, 41 s without calls", kb(rss), kb(rssKB(directStdio.cmd.Process.Pid))+" (direct server)", "-")
+		summary[f.name+" idle RSS MB"] = float64(rss) / 1024
+	}
 
 	fmt.Printf("\n%-52s %14s %30s %8s\n", "gateway vs direct (same run)", "figure", "baseline", "ratio")
 	for _, r := range rows {
@@ -166,5 +174,7 @@ func BenchmarkGateway(b *testing.B) {
 	line("host RSS after 20,000 calls and 11 s quiet, stdio front (MB)", g, "<=", 15, g <= 15)
 	fmt.Fprintf(&s, "  %-58s %6.2f / %.2f (no target: what a busy host holds)\n", "  the same at once after the calls, HTTP / stdio (MB)",
 		summary["HTTP front, external stdio server busy RSS MB"], summary["stdio front, external stdio server busy RSS MB"])
+	fmt.Fprintf(&s, "  %-58s %6.2f / %.2f (health pings every 15 s map pages back)\n", "  the same 41 s after the calls, HTTP / stdio (MB)",
+		summary["HTTP front, external stdio server idle RSS MB"], summary["stdio front, external stdio server idle RSS MB"])
 	fmt.Print(s.String())
 }
