@@ -480,3 +480,68 @@ func TestApprovedMCPJSONScriptIsCovered(t *testing.T) {
 		t.Errorf("inspect after the script changed does not say it awaits approval again:\n%s", out)
 	}
 }
+
+// TestHardLinkedConfigStaysHidden: a command waiting for a person's save
+// can hard-link the new config file before the host restarts the
+// sandboxes (the file is not covered until then); the link is the live
+// config under a name nothing covered, and every server could read it
+// afterwards (found from outside). The restarted sandboxes cover the
+// config's other names too. The test makes the link itself, at the moment
+// such a command would.
+func TestHardLinkedConfigStaysHidden(t *testing.T) {
+	e := setup(t)
+	e.config = filepath.Join(e.project, "config.hcl")
+	cfg := fmt.Sprintf("project_dir = \".\"\ndata_dir = %q\nbuiltin \"bash\" {}\nbuiltin \"filesystem\" {}\npermissions { default = \"allow\" }\n# LINKED-SECRET\n", filepath.Join(t.TempDir(), "state"))
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	link := filepath.Join(e.project, "sub", ".cfgcopy")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := pids(status(t, e))["bash"]
+	// The save, and the link made in the window before the restart.
+	if err := os.WriteFile(e.config+".new", []byte(cfg+"# saved by an editor\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(e.config+".new", e.config); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(e.config, link); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(20*time.Second, func() bool {
+		now := pids(status(t, e))["bash"]
+		return now != before && now != 0
+	}) {
+		t.Fatal("bash was not restarted after the config was replaced")
+	}
+	var out string
+	eventually(20*time.Second, func() bool {
+		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "cat sub/.cfgcopy; echo END"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = resultText(res)
+		return strings.Contains(out, "END")
+	})
+	if strings.Contains(out, "LINKED-SECRET") {
+		t.Errorf("bash reads the live config through a hard link: %q", out)
+	}
+	res, err := callTool(t.Context(), c, "filesystem__read_text_file", map[string]any{"path": "sub/.cfgcopy"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(res); strings.Contains(got, "LINKED-SECRET") {
+		t.Errorf("read_text_file reads the live config through a hard link: %q", got)
+	}
+	res, err = callTool(t.Context(), c, "filesystem__grep", map[string]any{"pattern": "LINKED-SECRET", "path": "."}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(res); strings.Contains(got, ".cfgcopy") {
+		t.Errorf("grep finds the config's text through a hard link: %q", got)
+	}
+}

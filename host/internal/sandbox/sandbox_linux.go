@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,7 +189,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		Namespaces: k.namespaces == nil, Landlock: k.landlock >= 1,
 		Read:     append(cleanPaths(existing(systemReadPaths), ""), p.Read...),
 		Write:    nonEmpty(append(append([]string{tmp, p.State}, p.Write...), socketDir)),
-		Hide:     p.Hide,
+		Hide:     withOtherNames(p.Hide, append(slices.Clone(p.Write), p.Read...)),
 		ReadOnly: p.ReadOnly,
 		Network:  p.Network,
 		FileSize: p.FileSize, OpenFiles: p.OpenFiles, CPUSeconds: p.CPUSeconds,
