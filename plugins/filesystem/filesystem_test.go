@@ -370,3 +370,35 @@ func TestParentSwappedForSymlink(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesAndLinesNotUTF8: a file whose name or matching line is not
+// UTF-8 (Latin-1 text, a stray byte) does not cost the whole result: it
+// failed every grep and listing that met one ("string field contains
+// invalid UTF-8", the connection reported lost; found from outside). The
+// bytes that are not UTF-8 read as U+FFFD (one for each run of them).
+func TestNamesAndLinesNotUTF8(t *testing.T) {
+	e := setup(t)
+	write(t, filepath.Join(e.project, "u8", "a.txt"), "needle in utf-8\n")
+	write(t, filepath.Join(e.project, "u8", "latin1.txt"), "caf\xe9 needle\n")
+	write(t, filepath.Join(e.project, "u8", "bad\xff\xfe.txt"), "needle in a badly named file\n")
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"grep", map[string]any{"pattern": "needle", "path": "u8"}, []string{"u8/a.txt:1:needle in utf-8", "caf\uFFFD needle", "bad\uFFFD.txt:1:needle"}},
+		{"search_files", map[string]any{"path": "u8", "pattern": "*.txt"}, []string{"u8/a.txt", "u8/bad\uFFFD.txt"}},
+		{"list_directory", map[string]any{"path": "u8"}, []string{"[FILE] a.txt", "[FILE] bad\uFFFD.txt"}},
+	} {
+		out, isErr := e.call(t, c.tool, c.args)
+		if isErr {
+			t.Errorf("%s = error %q, want the results", c.tool, out)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s result lacks %q:\n%s", c.tool, w, out)
+			}
+		}
+	}
+}

@@ -80,6 +80,7 @@ func GRPCServerOptions() []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
+		grpc.ForceServerCodecV2(utf8Codec),
 	}
 	if !ablate.Off(ablate.FlowWindow) {
 		opts = append(opts, grpc.InitialWindowSize(FlowWindow), grpc.InitialConnWindowSize(FlowWindow))
@@ -93,6 +94,7 @@ func GRPCDialOptions() []grpc.DialOption {
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(MaxMessageSize),
 			grpc.MaxCallSendMsgSize(MaxMessageSize),
+			grpc.ForceCodecV2(utf8Codec),
 		),
 	}
 	if !ablate.Off(ablate.FlowWindow) {
