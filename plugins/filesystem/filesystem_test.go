@@ -402,3 +402,43 @@ func TestNamesAndLinesNotUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectoryTreeDepthCap: a chain of nested folders deeper than the
+// tree goes gives a tree cut at maxTreeDepth that says so in valid JSON
+// (a chain of 5,000 came back as an empty text; found from outside).
+func TestDirectoryTreeDepthCap(t *testing.T) {
+	e := setup(t)
+	dir := filepath.Join(e.project, "deep")
+	for range 300 {
+		dir = filepath.Join(dir, "d")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, isErr := e.call(t, "directory_tree", map[string]any{"path": "deep"})
+	if isErr {
+		t.Fatalf("directory_tree = error %q", out)
+	}
+	var got struct {
+		Entries   []json.RawMessage `json:"entries"`
+		Truncated *struct {
+			Limit int `json:"limit"`
+		} `json:"truncated"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("the cut tree is not valid JSON (%v): %.200s", err, out)
+	}
+	if got.Truncated == nil || got.Truncated.Limit != 256 || len(got.Entries) != 1 {
+		t.Errorf("the tree of a 300-deep chain does not say it was cut at 256 levels: %.300s", out)
+	}
+	if n := strings.Count(out, `"name": "d"`); n < 200 || n > 256 {
+		t.Errorf("the cut tree holds %d levels, want up to 256", n)
+	}
+	// A shallow tree is not marked.
+	if err := os.MkdirAll(filepath.Join(e.project, "shallow", "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := e.call(t, "directory_tree", map[string]any{"path": "shallow"}); strings.Contains(out, "truncated") || !strings.Contains(out, `"name": "b"`) {
+		t.Errorf("a shallow tree is cut: %.200s", out)
+	}
+}

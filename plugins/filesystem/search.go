@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path"
 	"strings"
 
@@ -14,7 +15,13 @@ import (
 
 // Walk limits.
 const (
-	maxTreeEntries   = 10000
+	maxTreeEntries = 10000
+	// maxTreeDepth is the deepest directory_tree goes, asked or not: a
+	// chain of thousands of nested folders made a result that grew with
+	// the square of the depth and, past 5,000 levels, came back empty
+	// (its indentation exceeded encoding/json's nesting limit; found from
+	// outside).
+	maxTreeDepth     = 256
 	maxSearchResults = 1000
 	defaultGrepMax   = 100
 	maxGrepLine      = 500
@@ -60,6 +67,10 @@ func (p *plugin) directoryTree(ctx context.Context, _ *sdk.Request, in treeArgs)
 		return sdk.ErrorResult("%v", err), nil
 	}
 	w.maxDepth = in.MaxDepth
+	capped := w.maxDepth == 0 || w.maxDepth > maxTreeDepth
+	if capped {
+		w.maxDepth = maxTreeDepth
+	}
 	start, err := w.open()
 	if err != nil {
 		if st, serr := p.stat(l); serr == nil && !st.IsDir() {
@@ -71,6 +82,7 @@ func (p *plugin) directoryTree(ctx context.Context, _ *sdk.Request, in treeArgs)
 	root := &treeNode{Name: path.Base(l.Real), Type: "directory", Children: []*treeNode{}}
 	nodes := map[string]*treeNode{w.start: root}
 	count := 0
+	deepCut := false // a folder at maxTreeDepth was not entered
 	err = w.walk(ctx, start, func(e walkEntry) error {
 		if count++; count > maxTreeEntries {
 			return errLimit
@@ -79,6 +91,9 @@ func (p *plugin) directoryTree(ctx context.Context, _ *sdk.Request, in treeArgs)
 		if e.isDir() {
 			n.Type, n.Children = "directory", []*treeNode{}
 			nodes[e.fsPath] = n
+			if capped && !w.descends(&walkDir{depth: e.dir.depth + 1}) {
+				deepCut = true
+			}
 		}
 		if parent := nodes[e.dir.fsPath]; parent != nil {
 			parent.Children = append(parent.Children, n)
@@ -98,7 +113,23 @@ func (p *plugin) directoryTree(ctx context.Context, _ *sdk.Request, in treeArgs)
 	case err != nil:
 		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
-	b, _ := json.MarshalIndent(root.Children, "", "  ")
+	if deepCut {
+		b, err := json.MarshalIndent(struct {
+			Entries   []*treeNode `json:"entries"`
+			Truncated truncation  `json:"truncated"`
+		}{root.Children, truncation{
+			Returned: count, Limit: maxTreeDepth, LimitArgument: "max_depth",
+			Next: fmt.Sprintf("folders deeper than %d levels were not entered; ask for a deeper path", maxTreeDepth),
+		}}, "", "  ")
+		if err != nil {
+			return sdk.ErrorResult("the tree does not encode as JSON: %v", err), nil
+		}
+		return sdk.Text(string(b)), nil
+	}
+	b, err := json.MarshalIndent(root.Children, "", "  ")
+	if err != nil {
+		return sdk.ErrorResult("the tree does not encode as JSON: %v", err), nil
+	}
 	return sdk.Text(string(b)), nil
 }
 
