@@ -44,18 +44,8 @@ func TestReplacedConfigStaysHidden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(e.config+".new", append(b, []byte("# saved by an editor\n")...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(e.config+".new", e.config); err != nil {
-		t.Fatal(err)
-	}
-	if !eventually(20*time.Second, func() bool {
-		now := pids(status(t, e))["bash"]
-		return now != before && now != 0
-	}) {
-		t.Fatal("bash was not restarted after the config was replaced")
-	}
+	saveAsEditor(t, e.config, append(b, []byte("# saved by an editor\n")...))
+	waitRestarted(t, e, "bash", before)
 	var out string
 	eventually(20*time.Second, func() bool {
 		out = cat()
@@ -120,18 +110,8 @@ func TestReplacedLockStaysReadOnly(t *testing.T) {
 	}
 	before := pids(status(t, e))["bash"]
 	// What `switchboard plugin lock` does: write a new file, rename it over.
-	if err := os.WriteFile(lock+".new", []byte("# locked by a person\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(lock+".new", lock); err != nil {
-		t.Fatal(err)
-	}
-	if !eventually(20*time.Second, func() bool {
-		now := pids(status(t, e))["bash"]
-		return now != before && now != 0
-	}) {
-		t.Fatal("bash was not restarted after the lock file was replaced")
-	}
+	saveAsEditor(t, lock, []byte("# locked by a person\n"))
+	waitRestarted(t, e, "bash", before)
 	// Encoded, so bash's own pattern guard does not stop it first.
 	script := "echo x > other.hcl && echo WROTE; echo 'plugin \"x\" { surface = \"sha256:0000\" }' >> switchboard.lock.hcl; echo END"
 	var out string
@@ -503,21 +483,11 @@ func TestHardLinkedConfigStaysHidden(t *testing.T) {
 	}
 	before := pids(status(t, e))["bash"]
 	// The save, and the link made in the window before the restart.
-	if err := os.WriteFile(e.config+".new", []byte(cfg+"# saved by an editor\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(e.config+".new", e.config); err != nil {
-		t.Fatal(err)
-	}
+	saveAsEditor(t, e.config, []byte(cfg+"# saved by an editor\n"))
 	if err := os.Link(e.config, link); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(20*time.Second, func() bool {
-		now := pids(status(t, e))["bash"]
-		return now != before && now != 0
-	}) {
-		t.Fatal("bash was not restarted after the config was replaced")
-	}
+	waitRestarted(t, e, "bash", before)
 	var out string
 	eventually(20*time.Second, func() bool {
 		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "cat sub/.cfgcopy; echo END"}, nil)
@@ -543,5 +513,30 @@ func TestHardLinkedConfigStaysHidden(t *testing.T) {
 	}
 	if got := resultText(res); strings.Contains(got, ".cfgcopy") {
 		t.Errorf("grep finds the config's text through a hard link: %q", got)
+	}
+}
+
+// saveAsEditor replaces path with a new file holding content, as an
+// editor's save (and `switchboard plugin lock`) does: write a temporary
+// file, rename it over.
+func saveAsEditor(t *testing.T, path string, content []byte) {
+	t.Helper()
+	if err := os.WriteFile(path+".new", content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRestarted waits for the host to restart server, whose process was
+// before, after a file a sandbox covers was replaced.
+func waitRestarted(t *testing.T, e env, server string, before int) {
+	t.Helper()
+	if !eventually(20*time.Second, func() bool {
+		now := pids(status(t, e))[server]
+		return now != before && now != 0
+	}) {
+		t.Fatalf("%s was not restarted after a file its sandbox covers was replaced", server)
 	}
 }
