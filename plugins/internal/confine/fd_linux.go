@@ -36,7 +36,7 @@ func fdPath(f *os.File) string {
 		return ""
 	}
 	var p string
-	if err := rc.Control(func(fd uintptr) { p = fdPathOf(int(fd)) }); err != nil { //nolint:gosec // a descriptor fits an int
+	if err := rc.Control(func(fd uintptr) { p = fdRealPath(int(fd)) }); err != nil { //nolint:gosec // a descriptor fits an int
 		return ""
 	}
 	return p
@@ -54,11 +54,7 @@ var procFD = sync.OnceValue(func() int {
 
 // fdRealPath returns the real path of the open descriptor fd, "" where it
 // cannot be read.
-func fdRealPath(fd int) string { return fdPathOf(fd) }
-
-// fdPathOf returns the real path of the open descriptor fd, "" where it
-// cannot be read.
-func fdPathOf(fd int) string {
+func fdRealPath(fd int) string {
 	name := strconv.Itoa(fd)
 	if dir := procFD(); dir >= 0 {
 		var buf [512]byte
