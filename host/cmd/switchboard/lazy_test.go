@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -272,12 +276,17 @@ func TestLazyLiveToolsDifferFromManifest(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	var desc map[string]any
-	if err := json.Unmarshal(m["describe"], &desc); err != nil {
+	var raw []byte // the DescribeResponse, protobuf-encoded (format 2)
+	if err := json.Unmarshal(m["describe_proto"], &raw); err != nil {
 		t.Fatal(err)
 	}
-	desc["tools"] = slices.DeleteFunc(desc["tools"].([]any), func(t any) bool { return t.(map[string]any)["name"] == "echo" })
-	m["describe"], _ = json.Marshal(desc)
+	desc := &pluginv1.DescribeResponse{}
+	if err := proto.Unmarshal(raw, desc); err != nil {
+		t.Fatal(err)
+	}
+	desc.Tools = slices.DeleteFunc(desc.Tools, func(t *pluginv1.Tool) bool { return t.GetName() == "echo" })
+	raw, _ = proto.Marshal(desc)
+	m["describe_proto"], _ = json.Marshal(raw)
 	b, _ = json.Marshal(m)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)

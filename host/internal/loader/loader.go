@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -238,9 +239,9 @@ var StartWait = 3 * time.Second
 // name comes from its answer).
 func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 	results := make([]chan supervisor.StartResult, len(jobs))
-	lazy := make([]*cached, len(jobs))
+	lazy := h.lazyManifests(jobs)
 	for i, j := range jobs {
-		if lazy[i] = h.lazyManifest(j); lazy[i] != nil {
+		if lazy[i] != nil {
 			continue // listed from its manifest; its first call starts it
 		}
 		results[i] = make(chan supervisor.StartResult, 1)
@@ -277,6 +278,31 @@ func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 		first = h.register(ctx, j, r, first)
 	}
 	return first
+}
+
+// lazyManifests reads the manifests of jobs (lazyManifest; nil for a job
+// that starts now) on as many goroutines as the host has scheduler slots:
+// a host listing many lazy servers reads one file each before it serves.
+func (h *Host) lazyManifests(jobs []job) []*cached {
+	lazy := make([]*cached, len(jobs))
+	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+	if workers <= 1 {
+		for i, j := range jobs {
+			lazy[i] = h.lazyManifest(j)
+		}
+		return lazy
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(jobs); i = int(next.Add(1)) - 1 {
+				lazy[i] = h.lazyManifest(jobs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return lazy
 }
 
 // lateOrNow takes a job's result if it is there; otherwise (and unless the

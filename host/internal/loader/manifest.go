@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
@@ -29,8 +30,12 @@ import (
 // that a lazy server's tools are listed without starting it.
 const ManifestsDir = "manifests"
 
-// manifestFormat is the version of the manifest file's layout.
-const manifestFormat = 1
+// manifestFormat is the version of the manifest file's layout: 2 keeps
+// the description as the protobuf encoding of a DescribeResponse
+// (describe_proto), 1 kept it as its protojson (describe), still read.
+// Reading protojson was a quarter of the start of a host listing 100 lazy
+// servers; the binary form reads in a tenth of the time.
+const manifestFormat = 2
 
 // Manifest is a server's cached description. It is valid only for the
 // same Key: for a plugin or built-in, the binary's file identity (device,
@@ -46,9 +51,12 @@ type Manifest struct {
 	Key string `json:"key"`
 	// File is the binary's identity, for people reading the file.
 	File     *FileIdentity   `json:"file,omitempty"`
-	Protocol int             `json:"protocol,omitempty"`
-	Saved    time.Time       `json:"saved"`
-	Describe json.RawMessage `json:"describe"` // protojson of the DescribeResponse
+	Protocol int       `json:"protocol,omitempty"`
+	Saved    time.Time `json:"saved"`
+	// DescribeProto is the DescribeResponse, protobuf-encoded (format 2).
+	DescribeProto []byte `json:"describe_proto,omitempty"`
+	// Describe is the DescribeResponse as protojson (format 1).
+	Describe json.RawMessage `json:"describe,omitempty"`
 }
 
 // FileIdentity is what says a binary is the same file as before without
@@ -147,11 +155,16 @@ func readManifestIn(dataDir string, j job) (*cached, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.Format != manifestFormat || m.Name != j.spec.Name || m.Key != key {
+	if (m.Format != manifestFormat && m.Format != 1) || m.Name != j.spec.Name || m.Key != key {
 		return nil, errStaleManifest
 	}
 	d := &pluginv1.DescribeResponse{}
-	if err := protojson.Unmarshal(m.Describe, d); err != nil {
+	if m.Format == 1 {
+		err = protojson.Unmarshal(m.Describe, d)
+	} else {
+		err = proto.Unmarshal(m.DescribeProto, d)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
 	}
 	return &cached{desc: protocol.DescriptionFromWire(d), protocol: m.Protocol}, nil
@@ -165,15 +178,15 @@ type cached struct {
 
 // writeManifest caches what a job's server described at a start; key and
 // file are the identity taken before the start. The description is kept
-// in the plugin protocol's JSON form (a DescribeResponse).
+// in the plugin protocol's encoding (a DescribeResponse).
 func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *toolcall.Description, version int) error {
-	desc, err := protojson.Marshal(protocol.DescriptionToWire(d))
+	desc, err := proto.MarshalOptions{Deterministic: true}.Marshal(protocol.DescriptionToWire(d))
 	if err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(Manifest{
 		Format: manifestFormat, Name: j.spec.Name, Key: key, File: file, Protocol: version,
-		Saved: time.Now().UTC().Truncate(time.Second), Describe: desc,
+		Saved: time.Now().UTC().Truncate(time.Second), DescribeProto: desc,
 	}, "", "  ")
 	if err != nil {
 		return err

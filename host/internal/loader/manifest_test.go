@@ -1,13 +1,17 @@
 package loader
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
@@ -81,5 +85,52 @@ func TestManifest(t *testing.T) {
 	}
 	if _, err := readManifest(data, j); err == nil {
 		t.Error("readManifest followed a symbolic link")
+	}
+}
+
+// A manifest written by an earlier version (format 1: the description as
+// protojson) is still read, so an upgrade does not start every lazy
+// server once to learn what it already knew.
+func TestManifestFormat1StillRead(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	bin := filepath.Join(dir, "switchboard-plugin-x")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j := job{spec: launcher.Spec{Name: "x", Path: bin}, kind: registry.KindPlugin}
+	desc := &toolcall.Description{Name: "x", Instructions: "hi", Tools: []*toolcall.Tool{{Name: "t", Description: "a tool", InputSchema: []byte(`{"type":"object"}`)}}}
+	key, file, err := manifestKey(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := protojson.Marshal(protocol.DescriptionToWire(desc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(Manifest{Format: 1, Name: "x", Key: key, File: file, Protocol: 2, Saved: time.Now(), Describe: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(data, ManifestsDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifestPath(data, "x"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readManifest(data, j)
+	if err != nil {
+		t.Fatalf("readManifest of a format 1 manifest = %v", err)
+	}
+	if !got.desc.Equal(desc) || got.protocol != 2 {
+		t.Errorf("readManifest = %v (protocol %d), want %v (2)", got.desc, got.protocol, desc)
+	}
+	// A format this version does not know is stale, not misread.
+	b, _ = json.Marshal(Manifest{Format: 99, Name: "x", Key: key, File: file, Describe: old})
+	if err := os.WriteFile(manifestPath(data, "x"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readManifest(data, j); !errors.Is(err, errStaleManifest) {
+		t.Errorf("readManifest of format 99 = %v, want stale", err)
 	}
 }

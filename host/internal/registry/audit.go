@@ -100,7 +100,7 @@ type Audit struct {
 	keep     int
 
 	durable bool
-	queue   chan auditEntry
+	queue   chan *auditEntry
 	stopped chan struct{}
 	closing sync.Once
 	closed  bool
@@ -117,7 +117,9 @@ const auditLinger = 20 * time.Millisecond
 var closedTime = func() <-chan time.Time { c := make(chan time.Time); close(c); return c }()
 
 // auditEntry is a queued record; done, when set, is closed once the record
-// is written.
+// is written. The queue holds pointers: a queue of 4,096 records by value
+// is a 1.1 MB buffer that every host zeroed at start (some 10 ms of page
+// faults here) and every garbage collection scanned whole.
 type auditEntry struct {
 	rec  AuditRecord
 	done chan struct{}
@@ -126,7 +128,7 @@ type auditEntry struct {
 // OpenAudit opens (appends to) the audit log at path. durable makes Write
 // wait until its record is written (see Audit).
 func OpenAudit(path string, maxBytes int64, keep int, durable bool) (*Audit, error) {
-	a := &Audit{path: path, maxBytes: maxBytes, keep: keep, durable: durable, queue: make(chan auditEntry, 4096), stopped: make(chan struct{}), errFn: func(error) {}}
+	a := &Audit{path: path, maxBytes: maxBytes, keep: keep, durable: durable, queue: make(chan *auditEntry, 4096), stopped: make(chan struct{}), errFn: func(error) {}}
 	if err := a.open(); err != nil {
 		return nil, err
 	}
@@ -188,7 +190,7 @@ func (a *Audit) writer() {
 	}
 }
 
-func appendWaiter(ws []chan struct{}, e auditEntry) []chan struct{} {
+func appendWaiter(ws []chan struct{}, e *auditEntry) []chan struct{} {
 	if e.done != nil {
 		ws = append(ws, e.done)
 	}
@@ -238,7 +240,7 @@ func (a *Audit) Write(r AuditRecord) error {
 	if a == nil {
 		return nil
 	}
-	e := auditEntry{rec: r}
+	e := &auditEntry{rec: r}
 	if a.durable {
 		e.done = make(chan struct{})
 	}
