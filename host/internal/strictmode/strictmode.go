@@ -11,9 +11,9 @@
 package strictmode
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -87,7 +87,12 @@ func ReadFileIn(dir, name string) ([]byte, error) {
 	if err := judge(fi, path, path, false); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(f)
+	// Sized as the file, as os.ReadFile does (io.ReadAll grows from 512
+	// bytes: a host reading 100 manifests at start spent a third of this
+	// function growing buffers).
+	buf := bytes.NewBuffer(make([]byte, 0, int(max(fi.Size(), 0))+bytes.MinRead))
+	_, err = buf.ReadFrom(f)
+	return buf.Bytes(), err
 }
 
 // checkOne judges one path. parent relaxes the rule for folders above the
