@@ -388,7 +388,9 @@ func (a *app) serve(opts serveOptions) error {
 		log.Info("serving metrics at http://" + cfg.MetricsListen + frontend.MetricsPath)
 	}
 	tuning.Host()
-	reg.AddObserver(quietObserver{tuning.NewQuiet(tuning.QuietDelay)})
+	quiet := tuning.NewQuiet(tuning.QuietDelay)
+	reg.AddObserver(quietObserver{quiet})
+	h.OnHealthChecked(quiet.Background)
 	n := len(reg.Tools()) - len(fe.Refusals())
 	if ln != nil {
 		opts.metrics, opts.status = m.Handler(), statuspage.Handler(status)

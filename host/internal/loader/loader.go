@@ -210,6 +210,10 @@ func (h *Host) vetListChange(name string, ev feature.Event) {
 	}()
 }
 
+// OnHealthChecked makes fn run after each health check of a server (see
+// supervisor.Supervisor.OnHealthChecked).
+func (h *Host) OnHealthChecked(fn func()) { h.sup.OnHealthChecked(fn) }
+
 // Registry returns the host's registry.
 func (h *Host) Registry() *registry.Registry { return h.reg }
 

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -141,6 +142,10 @@ type Option func(*Supervisor)
 // WithClock makes the supervisor keep time with c (tests).
 func WithClock(c Clock) Option { return func(s *Supervisor) { s.clock = c } }
 
+// OnHealthChecked makes fn run after each health check of a server, answered
+// or not (the host gives back the memory a check mapped: tuning.Quiet).
+func (s *Supervisor) OnHealthChecked(fn func()) { s.healthChecked.Store(&fn) }
+
 // Starter starts a fresh instance.
 type Starter func(ctx context.Context) (Instance, error)
 
@@ -156,6 +161,8 @@ type Supervisor struct {
 
 	mu      sync.Mutex
 	servers map[*Server]bool
+
+	healthChecked atomic.Pointer[func()] // OnHealthChecked
 }
 
 // New starts a supervisor. onChange is called (on the supervisor's
@@ -403,6 +410,9 @@ func (srv *Server) ping(now time.Time) {
 		srv.mu.Lock()
 		srv.pinging = false
 		srv.mu.Unlock()
+		if fn := srv.sup.healthChecked.Load(); fn != nil {
+			(*fn)()
+		}
 		if err != nil {
 			srv.sup.do(func() { srv.lost(gen, "health check failed: "+err.Error()) })
 		}

@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
@@ -728,14 +730,18 @@ func (p *Plugin) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- rpc.Ping() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+	g, ok := rpc.(*plugin.GRPCClient)
+	if !ok {
+		return fmt.Errorf("plugin %s: not a gRPC plugin", p.spec.Name)
+	}
+	// go-plugin's own Ping, with the caller's deadline (its Ping has none,
+	// so it needed a goroutine of its own, whose stack growth through
+	// gRPC read the runtime's tables back into memory at every ping).
+	_, err = grpc_health_v1.NewHealthClient(g.Conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: plugin.GRPCServiceName})
+	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("plugin %s did not answer its health check: %w", p.spec.Name, ctx.Err())
 	}
+	return err
 }
 
 var _ toolcall.Server = (*Plugin)(nil)

@@ -82,3 +82,60 @@ func TestQuietReleasesDelayAfterTheLastCall(t *testing.T) {
 		t.Fatalf("released %d times after the second burst, want 2", released)
 	}
 }
+
+// Background work (a health check) while the host is idle has what it
+// mapped unmapped again a moment later; before the first release, during
+// calls, or while an unmapping is pending, it schedules nothing.
+func TestQuietBackgroundUnmapsAgainWhileIdle(t *testing.T) {
+	ft := &fakeTimers{}
+	released, unmapped := 0, 0
+	q := &Quiet{delay: 10 * time.Second, release: func() { released++ }, unmap: func() { unmapped++ }, after: ft.after, now: ft.clock}
+
+	q.Background() // nothing released yet: the quiet release will do it
+	if len(ft.pending) != 0 {
+		t.Fatalf("background work before any release scheduled %d timers", len(ft.pending))
+	}
+	q.Touch()
+	ft.advance(10 * time.Second)
+	if released != 1 {
+		t.Fatalf("released %d times, want 1", released)
+	}
+	// Idle: a health check's pages go again BackgroundSettle later, once
+	// however many checks come meanwhile.
+	q.Background()
+	q.Background()
+	if len(ft.pending) != 1 {
+		t.Fatalf("%d timers after two checks, want one", len(ft.pending))
+	}
+	ft.advance(BackgroundSettle)
+	if unmapped != 1 || released != 1 {
+		t.Fatalf("after a check: unmapped %d, released %d; want 1, 1", unmapped, released)
+	}
+	q.Background()
+	ft.advance(BackgroundSettle)
+	if unmapped != 2 {
+		t.Fatalf("after a second check: unmapped %d, want 2", unmapped)
+	}
+	// A call between a check and its unmapping: the host is busy again,
+	// nothing is unmapped under it, and checks during calls do nothing.
+	q.Background()
+	q.Touch()
+	ft.advance(BackgroundSettle)
+	if unmapped != 2 {
+		t.Fatalf("unmapped while calls resumed: %d, want 2", unmapped)
+	}
+	q.Background()
+	if len(ft.pending) != 1 { // only the quiet check the call armed
+		t.Fatalf("%d timers during calls, want only the quiet check", len(ft.pending))
+	}
+	// Quiet again: the full release, and checks after it unmap again.
+	ft.advance(10 * time.Second)
+	if released != 2 {
+		t.Fatalf("released %d times, want 2", released)
+	}
+	q.Background()
+	ft.advance(BackgroundSettle)
+	if unmapped != 3 {
+		t.Fatalf("after the second release: unmapped %d, want 3", unmapped)
+	}
+}
