@@ -50,9 +50,9 @@ type Manifest struct {
 	// Key is the SHA-256 of the identity (env values are not stored).
 	Key string `json:"key"`
 	// File is the binary's identity, for people reading the file.
-	File     *FileIdentity   `json:"file,omitempty"`
-	Protocol int       `json:"protocol,omitempty"`
-	Saved    time.Time `json:"saved"`
+	File     *FileIdentity `json:"file,omitempty"`
+	Protocol int           `json:"protocol,omitempty"`
+	Saved    time.Time     `json:"saved"`
 	// DescribeProto is the DescribeResponse, protobuf-encoded (format 2).
 	DescribeProto []byte `json:"describe_proto,omitempty"`
 	// Describe is the DescribeResponse as protojson (format 1).
