@@ -14,7 +14,9 @@
 //     the host's first answer;
 //   - gives memory back once it has had no calls for QuietDelay (Quiet,
 //     which serve tells of every call): the heap the calls freed, and the
-//     pages of its binary they touched, unmapped as after start-up. (It
+//     pages of its binary they touched, unmapped as after start-up, and
+//     again a second after each health check while it stays idle
+//     (Quiet.Background). (It
 //     used to collect garbage at GOGC=50 to keep its resident size small;
 //     with Quiet doing that when it matters, Go's default GOGC=100 serves
 //     10-13 % more calls a second at 32 callers: README, Ablation.)
