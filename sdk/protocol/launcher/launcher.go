@@ -31,7 +31,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -325,7 +324,7 @@ func (p *Plugin) reattach(log hclog.Logger) error {
 		// Not our child: watch for its end (until the host lets go).
 		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()
-		for syscall.Kill(rc.Pid, 0) == nil {
+		for alive(rc.Pid) {
 			select {
 			case <-t.C:
 			case <-p.unwatch:
