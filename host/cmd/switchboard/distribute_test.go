@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 // inspectRow is the part of `inspect --json` these tests read.
@@ -196,8 +197,8 @@ func TestPluginInstallLockVerify(t *testing.T) {
 	}
 	entry := lock.Plugins["fixture"]
 	if entry == nil || entry.Version != "1.2.0" || entry.Hashes[here] != "sha256:"+fileSum(t, installed) ||
-		entry.Hashes["darwin_arm64"] != "sha256:"+fileSum(t, dInstalled) || !strings.HasPrefix(entry.Surface, "sha256:") || len(entry.Protocols) != 1 {
-		t.Fatalf("lock entry = %+v, want version 1.2.0, both platforms' hashes, protocol and surface", entry)
+		entry.Hashes["darwin_arm64"] != "sha256:"+fileSum(t, dInstalled) || !strings.HasPrefix(entry.Surface, "sha256:") || !slices.Equal(entry.Protocols, protocol.SupportedVersions) {
+		t.Fatalf("lock entry = %+v, want version 1.2.0, both platforms' hashes, protocols %v and surface", entry, protocol.SupportedVersions)
 	}
 
 	if out, errOut, code := run(t, e, "plugin", "verify", "--config", e.config); code != 0 || !strings.Contains(out, "ok fixture 1.2.0") {
@@ -470,5 +471,64 @@ func TestChangedInstructionsQuarantined(t *testing.T) {
 	out, _, _ = run(t, e, "plugin", "verify", "--config", e.config)
 	if !strings.Contains(out, "changed since it was locked") {
 		t.Errorf("plugin verify does not report the change:\n%s", out)
+	}
+}
+
+// TestLockRecordsEveryProtocol: `plugin lock` records every protocol
+// version a plugin says it speaks (not only the one negotiated), a lock
+// file of the older shape (the negotiated version alone) still verifies,
+// and `plugin verify` reports a plugin that no longer speaks a locked
+// version, naming it and the fix.
+func TestLockRecordsEveryProtocol(t *testing.T) {
+	e := setup(t)
+	write := func(versions string) {
+		t.Helper()
+		cfg := fmt.Sprintf("project_dir = \"project\"\ndata_dir = \"state\"\nplugin \"fx\" {\n  path = %q\n  env = { FIXTURE_VERSIONS = %q }\n}\n", e.bins.TestPlugin, versions)
+		if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1,2")
+	out, errOut, code := run(t, e, "plugin", "lock", "--config", e.config)
+	if code != 0 || !strings.Contains(out, "(protocols 1 and 2,") {
+		t.Fatalf("plugin lock = %d %q %q, want fx locked with protocols 1 and 2", code, out, errOut)
+	}
+	lockPath := filepath.Join(filepath.Dir(e.config), pluginstore.LockFileName)
+	lock, _, err := pluginstore.ReadLock(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lock.Plugins["fx"].Protocols; !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("locked protocols = %v, want [1 2] (what the plugin speaks, not only the negotiated 2)", got)
+	}
+	if out, errOut, code := run(t, e, "plugin", "verify", "--config", e.config); code != 0 || !strings.Contains(out, "ok fx") {
+		t.Fatalf("plugin verify = %d %q %q", code, out, errOut)
+	}
+
+	// A lock file written before every version was recorded: the
+	// negotiated one alone. It reads, and verifies, with a note.
+	src, err := os.ReadFile(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldShape := strings.Replace(string(src), "protocols = [1, 2]", "protocols = [2]", 1)
+	if oldShape == string(src) {
+		t.Fatalf("lock file %q has no `protocols = [1, 2]` line to rewrite", src)
+	}
+	if err := os.WriteFile(lockPath, []byte(oldShape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := run(t, e, "plugin", "verify", "--config", e.config); code != 0 || !strings.Contains(out, "ok fx") || !strings.Contains(out, "fx also speaks protocol 1") {
+		t.Errorf("plugin verify against the older lock = %d %q %q, want ok with a note about protocol 1", code, out, errOut)
+	}
+	if err := os.WriteFile(lockPath, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same binary now offers protocol 2 only.
+	write("2")
+	out, _, code = run(t, e, "plugin", "verify", "--config", e.config)
+	if code != 1 || !strings.Contains(out, "MISMATCH fx no longer speaks protocol 1") || !strings.Contains(out, "it speaks protocol 2 now") || !strings.Contains(out, "switchboard plugin lock") || strings.Contains(out, "ok fx") {
+		t.Errorf("plugin verify after protocol 1 went = %d %q, want a mismatch naming protocol 1 and the fix", code, out)
 	}
 }

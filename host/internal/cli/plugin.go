@@ -91,8 +91,11 @@ func (a *app) pluginInstallCmd() *cobra.Command {
 // and tool surface.
 type probe struct {
 	version  string
-	protocol int
-	surface  pluginstore.Surface
+	protocol int // negotiated with this host
+	// protocols are every protocol version the plugin says it speaks
+	// (its Describe), or the negotiated one when it does not say.
+	protocols []int
+	surface   pluginstore.Surface
 }
 
 func startProbe(ctx context.Context, t loader.PluginTarget, log hclog.Logger) (*probe, error) {
@@ -103,6 +106,14 @@ func startProbe(ctx context.Context, t loader.PluginTarget, log hclog.Logger) (*
 	defer func() { _ = p.Close(context.Background()) }()
 	d := p.Describe()
 	pr := &probe{version: d.PluginVersion, protocol: p.ProtocolVersion(), surface: pluginstore.SurfaceOfServer(d)}
+	for _, v := range d.ProtocolVersions {
+		pr.protocols = append(pr.protocols, int(v))
+	}
+	if len(pr.protocols) == 0 {
+		pr.protocols = []int{pr.protocol}
+	}
+	slices.Sort(pr.protocols)
+	pr.protocols = slices.Compact(pr.protocols)
 	if _, v, ok := pluginstore.ParseName(filepath.Base(t.Path)); ok && v != nil {
 		pr.version = v.String()
 	}
@@ -142,7 +153,7 @@ func (a *app) pluginLockCmd() *cobra.Command {
 		Use:   "lock [-platform=os_arch ...]",
 		Short: "Write " + pluginstore.LockFileName + " beside the config: each plugin's version, protocol, hashes and tool surface",
 		Long: "Start every plugin the config loads (plugin blocks and discovered binaries) once, and write\n" +
-			pluginstore.LockFileName + " beside the config with its version, protocol version, the SHA-256 of its binary\n" +
+			pluginstore.LockFileName + " beside the config with its version, the protocol versions it speaks, the SHA-256 of its binary\n" +
 			"for this platform and every -platform given (their binaries are found in <dir>/<os>_<arch>/ of\n" +
 			"the install directory and plugin_dirs), and the SHA-256 of its tool surface.",
 		Args: cobra.NoArgs,
@@ -181,7 +192,7 @@ func (a *app) pluginLockCmd() *cobra.Command {
 					}
 					continue
 				}
-				e := &pluginstore.Entry{Version: pr.version, Protocols: []int{pr.protocol}, Hashes: map[string]string{pluginstore.Platform(): hash}, Surface: pr.surface.Hash()}
+				e := &pluginstore.Entry{Version: pr.version, Protocols: pr.protocols, Hashes: map[string]string{pluginstore.Platform(): hash}, Surface: pr.surface.Hash()}
 				// Other platforms' hashes stay while the binary here is the
 				// one they were locked with.
 				if prev := old.Plugins[t.Name]; prev != nil && prev.Version == e.Version && prev.Hashes[pluginstore.Platform()] == hash {
@@ -212,7 +223,7 @@ func (a *app) pluginLockCmd() *cobra.Command {
 					log.Warn("cannot keep the locked tool surface for later differences", "plugin", t.Name, "error", err)
 				}
 				plats := slices.Sorted(maps.Keys(e.Hashes))
-				fmt.Fprintf(a.stdout, "locked %s %s (protocol %d, %d tools) for %s\n", t.Name, dashIfEmpty(e.Version), pr.protocol, len(pr.surface), strings.Join(plats, ", "))
+				fmt.Fprintf(a.stdout, "locked %s %s (%s, %d tools) for %s\n", t.Name, dashIfEmpty(e.Version), protocolsText(pr.protocols), len(pr.surface), strings.Join(plats, ", "))
 			}
 			if err := lock.Write(); err != nil {
 				return fail(2, "cannot write %s: %v", lock.Path, err)
@@ -276,8 +287,10 @@ func (a *app) pluginVerifyCmd() *cobra.Command {
 					problems = append(problems, fmt.Sprintf("%s did not start: %v", t.Name, err))
 					continue
 				}
-				if len(e.Protocols) > 0 && !slices.Contains(e.Protocols, pr.protocol) {
-					problems = append(problems, fmt.Sprintf("%s speaks protocol %d, but %s locks %v: run `switchboard plugin lock` if the upgrade is intended", t.Name, pr.protocol, lock.Path, e.Protocols))
+				if gone := missingProtocols(e.Protocols, pr.protocols); len(gone) > 0 {
+					problems = append(problems, fmt.Sprintf("%s no longer speaks %s, which %s locks (it speaks %s now): a host that speaks only the missing version cannot load it; run `switchboard plugin lock` if the change is intended", t.Name, protocolsText(gone), lock.Path, protocolsText(pr.protocols)))
+				} else if added := missingProtocols(pr.protocols, e.Protocols); len(added) > 0 {
+					fmt.Fprintf(a.stdout, "note: %s also speaks %s, which %s does not list (`switchboard plugin lock` records it)\n", t.Name, protocolsText(added), lock.Path)
 				}
 				if e.Version != "" && pr.version != e.Version {
 					problems = append(problems, fmt.Sprintf("%s is version %s, but %s locks %s: run `switchboard plugin lock` if the upgrade is intended", t.Name, dashIfEmpty(pr.version), lock.Path, e.Version))
@@ -303,6 +316,33 @@ func (a *app) pluginVerifyCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// missingProtocols returns the versions in want that have is missing.
+func missingProtocols(want, have []int) []int {
+	var out []int
+	for _, v := range want {
+		if !slices.Contains(have, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// protocolsText is "protocol 2", "protocols 1 and 2" or "protocols 1, 2
+// and 3".
+func protocolsText(vs []int) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprint(v)
+	}
+	switch len(parts) {
+	case 0:
+		return "no protocol"
+	case 1:
+		return "protocol " + parts[0]
+	}
+	return "protocols " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // PluginRow is one row of `plugin list`.

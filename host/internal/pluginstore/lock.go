@@ -53,7 +53,10 @@ type Entry struct {
 	// Version is the plugin's version (from its binary's name, else from
 	// what it reports).
 	Version string
-	// Protocols are the protocol versions it was seen speaking.
+	// Protocols are every protocol version it says it speaks (its
+	// Describe), sorted; `plugin verify` reports one it no longer speaks.
+	// Lock files written before these were recorded hold the one version
+	// negotiated then, which reads the same way.
 	Protocols []int
 	// Hashes are "sha256:<hex>" of its binary, by "<os>_<arch>".
 	Hashes map[string]string
