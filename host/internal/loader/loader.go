@@ -1170,6 +1170,40 @@ type PluginTarget struct {
 	Refused error
 }
 
+// ExternalTarget is an external MCP server the config loads: an external
+// block, or a server of the project's .mcp.json that a person approved
+// (one waiting for approval is left out: nothing may start it).
+type ExternalTarget struct {
+	Name string
+	// Where is its command line or URL, for people.
+	Where string
+	spec  external.Spec
+}
+
+// Connect starts (or connects to) the server once, as the host would,
+// sandbox included. The caller closes it.
+func (t ExternalTarget) Connect(ctx context.Context, log hclog.Logger) (*external.Server, error) {
+	return external.Connect(ctx, t.spec, log.Named("external"))
+}
+
+// ExternalTargets lists the external servers the config loads, in
+// registration order (for `switchboard plugin lock|verify|list`).
+func ExternalTargets(cfg *config.Config, self string) []ExternalTarget {
+	run, _ := gateMCPJSON(cfg)
+	var out []ExternalTarget
+	for _, j := range Jobs(run, self) {
+		if j.ext == nil {
+			continue
+		}
+		where := j.ext.URL
+		if j.ext.Command != "" {
+			where = strings.Join(append([]string{j.ext.Command}, j.ext.Args...), " ")
+		}
+		out = append(out, ExternalTarget{Name: j.ext.Name, Where: where, spec: *j.ext})
+	}
+	return out
+}
+
 // PluginTargets lists the plugins the config loads, in registration
 // order (for `switchboard plugin lock|verify|list`).
 func PluginTargets(cfg *config.Config, self string) []PluginTarget {
