@@ -107,7 +107,8 @@ proto:
 GORELEASER_VERSION := v2.15.1
 
 ## release: archives of the host and of each built-in and example plugin for
-## linux and darwin (amd64, arm64) with SHA256SUMS in dist/: goreleaser
+## linux and darwin (amd64, arm64), zips of web, hello and conformance for
+## windows (amd64, arm64), with SHA256SUMS in dist/: goreleaser
 ## (.goreleaser.yaml) in snapshot mode, offline, nothing published; pinned,
 ## installed into bin/tools on first use. MINISIGN_SECRET_KEY=FILE also signs
 ## SHA256SUMS (dist/SHA256SUMS.minisig). Then checks the sums, and the
@@ -118,6 +119,7 @@ release:
 	$(BIN)/tools/goreleaser release --snapshot --clean --parallelism 2 $(if $(MINISIGN_SECRET_KEY),,--skip=sign)
 	cd dist && sha256sum --strict -c SHA256SUMS
 	@n=$$(ls dist/*.tar.gz | wc -l); test "$$n" -eq 28 || { echo "release: $$n archives in dist/, want 28 (7 per platform)"; exit 1; }
+	@n=$$(ls dist/*_windows_*.zip | wc -l); test "$$n" -eq 6 || { echo "release: $$n Windows zips in dist/, want 6 (web, hello, conformance on amd64 and arm64)"; exit 1; }
 	cd examples/hello && ../../$(BIN)/tools/goreleaser check
 
 clean:

@@ -153,3 +153,32 @@ func TestHostUsesTheSDKInTheRepository(t *testing.T) {
 	}
 	t.Errorf("go.mod: want `replace %s => ./sdk`", sdkModule)
 }
+
+// TestBuildsForWindows: the SDK module (every package, its tests too, under
+// go vet), examples/hello and the plugins released for Windows (see
+// .goreleaser.yaml) build for windows/amd64 and windows/arm64. Cross-
+// compiling needs nothing beyond the Go toolchain and the module cache.
+// The host and the filesystem, bash and git plugins are Unix-only.
+func TestBuildsForWindows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles three modules for two platforms")
+	}
+	root := repoRoot(t)
+	run := func(t *testing.T, dir, goarch string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH="+goarch, "CGO_ENABLED=0", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOOS=windows GOARCH=%s go %s in %s: %v\n%s\nA file that uses Unix-only calls (unix.Dup2, syscall.Kill, process groups) needs a //go:build unix tag and a _windows.go counterpart (see sdk/protocol/pluginserve/serve_windows.go)", goarch, strings.Join(args, " "), dir, err, out)
+		}
+	}
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) {
+			run(t, filepath.Join(root, "sdk"), goarch, "vet", "./...")
+			run(t, filepath.Join(root, "examples", "hello"), goarch, "vet", "./...")
+			run(t, filepath.Join(root, "examples", "hello"), goarch, "build", "-o", os.DevNull, ".")
+			run(t, root, goarch, "build", "./plugins/web/cmd/switchboard-plugin-web", "./examples/conformance")
+		})
+	}
+}

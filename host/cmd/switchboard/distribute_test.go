@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 )
 
 // inspectRow is the part of `inspect --json` these tests read.
@@ -196,8 +197,8 @@ func TestPluginInstallLockVerify(t *testing.T) {
 	}
 	entry := lock.Plugins["fixture"]
 	if entry == nil || entry.Version != "1.2.0" || entry.Hashes[here] != "sha256:"+fileSum(t, installed) ||
-		entry.Hashes["darwin_arm64"] != "sha256:"+fileSum(t, dInstalled) || !strings.HasPrefix(entry.Surface, "sha256:") || len(entry.Protocols) != 1 {
-		t.Fatalf("lock entry = %+v, want version 1.2.0, both platforms' hashes, protocol and surface", entry)
+		entry.Hashes["darwin_arm64"] != "sha256:"+fileSum(t, dInstalled) || !strings.HasPrefix(entry.Surface, "sha256:") || !slices.Equal(entry.Protocols, protocol.SupportedVersions) {
+		t.Fatalf("lock entry = %+v, want version 1.2.0, both platforms' hashes, protocols %v and surface", entry, protocol.SupportedVersions)
 	}
 
 	if out, errOut, code := run(t, e, "plugin", "verify", "--config", e.config); code != 0 || !strings.Contains(out, "ok fixture 1.2.0") {
@@ -470,5 +471,143 @@ func TestChangedInstructionsQuarantined(t *testing.T) {
 	out, _, _ = run(t, e, "plugin", "verify", "--config", e.config)
 	if !strings.Contains(out, "changed since it was locked") {
 		t.Errorf("plugin verify does not report the change:\n%s", out)
+	}
+}
+
+// TestLockRecordsEveryProtocol: `plugin lock` records every protocol
+// version a plugin says it speaks (not only the one negotiated), a lock
+// file of the older shape (the negotiated version alone) still verifies,
+// and `plugin verify` reports a plugin that no longer speaks a locked
+// version, naming it and the fix.
+func TestLockRecordsEveryProtocol(t *testing.T) {
+	e := setup(t)
+	write := func(versions string) {
+		t.Helper()
+		cfg := fmt.Sprintf("project_dir = \"project\"\ndata_dir = \"state\"\nplugin \"fx\" {\n  path = %q\n  env = { FIXTURE_VERSIONS = %q }\n}\n", e.bins.TestPlugin, versions)
+		if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1,2")
+	out, errOut, code := run(t, e, "plugin", "lock", "--config", e.config)
+	if code != 0 || !strings.Contains(out, "(protocols 1 and 2,") {
+		t.Fatalf("plugin lock = %d %q %q, want fx locked with protocols 1 and 2", code, out, errOut)
+	}
+	lockPath := filepath.Join(filepath.Dir(e.config), pluginstore.LockFileName)
+	lock, _, err := pluginstore.ReadLock(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lock.Plugins["fx"].Protocols; !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("locked protocols = %v, want [1 2] (what the plugin speaks, not only the negotiated 2)", got)
+	}
+	if out, errOut, code := run(t, e, "plugin", "verify", "--config", e.config); code != 0 || !strings.Contains(out, "ok fx") {
+		t.Fatalf("plugin verify = %d %q %q", code, out, errOut)
+	}
+
+	// A lock file written before every version was recorded: the
+	// negotiated one alone. It reads, and verifies, with a note.
+	src, err := os.ReadFile(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldShape := strings.Replace(string(src), "protocols = [1, 2]", "protocols = [2]", 1)
+	if oldShape == string(src) {
+		t.Fatalf("lock file %q has no `protocols = [1, 2]` line to rewrite", src)
+	}
+	if err := os.WriteFile(lockPath, []byte(oldShape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := run(t, e, "plugin", "verify", "--config", e.config); code != 0 || !strings.Contains(out, "ok fx") || !strings.Contains(out, "fx also speaks protocol 1") {
+		t.Errorf("plugin verify against the older lock = %d %q %q, want ok with a note about protocol 1", code, out, errOut)
+	}
+	if err := os.WriteFile(lockPath, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same binary now offers protocol 2 only.
+	write("2")
+	out, _, code = run(t, e, "plugin", "verify", "--config", e.config)
+	if code != 1 || !strings.Contains(out, "MISMATCH fx no longer speaks protocol 1") || !strings.Contains(out, "it speaks protocol 2 now") || !strings.Contains(out, "switchboard plugin lock") || strings.Contains(out, "ok fx") {
+		t.Errorf("plugin verify after protocol 1 went = %d %q, want a mismatch naming protocol 1 and the fix", code, out)
+	}
+}
+
+// TestExternalServerLocked: `plugin lock` records an external server's
+// tool surface (an `external` block in the lock file, no binary hash),
+// verify and list show it, and when its surface differs from the lock
+// (here: the same server offering more tools) verify reports it and the
+// host quarantines it until `switchboard approve`, which updates the lock.
+func TestExternalServerLocked(t *testing.T) {
+	e := setup(t)
+	write := func(features string) {
+		t.Helper()
+		cfg := fmt.Sprintf("project_dir = \"project\"\ndata_dir = \"state\"\nexternal \"ext\" {\n  command = %q\n  env = { FIXTURE_FEATURES = %q }\n}\n", e.bins.MCPServer, features)
+		if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("")
+	out, errOut, code := run(t, e, "plugin", "lock", "--config", e.config)
+	if code != 0 || !strings.Contains(out, "locked ext (external server,") {
+		t.Fatalf("plugin lock = %d %q %q, want ext locked", code, out, errOut)
+	}
+	lockPath := filepath.Join(filepath.Dir(e.config), pluginstore.LockFileName)
+	src, err := os.ReadFile(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), "external \"ext\" {") {
+		t.Errorf("lock file has no external block for ext:\n%s", src)
+	}
+	lock, _, err := pluginstore.ReadLock(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := lock.Plugins["ext"]
+	if locked == nil || !locked.External || !strings.HasPrefix(locked.Surface, "sha256:") || len(locked.Hashes) != 0 {
+		t.Fatalf("lock entry of ext = %+v, want an external entry with a surface and no hashes", locked)
+	}
+	if out, errOut, code := run(t, e, "plugin", "verify", "--config", e.config); code != 0 || !strings.Contains(out, "ok ext (external server") {
+		t.Errorf("plugin verify = %d %q %q, want ok ext", code, out, errOut)
+	}
+	out, _, _ = run(t, e, "plugin", "list", "--json", "--config", e.config)
+	var rows []struct{ Name, Kind, Locked, Path string }
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("plugin list --json = %q: %v", out, err)
+	}
+	var row string
+	for _, r := range rows {
+		if r.Name == "ext" {
+			row = r.Kind + " " + r.Locked + " " + r.Path
+		}
+	}
+	if row != "external surface "+e.bins.MCPServer {
+		t.Errorf("plugin list row of ext = %q, want it external, locked by surface, with its command (rows %+v)", row, rows)
+	}
+	if r := inspectRows(t, e)["ext"]; r.Status != "ready" {
+		t.Fatalf("locked external server: %+v, want ready", r)
+	}
+
+	// The same server now offers more tools: its surface differs from the lock.
+	write("1")
+	out, _, code = run(t, e, "plugin", "verify", "--config", e.config)
+	if code != 1 || !strings.Contains(out, "MISMATCH ext (external server): its surface") || !strings.Contains(out, locked.Surface) || !strings.Contains(out, "switchboard approve ext") {
+		t.Errorf("plugin verify after the change = %d %q, want a surface mismatch naming the locked hash and approve", code, out)
+	}
+	r := inspectRows(t, e)["ext"]
+	if r.Status != "quarantined" || !strings.Contains(r.Error, lockPath) || !strings.Contains(r.Error, "switchboard approve ext") {
+		t.Fatalf("changed external server: %+v, want quarantined against %s", r, lockPath)
+	}
+	out, errOut, code = run(t, e, "approve", "ext", "--config", e.config)
+	if code != 0 || !strings.Contains(out, "+tool \"add_tool\"") {
+		t.Fatalf("approve = %d %q %q, want the diff adding the new tools", code, out, errOut)
+	}
+	after, _, _ := pluginstore.ReadLock(lockPath)
+	if a := after.Plugins["ext"]; a == nil || !a.External || a.Surface == locked.Surface {
+		t.Errorf("after approve the lock entry of ext = %+v, want an external entry with the new surface", a)
+	}
+	if r := inspectRows(t, e)["ext"]; r.Status != "ready" {
+		t.Errorf("after approve: %+v, want ready", r)
 	}
 }

@@ -91,8 +91,11 @@ func (a *app) pluginInstallCmd() *cobra.Command {
 // and tool surface.
 type probe struct {
 	version  string
-	protocol int
-	surface  pluginstore.Surface
+	protocol int // negotiated with this host
+	// protocols are every protocol version the plugin says it speaks
+	// (its Describe), or the negotiated one when it does not say.
+	protocols []int
+	surface   pluginstore.Surface
 }
 
 func startProbe(ctx context.Context, t loader.PluginTarget, log hclog.Logger) (*probe, error) {
@@ -103,6 +106,14 @@ func startProbe(ctx context.Context, t loader.PluginTarget, log hclog.Logger) (*
 	defer func() { _ = p.Close(context.Background()) }()
 	d := p.Describe()
 	pr := &probe{version: d.PluginVersion, protocol: p.ProtocolVersion(), surface: pluginstore.SurfaceOfServer(d)}
+	for _, v := range d.ProtocolVersions {
+		pr.protocols = append(pr.protocols, int(v))
+	}
+	if len(pr.protocols) == 0 {
+		pr.protocols = []int{pr.protocol}
+	}
+	slices.Sort(pr.protocols)
+	pr.protocols = slices.Compact(pr.protocols)
 	if _, v, ok := pluginstore.ParseName(filepath.Base(t.Path)); ok && v != nil {
 		pr.version = v.String()
 	}
@@ -142,9 +153,11 @@ func (a *app) pluginLockCmd() *cobra.Command {
 		Use:   "lock [-platform=os_arch ...]",
 		Short: "Write " + pluginstore.LockFileName + " beside the config: each plugin's version, protocol, hashes and tool surface",
 		Long: "Start every plugin the config loads (plugin blocks and discovered binaries) once, and write\n" +
-			pluginstore.LockFileName + " beside the config with its version, protocol version, the SHA-256 of its binary\n" +
+			pluginstore.LockFileName + " beside the config with its version, the protocol versions it speaks, the SHA-256 of its binary\n" +
 			"for this platform and every -platform given (their binaries are found in <dir>/<os>_<arch>/ of\n" +
-			"the install directory and plugin_dirs), and the SHA-256 of its tool surface.",
+			"the install directory and plugin_dirs), and the SHA-256 of its tool surface. External servers (external\n" +
+			"blocks, approved .mcp.json servers) are started or connected to once too, and locked by the SHA-256 of\n" +
+			"their tool surface (they have no binary of ours to hash).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig()
@@ -181,7 +194,7 @@ func (a *app) pluginLockCmd() *cobra.Command {
 					}
 					continue
 				}
-				e := &pluginstore.Entry{Version: pr.version, Protocols: []int{pr.protocol}, Hashes: map[string]string{pluginstore.Platform(): hash}, Surface: pr.surface.Hash()}
+				e := &pluginstore.Entry{Version: pr.version, Protocols: pr.protocols, Hashes: map[string]string{pluginstore.Platform(): hash}, Surface: pr.surface.Hash()}
 				// Other platforms' hashes stay while the binary here is the
 				// one they were locked with.
 				if prev := old.Plugins[t.Name]; prev != nil && prev.Version == e.Version && prev.Hashes[pluginstore.Platform()] == hash {
@@ -212,7 +225,24 @@ func (a *app) pluginLockCmd() *cobra.Command {
 					log.Warn("cannot keep the locked tool surface for later differences", "plugin", t.Name, "error", err)
 				}
 				plats := slices.Sorted(maps.Keys(e.Hashes))
-				fmt.Fprintf(a.stdout, "locked %s %s (protocol %d, %d tools) for %s\n", t.Name, dashIfEmpty(e.Version), pr.protocol, len(pr.surface), strings.Join(plats, ", "))
+				fmt.Fprintf(a.stdout, "locked %s %s (%s, %d tools) for %s\n", t.Name, dashIfEmpty(e.Version), protocolsText(pr.protocols), len(pr.surface), strings.Join(plats, ", "))
+			}
+			// External servers: their tool surface (there is no binary of
+			// ours to hash).
+			for _, x := range loader.ExternalTargets(cfg, a.selfPath()) {
+				surface, err := externalSurface(cmd.Context(), x, log)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s: did not start, so it is not locked: %v", x.Name, err))
+					if e := old.Plugins[x.Name]; e != nil && e.External {
+						lock.Plugins[x.Name] = e
+					}
+					continue
+				}
+				lock.Plugins[x.Name] = &pluginstore.Entry{External: true, Surface: surface.Hash()}
+				if err := (pluginstore.Gate{LockFile: lock.Path, DataDir: cfg.DataDir}).Record(x.Name, surface); err != nil {
+					log.Warn("cannot keep the locked tool surface for later differences", "external", x.Name, "error", err)
+				}
+				fmt.Fprintf(a.stdout, "locked %s (external server, %d tools): its tool surface\n", x.Name, len(surface))
 			}
 			if err := lock.Write(); err != nil {
 				return fail(2, "cannot write %s: %v", lock.Path, err)
@@ -231,7 +261,7 @@ func (a *app) pluginLockCmd() *cobra.Command {
 func (a *app) pluginVerifyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify",
-		Short: "Check every plugin against " + pluginstore.LockFileName + " (binary hashes, protocol, tool surface)",
+		Short: "Check every plugin and external server against " + pluginstore.LockFileName + " (binary hashes, protocols, tool surface)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig()
@@ -276,8 +306,10 @@ func (a *app) pluginVerifyCmd() *cobra.Command {
 					problems = append(problems, fmt.Sprintf("%s did not start: %v", t.Name, err))
 					continue
 				}
-				if len(e.Protocols) > 0 && !slices.Contains(e.Protocols, pr.protocol) {
-					problems = append(problems, fmt.Sprintf("%s speaks protocol %d, but %s locks %v: run `switchboard plugin lock` if the upgrade is intended", t.Name, pr.protocol, lock.Path, e.Protocols))
+				if gone := missingProtocols(e.Protocols, pr.protocols); len(gone) > 0 {
+					problems = append(problems, fmt.Sprintf("%s no longer speaks %s, which %s locks (it speaks %s now): a host that speaks only the missing version cannot load it; run `switchboard plugin lock` if the change is intended", t.Name, protocolsText(gone), lock.Path, protocolsText(pr.protocols)))
+				} else if added := missingProtocols(pr.protocols, e.Protocols); len(added) > 0 {
+					fmt.Fprintf(a.stdout, "note: %s also speaks %s, which %s does not list (`switchboard plugin lock` records it)\n", t.Name, protocolsText(added), lock.Path)
 				}
 				if e.Version != "" && pr.version != e.Version {
 					problems = append(problems, fmt.Sprintf("%s is version %s, but %s locks %s: run `switchboard plugin lock` if the upgrade is intended", t.Name, dashIfEmpty(pr.version), lock.Path, e.Version))
@@ -288,6 +320,24 @@ func (a *app) pluginVerifyCmd() *cobra.Command {
 				if len(problems) == 0 || !strings.HasPrefix(problems[len(problems)-1], t.Name) {
 					fmt.Fprintf(a.stdout, "ok %s %s (%s)\n", t.Name, dashIfEmpty(e.Version), t.Path)
 				}
+			}
+			for _, x := range loader.ExternalTargets(cfg, a.selfPath()) {
+				seen[x.Name] = true
+				e := lock.Plugins[x.Name]
+				if e == nil || e.Surface == "" {
+					problems = append(problems, fmt.Sprintf("%s (external server %s) is not in %s: run `switchboard plugin lock`", x.Name, x.Where, lock.Path))
+					continue
+				}
+				surface, err := externalSurface(cmd.Context(), x, log)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s (external server) did not start: %v", x.Name, err))
+					continue
+				}
+				if got := surface.Hash(); got != e.Surface {
+					problems = append(problems, fmt.Sprintf("%s (external server): its surface (tool names, descriptions, schemas or annotations, or its instructions) changed since it was locked (%s, now %s): the host quarantines it; review the change with `switchboard approve %s`", x.Name, e.Surface, got, x.Name))
+					continue
+				}
+				fmt.Fprintf(a.stdout, "ok %s (external server %s)\n", x.Name, x.Where)
 			}
 			for _, name := range slices.Sorted(maps.Keys(lock.Plugins)) {
 				if !seen[name] {
@@ -305,15 +355,57 @@ func (a *app) pluginVerifyCmd() *cobra.Command {
 	}
 }
 
+// externalSurface connects to an external server once, as the host
+// would, and returns its tool surface.
+func externalSurface(ctx context.Context, x loader.ExternalTarget, log hclog.Logger) (pluginstore.Surface, error) {
+	s, err := x.Connect(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = s.Close(context.Background()) }()
+	return pluginstore.SurfaceOfServer(s.Describe()), nil
+}
+
+// missingProtocols returns the versions in want that have is missing.
+func missingProtocols(want, have []int) []int {
+	var out []int
+	for _, v := range want {
+		if !slices.Contains(have, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// protocolsText is "protocol 2", "protocols 1 and 2" or "protocols 1, 2
+// and 3".
+func protocolsText(vs []int) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprint(v)
+	}
+	switch len(parts) {
+	case 0:
+		return "no protocol"
+	case 1:
+		return "protocol " + parts[0]
+	}
+	return "protocols " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
 // PluginRow is one row of `plugin list`.
 type PluginRow struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// Kind is "plugin" or "external" (an external MCP server: no binary,
+	// locked by its tool surface; Path is its command line or URL).
+	Kind     string `json:"kind"`
 	Version  string `json:"version,omitempty"`
 	Platform string `json:"platform,omitempty"`
 	Path     string `json:"path,omitempty"`
 	// Installed is set for a binary on disk.
 	Installed bool `json:"installed"`
-	// Locked is "yes", "no", "mismatch" or "other version".
+	// Locked is "yes", "no", "mismatch" or "other version"; for an
+	// external server "surface" (its tool surface is locked) or "no".
 	Locked string `json:"locked"`
 	// Loaded is set when the config loads this binary.
 	Loaded bool `json:"loaded"`
@@ -324,7 +416,7 @@ type PluginRow struct {
 func (a *app) pluginListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "Show the plugin binaries installed, locked and loaded",
+		Short: "Show the plugin binaries installed, locked and loaded, and the external servers",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			cfg, err := a.loadConfig()
@@ -346,7 +438,7 @@ func (a *app) pluginListCmd() *cobra.Command {
 					return
 				}
 				seen[path] = true
-				r := PluginRow{Name: name, Version: version, Platform: platform, Path: path, Locked: "no"}
+				r := PluginRow{Name: name, Kind: "plugin", Version: version, Platform: platform, Path: path, Locked: "no"}
 				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
 					r.Installed = true
 				}
@@ -400,26 +492,41 @@ func (a *app) pluginListCmd() *cobra.Command {
 					add(b.Path, b.Name, b.VersionString(), plat)
 				}
 			}
+			for _, x := range loader.ExternalTargets(cfg, a.selfPath()) {
+				r := PluginRow{Name: x.Name, Kind: "external", Path: x.Where, Locked: "no", Loaded: true}
+				if e := lock.Plugins[x.Name]; e != nil && e.External && e.Surface != "" {
+					r.Locked = "surface"
+				}
+				rows = append(rows, r)
+			}
 			for _, name := range slices.Sorted(maps.Keys(lock.Plugins)) {
 				found := false
 				for _, r := range rows {
 					found = found || r.Name == name
 				}
-				if !found {
-					rows = append(rows, PluginRow{Name: name, Version: lock.Plugins[name].Version, Locked: "yes (no binary here)"})
+				switch e := lock.Plugins[name]; {
+				case found:
+				case e.External:
+					rows = append(rows, PluginRow{Name: name, Kind: "external", Locked: "surface (not loaded)"})
+				default:
+					rows = append(rows, PluginRow{Name: name, Kind: "plugin", Version: e.Version, Locked: "yes (no binary here)"})
 				}
 			}
 			if a.jsonOut {
 				return a.printJSON(rows)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PLUGIN\tVERSION\tPLATFORM\tINSTALLED\tLOCKED\tLOADED\tPATH")
+			fmt.Fprintln(tw, "PLUGIN\tKIND\tVERSION\tPLATFORM\tINSTALLED\tLOCKED\tLOADED\tPATH")
 			for _, r := range rows {
 				loaded := yesNo(r.Loaded)
 				if r.Refused != "" {
 					loaded = "refused"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, dashIfEmpty(r.Version), dashIfEmpty(r.Platform), yesNo(r.Installed), r.Locked, loaded, dashIfEmpty(r.Path))
+				installed := yesNo(r.Installed)
+				if r.Kind == "external" {
+					installed = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, dashIfEmpty(r.Version), dashIfEmpty(r.Platform), installed, r.Locked, loaded, dashIfEmpty(r.Path))
 			}
 			_ = tw.Flush()
 			for _, r := range rows {

@@ -39,8 +39,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/feature"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
 // PluginPrefix is the file name prefix of plugin binaries.
@@ -167,7 +167,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	}
 	h.sup = supervisor.New(log, reg.Refresh)
 	h.gate = pluginstore.Gate{LockFile: cfg.LockFile(), DataDir: cfg.DataDir}
-	reg.OnEvent(h.vetListChange)
+	h.sup.SetVet(h.vetListChange)
 	reg.SetPrefixes(cfg.Prefixes)
 	reg.AtShutdown(h.sup.Stop)
 
@@ -184,30 +184,34 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 
 // vetListChange holds a running server's changed tools to the locked or
 // approved ones (a server may change its tools without restarting: an
-// external server's tools/list_changed, a plugin's list change). A server
-// whose tools now differ is taken out of the registry and shown as
-// quarantined until `switchboard approve` (which reloads, starting it
-// again). Between the change and its removal, tools/list may show the new
-// tools for as long as the removal takes.
-func (h *Host) vetListChange(name string, ev feature.Event) {
-	if ev.Kind != feature.ListChanged {
-		return
-	}
+// external server's tools/list_changed, a plugin's list change). The
+// supervisor asks it before the server adopts its new description (see
+// supervisor.SetVet), so a changed surface is never listed: a server whose
+// tools now differ keeps its approved description until it is taken out of
+// the registry and shown as quarantined until `switchboard approve` (which
+// reloads, starting it again). A lock or approvals file that cannot be read
+// lets nothing through either: the server is failed with that error.
+func (h *Host) vetListChange(name string, d *toolcall.Description) error {
 	e := h.reg.Entry(name)
 	if e == nil || e.Kind == registry.KindBuiltin {
-		return
+		return nil
 	}
-	err := h.gate.Check(name, pluginstore.SurfaceOfServer(e.Server.Describe()))
-	if !errors.Is(err, pluginstore.ErrQuarantined) {
-		return
+	err := h.gate.Check(name, pluginstore.SurfaceOfServer(d))
+	if err == nil {
+		return nil
 	}
-	h.log.Warn("server quarantined: its tools changed while it ran", "server", name, "error", err)
+	if errors.Is(err, pluginstore.ErrQuarantined) {
+		h.log.Warn("server quarantined: its tools changed while it ran", "server", name, "error", err)
+	} else {
+		h.log.Error("server stopped: its changed tools could not be checked against the lock or approvals", "server", name, "error", err)
+	}
 	// Not on this goroutine: closing the server ends the watch that
 	// called us.
 	go func() {
 		_ = h.reg.Remove(context.Background(), name)
 		h.reg.Fail(registry.Failure{Name: name, Kind: e.Kind, Source: e.Source, Err: err})
 	}()
+	return err
 }
 
 // OnHealthChecked makes fn run after each health check of a server (see
@@ -1194,6 +1198,40 @@ type PluginTarget struct {
 	Spec launcher.Spec
 	// Refused is why the host would not start it, if it would not.
 	Refused error
+}
+
+// ExternalTarget is an external MCP server the config loads: an external
+// block, or a server of the project's .mcp.json that a person approved
+// (one waiting for approval is left out: nothing may start it).
+type ExternalTarget struct {
+	Name string
+	// Where is its command line or URL, for people.
+	Where string
+	spec  external.Spec
+}
+
+// Connect starts (or connects to) the server once, as the host would,
+// sandbox included. The caller closes it.
+func (t ExternalTarget) Connect(ctx context.Context, log hclog.Logger) (*external.Server, error) {
+	return external.Connect(ctx, t.spec, log.Named("external"))
+}
+
+// ExternalTargets lists the external servers the config loads, in
+// registration order (for `switchboard plugin lock|verify|list`).
+func ExternalTargets(cfg *config.Config, self string) []ExternalTarget {
+	run, _ := gateMCPJSON(cfg)
+	var out []ExternalTarget
+	for _, j := range Jobs(run, self) {
+		if j.ext == nil {
+			continue
+		}
+		where := j.ext.URL
+		if j.ext.Command != "" {
+			where = strings.Join(append([]string{j.ext.Command}, j.ext.Args...), " ")
+		}
+		out = append(out, ExternalTarget{Name: j.ext.Name, Where: where, spec: *j.ext})
+	}
+	return out
 }
 
 // PluginTargets lists the plugins the config loads, in registration

@@ -44,7 +44,10 @@ var (
 // Lock is the content of switchboard.lock.hcl.
 type Lock struct {
 	// Path is the file it was read from or is written to.
-	Path    string
+	Path string
+	// Plugins are the entries by server name: plugins (`plugin` blocks)
+	// and external servers (`external` blocks, External set), whose names
+	// are unique across both.
 	Plugins map[string]*Entry
 }
 
@@ -53,16 +56,29 @@ type Entry struct {
 	// Version is the plugin's version (from its binary's name, else from
 	// what it reports).
 	Version string
-	// Protocols are the protocol versions it was seen speaking.
+	// Protocols are every protocol version it says it speaks (its
+	// Describe), sorted; `plugin verify` reports one it no longer speaks.
+	// Lock files written before these were recorded hold the one version
+	// negotiated then, which reads the same way.
 	Protocols []int
 	// Hashes are "sha256:<hex>" of its binary, by "<os>_<arch>".
 	Hashes map[string]string
 	// Surface is "sha256:<hex>" of its tool surface (SurfaceHash).
 	Surface string
+	// External marks an external MCP server's entry: it has a surface
+	// (and no version, protocols or hashes: there is no binary of ours to
+	// pin).
+	External bool
 }
 
 type lockFile struct {
-	Plugins []lockBlock `hcl:"plugin,block"`
+	Plugins   []lockBlock     `hcl:"plugin,block"`
+	Externals []externalBlock `hcl:"external,block"`
+}
+
+type externalBlock struct {
+	Name    string `hcl:"name,label"`
+	Surface string `hcl:"surface"`
 }
 
 type lockBlock struct {
@@ -104,6 +120,12 @@ func ReadLock(path string) (l *Lock, ok bool, err error) {
 		}
 		l.Plugins[b.Name] = e
 	}
+	for _, b := range f.Externals {
+		if _, dup := l.Plugins[b.Name]; dup {
+			return l, true, fmt.Errorf("pluginstore: %s locks %q twice; run `switchboard plugin lock`", path, b.Name)
+		}
+		l.Plugins[b.Name] = &Entry{External: true, Surface: b.Surface, Hashes: map[string]string{}}
+	}
 	return l, true, nil
 }
 
@@ -115,6 +137,10 @@ func (l *Lock) Write() error {
 	for _, name := range slices.Sorted(maps.Keys(l.Plugins)) {
 		e := l.Plugins[name]
 		body.AppendNewline()
+		if e.External {
+			body.AppendNewBlock("external", []string{name}).Body().SetAttributeValue("surface", cty.StringVal(e.Surface))
+			continue
+		}
 		b := body.AppendNewBlock("plugin", []string{name}).Body()
 		if e.Version != "" {
 			b.SetAttributeValue("version", cty.StringVal(e.Version))

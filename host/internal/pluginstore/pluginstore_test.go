@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,7 +98,8 @@ func TestLockRoundTrip(t *testing.T) {
 	if err != nil || ok || len(l.Plugins) != 0 {
 		t.Fatalf("ReadLock(missing) = %v, %v, %v; want an empty lock", l, ok, err)
 	}
-	l.Plugins["hello"] = &pluginstore.Entry{Version: "1.2.3", Protocols: []int{2}, Hashes: map[string]string{"linux_amd64": "sha256:aa", "darwin_arm64": "sha256:bb"}, Surface: "sha256:cc"}
+	l.Plugins["hello"] = &pluginstore.Entry{Version: "1.2.3", Protocols: []int{1, 2}, Hashes: map[string]string{"linux_amd64": "sha256:aa", "darwin_arm64": "sha256:bb"}, Surface: "sha256:cc"}
+	l.Plugins["ext"] = &pluginstore.Entry{External: true, Surface: "sha256:dd"}
 	if err := l.Write(); err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +109,27 @@ func TestLockRoundTrip(t *testing.T) {
 		t.Fatalf("ReadLock = %v, %v\n%s", ok, err, src)
 	}
 	e := got.Plugins["hello"]
-	if e == nil || e.Version != "1.2.3" || e.Hashes["darwin_arm64"] != "sha256:bb" || e.Hashes["linux_amd64"] != "sha256:aa" || e.Surface != "sha256:cc" || len(e.Protocols) != 1 || e.Protocols[0] != 2 {
+	if e == nil || e.Version != "1.2.3" || e.Hashes["darwin_arm64"] != "sha256:bb" || e.Hashes["linux_amd64"] != "sha256:aa" || e.Surface != "sha256:cc" || !slices.Equal(e.Protocols, []int{1, 2}) || e.External {
 		t.Errorf("read back %+v from\n%s", e, src)
+	}
+	if x := got.Plugins["ext"]; x == nil || !x.External || x.Surface != "sha256:dd" || !strings.Contains(string(src), "external \"ext\" {") {
+		t.Errorf("external entry read back as %+v from\n%s", x, src)
+	}
+	// A lock file of the shape written before external servers and every
+	// protocol version were recorded still reads.
+	old := "plugin \"hello\" {\n  version   = \"1.2.3\"\n  protocols = [2]\n  hashes = {\n    linux_amd64 = \"sha256:aa\"\n  }\n  surface = \"sha256:cc\"\n}\n"
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := pluginstore.ReadLock(path); err != nil || !slices.Equal(got.Plugins["hello"].Protocols, []int{2}) || len(got.Plugins) != 1 {
+		t.Errorf("ReadLock(older shape) = %+v, %v", got, err)
+	}
+	// A name locked as a plugin and as an external server is refused.
+	if err := os.WriteFile(path, []byte(old+"external \"hello\" {\n  surface = \"sha256:dd\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pluginstore.ReadLock(path); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("ReadLock(name locked twice) = %v, want it refused", err)
 	}
 	if err := os.WriteFile(path, []byte("plugin \"x\" { version = \n"), 0o644); err != nil {
 		t.Fatal(err)

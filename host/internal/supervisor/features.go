@@ -86,7 +86,8 @@ func (srv *Server) Subscribe(ctx context.Context, uri string, on bool) error {
 
 // Watch passes on the events of each instance in turn until ctx ends or
 // the server is closed. A ListChanged event first updates the server's
-// description.
+// description, once the supervisor's vet hook (SetVet) accepts it; a
+// change it refuses is not adopted and its event is dropped.
 func (srv *Server) Watch(ctx context.Context, fn func(feature.Event)) error {
 	for {
 		srv.mu.Lock()
@@ -104,9 +105,14 @@ func (srv *Server) Watch(ctx context.Context, fn func(feature.Event)) error {
 			}
 			err := f.Watch(ctx, func(ev feature.Event) {
 				if ev.Kind == feature.ListChanged {
+					d := inst.Describe()
+					if err := srv.sup.vetDesc(srv.name, d); err != nil {
+						srv.sup.log.Warn("list change not adopted", "server", srv.name, "error", err)
+						return
+					}
 					srv.mu.Lock()
 					if srv.inst == inst {
-						srv.desc = inst.Describe()
+						srv.desc = d
 					}
 					srv.mu.Unlock()
 				}

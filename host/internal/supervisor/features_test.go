@@ -2,7 +2,10 @@ package supervisor
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,6 +124,75 @@ func TestFeaturesFollowTheInstance(t *testing.T) {
 	cancel()
 	if err := recv(t, watched, "end of Watch"); err == nil {
 		t.Error("Watch returned nil after its context ended")
+	}
+	if err := srv.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// changingInstance is a featureInstance whose description can change
+// while it runs, as an external server's after tools/list_changed.
+type changingInstance struct {
+	*featureInstance
+	desc atomic.Pointer[toolcall.Description]
+}
+
+func (c *changingInstance) Describe() *toolcall.Description { return c.desc.Load() }
+
+// The vet hook (SetVet) sees a list change before the server adopts it: a
+// refused description is never the server's and its event is not passed
+// on; an accepted one is adopted and passed on.
+func TestVetHoldsAListChange(t *testing.T) {
+	h := newHarness(t)
+	inst := &changingInstance{featureInstance: newFeatureInstance("i0")}
+	inst.desc.Store(&toolcall.Description{Name: "fake", Tools: []*toolcall.Tool{{Name: "echo"}}})
+	vetted := make(chan []string, 4)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	h.sup.SetVet(func(name string, d *toolcall.Description) error {
+		var names []string
+		for _, tl := range d.Tools {
+			names = append(names, tl.Name)
+		}
+		vetted <- names
+		if refuse.Load() {
+			return errors.New("surface changed")
+		}
+		return nil
+	})
+	srv := h.sup.Add("fake", inst, func(context.Context) (Instance, error) { return nil, errors.New("no restarts here") }, noJitter)
+	events := make(chan feature.Event, 8)
+	go func() { _ = srv.Watch(t.Context(), func(ev feature.Event) { events <- ev }) }()
+	tools := func() []string {
+		var out []string
+		for _, tl := range srv.Describe().Tools {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+
+	inst.desc.Store(&toolcall.Description{Name: "fake", Tools: []*toolcall.Tool{{Name: "echo"}, {Name: "surprise"}}})
+	inst.events <- feature.Event{Kind: feature.ListChanged}
+	if got := recv(t, vetted, "vet of the change"); !slices.Equal(got, []string{"echo", "surprise"}) {
+		t.Errorf("vet saw %v, want the new tools", got)
+	}
+	if got := tools(); !slices.Equal(got, []string{"echo"}) {
+		t.Errorf("after a refused change the server describes %v, want [echo]", got)
+	}
+	// The next event is the first passed on: the refused one was dropped.
+	inst.events <- feature.Event{Kind: feature.ResourceUpdated, URI: "u://after"}
+	if got := recv(t, events, "event after the refused change"); got.Kind != feature.ResourceUpdated {
+		t.Errorf("first event passed on = %+v, want the resource update (the refused list change dropped)", got)
+	}
+
+	refuse.Store(false)
+	inst.events <- feature.Event{Kind: feature.ListChanged}
+	recv(t, vetted, "vet of the accepted change")
+	if got := recv(t, events, "accepted list change"); got.Kind != feature.ListChanged {
+		t.Errorf("event = %+v, want the list change", got)
+	}
+	if got := tools(); !slices.Equal(got, []string{"echo", "surprise"}) {
+		t.Errorf("after an accepted change the server describes %v", got)
 	}
 	if err := srv.Close(t.Context()); err != nil {
 		t.Fatal(err)

@@ -162,7 +162,38 @@ type Supervisor struct {
 	mu      sync.Mutex
 	servers map[*Server]bool
 
-	healthChecked atomic.Pointer[func()] // OnHealthChecked
+	healthChecked atomic.Pointer[func()]  // OnHealthChecked
+	vet           atomic.Pointer[VetFunc] // see SetVet
+}
+
+// VetFunc decides whether a running server's new description may be
+// adopted (see SetVet). It returns nil to adopt it, or the reason it may
+// not be served.
+type VetFunc func(name string, d *toolcall.Description) error
+
+// SetVet makes the supervisor ask fn about every description a running
+// server's instance reports after a list change (an external server's
+// tools/list_changed, a plugin's list change), before the server adopts
+// it: until fn returns nil the server keeps describing itself as before,
+// so a registry that lists it never shows the new tools. When fn refuses,
+// the change is dropped (its ListChanged event is not passed on) and what
+// happens to the server is fn's caller's business (the host quarantines
+// it). fn runs on the watching goroutine of that server and may block it;
+// nil removes the hook.
+func (s *Supervisor) SetVet(fn VetFunc) {
+	if fn == nil {
+		s.vet.Store(nil)
+		return
+	}
+	s.vet.Store(&fn)
+}
+
+// vetDesc asks the SetVet hook about d (nil when there is none).
+func (s *Supervisor) vetDesc(name string, d *toolcall.Description) error {
+	if fn := s.vet.Load(); fn != nil {
+		return (*fn)(name, d)
+	}
+	return nil
 }
 
 // New starts a supervisor. onChange is called (on the supervisor's

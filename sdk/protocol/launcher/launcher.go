@@ -31,7 +31,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -327,7 +326,7 @@ func (p *Plugin) reattach(log hclog.Logger) error {
 		// Not our child: watch for its end (until the host lets go).
 		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()
-		for syscall.Kill(rc.Pid, 0) == nil {
+		for alive(rc.Pid) {
 			select {
 			case <-t.C:
 			case <-p.unwatch:

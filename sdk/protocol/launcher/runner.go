@@ -72,7 +72,7 @@ func (r *groupRunner) Start(context.Context) error {
 	r.pid = r.cmd.Process.Pid
 	if r.conf != nil {
 		if err := r.conf.Started(r.pid); err != nil {
-			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+			_ = signalGroup(r.pid, syscall.SIGKILL)
 			go func() { _ = r.Wait(context.Background()) }() //nolint:gosec // G118: reaps the killed process after the start's context has ended
 			return err
 		}
@@ -99,12 +99,12 @@ func (r *groupRunner) Kill(context.Context) error {
 	if r.pid == 0 {
 		return nil
 	}
-	_ = syscall.Kill(-r.pid, syscall.SIGTERM)
+	_ = signalGroup(r.pid, syscall.SIGTERM)
 	select {
 	case <-r.exited:
 	case <-time.After(r.grace):
 	}
-	if err := syscall.Kill(-r.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signalGroup(r.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	return nil
@@ -116,18 +116,18 @@ func (r *groupRunner) sweep() {
 	if r.pid == 0 {
 		return
 	}
-	if syscall.Kill(-r.pid, 0) != nil {
+	if signalGroup(r.pid, 0) != nil {
 		return // the group is empty
 	}
-	_ = syscall.Kill(-r.pid, syscall.SIGTERM)
+	_ = signalGroup(r.pid, syscall.SIGTERM)
 	deadline := time.Now().Add(r.grace)
 	for time.Now().Before(deadline) {
-		if syscall.Kill(-r.pid, 0) != nil {
+		if signalGroup(r.pid, 0) != nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+	_ = signalGroup(r.pid, syscall.SIGKILL)
 }
 
 func (r *groupRunner) Stdout() io.ReadCloser { return r.stdout }
