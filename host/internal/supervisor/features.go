@@ -107,12 +107,20 @@ func (srv *Server) Watch(ctx context.Context, fn func(feature.Event)) error {
 				if ev.Kind == feature.ListChanged {
 					d := inst.Describe()
 					if err := srv.sup.vetDesc(srv.name, d); err != nil {
+						// The instance now serves what was refused: calls
+						// are refused too, from now on, not once the host
+						// has taken the server out.
+						srv.mu.Lock()
+						if srv.inst == inst {
+							srv.held, srv.heldInst = err, inst
+						}
+						srv.mu.Unlock()
 						srv.sup.log.Warn("list change not adopted", "server", srv.name, "error", err)
 						return
 					}
 					srv.mu.Lock()
 					if srv.inst == inst {
-						srv.desc = d
+						srv.desc, srv.held, srv.heldInst = d, nil, nil
 					}
 					srv.mu.Unlock()
 				}

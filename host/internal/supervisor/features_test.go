@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -179,6 +180,14 @@ func TestVetHoldsAListChange(t *testing.T) {
 	if got := tools(); !slices.Equal(got, []string{"echo"}) {
 		t.Errorf("after a refused change the server describes %v, want [echo]", got)
 	}
+	// Nor does a call reach the changed instance under the old names.
+	before := inst.calls.Load()
+	if _, err := srv.Call(t.Context(), "echo", nil, nil); err == nil || !strings.Contains(err.Error(), "surface changed") {
+		t.Errorf("call after a refused change = %v, want refused with the vet's reason", err)
+	}
+	if n := inst.calls.Load(); n != before {
+		t.Errorf("a call reached the instance after its change was refused (%d calls)", n-before)
+	}
 	// The next event is the first passed on: the refused one was dropped.
 	inst.events <- feature.Event{Kind: feature.ResourceUpdated, URI: "u://after"}
 	if got := recv(t, events, "event after the refused change"); got.Kind != feature.ResourceUpdated {
@@ -193,6 +202,9 @@ func TestVetHoldsAListChange(t *testing.T) {
 	}
 	if got := tools(); !slices.Equal(got, []string{"echo", "surprise"}) {
 		t.Errorf("after an accepted change the server describes %v", got)
+	}
+	if _, err := srv.Call(t.Context(), "surprise", nil, nil); err != nil {
+		t.Errorf("call after an accepted change = %v", err)
 	}
 	if err := srv.Close(t.Context()); err != nil {
 		t.Fatal(err)

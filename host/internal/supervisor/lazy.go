@@ -116,6 +116,10 @@ func (srv *Server) acquire(ctx context.Context) (Instance, error) {
 	for {
 		srv.mu.Lock()
 		switch {
+		case srv.held != nil && srv.heldInst == srv.inst:
+			err := srv.held
+			srv.mu.Unlock()
+			return nil, fmt.Errorf("%s changed its tools while it ran and is held back: %w", srv.name, err)
 		case srv.state == Ready && srv.inst != nil:
 			srv.inflight++
 			srv.lastUsed = srv.sup.clock.Now()

@@ -293,6 +293,8 @@ type Server struct {
 
 	mu           sync.RWMutex
 	inst         Instance
+	held         error    // a list change of heldInst refused by the vet hook: no calls
+	heldInst     Instance // the instance held is about (a new one starts unheld)
 	desc         *toolcall.Description
 	state        State
 	gen          int
