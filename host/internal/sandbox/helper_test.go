@@ -41,7 +41,7 @@ func TestHostThatIsNotRootConfines(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // G302: nobody must reach the copies
+	if err := os.Chmod(dir, 0o755); err != nil { // nobody must reach the copies
 		t.Fatal(err)
 	}
 	self, err := os.Executable()
@@ -152,7 +152,7 @@ func copyExecutable(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	defer func() { _ = src.Close() }()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755) //nolint:gosec // G302: run by nobody
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755) // run by nobody
 	if err != nil {
 		t.Fatal(err)
 	}

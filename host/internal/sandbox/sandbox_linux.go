@@ -111,7 +111,7 @@ func allCaps() []uintptr {
 			}
 		}
 		for c := 0; c <= last; c++ {
-			caps = append(caps, uintptr(c))
+			caps = append(caps, uintptr(c)) //nolint:gosec // G115: 0 to 63
 		}
 	})
 	return caps
