@@ -341,18 +341,19 @@ var sysPaths struct {
 	paths   []string
 }
 
-// dirState is what changes when a folder's entries change.
+// dirState is what changes when a folder's entries change (the zero
+// value: the folder is missing).
 type dirState struct {
 	ino          uint64
 	mtime, ctime syscall.Timespec
 }
 
-func stateOf(dir string) (dirState, bool) {
+func stateOf(dir string) dirState {
 	var st syscall.Stat_t
 	if err := syscall.Stat(dir, &st); err != nil {
-		return dirState{}, false
+		return dirState{}
 	}
-	return dirState{ino: st.Ino, mtime: st.Mtim, ctime: st.Ctim}, true
+	return dirState{ino: st.Ino, mtime: st.Mtim, ctime: st.Ctim}
 }
 
 // systemPaths returns cleanPaths(existing(systemReadPaths)), cached.
@@ -361,7 +362,7 @@ func systemPaths() []string {
 	defer sysPaths.Unlock()
 	fresh := sysPaths.parents != nil
 	for dir, was := range sysPaths.parents {
-		if now, ok := stateOf(dir); !ok || now != was {
+		if now := stateOf(dir); now != was {
 			fresh = false
 			break
 		}
@@ -371,8 +372,7 @@ func systemPaths() []string {
 		for _, p := range systemReadPaths {
 			dir := filepath.Dir(p)
 			if _, seen := parents[dir]; !seen {
-				st, _ := stateOf(dir)
-				parents[dir] = st
+				parents[dir] = stateOf(dir)
 			}
 		}
 		sysPaths.parents, sysPaths.paths = parents, cleanPaths(existing(systemReadPaths), "")
