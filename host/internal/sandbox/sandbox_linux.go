@@ -73,8 +73,15 @@ func probe(helper string) kernel {
 // the first confined start does not wait for it.
 func Prewarm(helper string) { go probe(helper) }
 
-// nsAttr returns process attributes for a child in new namespaces that maps
-// the host's own user and group into them.
+// nsAttr returns process attributes for a child in new namespaces. The
+// child keeps every capability it has in its new user namespace through its
+// exec (as ambient capabilities), and the helper then writes its own user
+// and group ID maps (sandboxinit.Spec.UID, GID): without ambient
+// capabilities an exec as anyone but root in the namespace drops them, so a
+// helper started by a host that is not root could not mount anything; and
+// maps written by the host make Go's start of the child wait for the host
+// to write three files in /proc, a round trip between the two processes on
+// every start.
 func nsAttr(newNet bool) *syscall.SysProcAttr {
 	// The helper dies at once with the host, and the kernel then kills
 	// everything in its PID namespace; an orderly stop goes through the
@@ -84,11 +91,30 @@ func nsAttr(newNet bool) *syscall.SysProcAttr {
 	if newNet {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
 	}
-	uid, gid := os.Getuid(), os.Getgid()
-	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-	attr.GidMappingsEnableSetgroups = false
+	attr.AmbientCaps = allCaps()
 	return attr
+}
+
+var (
+	capsOnce sync.Once
+	caps     []uintptr
+)
+
+// allCaps lists every capability this kernel knows (0 to cap_last_cap):
+// raising one it does not know fails the start.
+func allCaps() []uintptr {
+	capsOnce.Do(func() {
+		last := 40 // CAP_CHECKPOINT_RESTORE, Linux 5.9
+		if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n >= 0 && n < 64 {
+				last = n
+			}
+		}
+		for c := 0; c <= last; c++ {
+			caps = append(caps, uintptr(c)) //nolint:gosec // G115: 0 to 63
+		}
+	})
+	return caps
 }
 
 // Report says what Wrap would enforce for this sandbox on this machine.
@@ -187,7 +213,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	sp := sandboxinit.Spec{
 		Path: cmd.Path, Args: cmd.Args, Binary: binary,
 		Namespaces: k.namespaces == nil, Landlock: k.landlock >= 1,
-		Read:     append(cleanPaths(existing(systemReadPaths), ""), p.Read...),
+		Read:     append(systemPaths(), p.Read...),
 		Write:    nonEmpty(append(append([]string{tmp, p.State}, p.Write...), socketDir)),
 		Hide:     withOtherNames(p.Hide, append(slices.Clone(p.Write), p.Read...)),
 		ReadOnly: p.ReadOnly,
@@ -201,6 +227,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	}
 	if sp.Namespaces {
 		sp.Env[sysproc.EnvOwnPIDNamespace] = "1"
+		sp.UID, sp.GID = os.Getuid(), os.Getgid()
 	}
 	if k.cgroup != nil && (p.Memory > 0 || p.Processes > 0) {
 		cg, err := k.cgroup.create(s.Name, p)
@@ -223,6 +250,14 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 			sp.GateFD = 2 + len(cmd.ExtraFiles)
 		}
 	}
+	// The helper runs with one scheduler slot, so that the Go runtime
+	// starts no thread for it while it builds the sandbox; the plugin gets
+	// the value its own environment has, or none.
+	if v, ok := envValue(cmd.Env, "GOMAXPROCS"); !ok {
+		sp.Unset = append(sp.Unset, "GOMAXPROCS")
+	} else if _, set := sp.Env["GOMAXPROCS"]; !set {
+		sp.Env["GOMAXPROCS"] = v
+	}
 	raw, err := json.Marshal(sp)
 	if err != nil {
 		c.Stopped()
@@ -230,11 +265,21 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	}
 	cmd.Path = s.Helper
 	cmd.Args = []string{s.Helper, HelperCommand}
-	cmd.Env = append(cmd.Env, EnvSpec+"="+string(raw))
+	cmd.Env = append(cmd.Env, "GOMAXPROCS=1", EnvSpec+"="+string(raw))
 	if sp.Namespaces {
 		cmd.SysProcAttr = nsAttr(!p.Network)
 	}
 	return c, nil
+}
+
+// envValue returns the value of the last name=… entry in env.
+func envValue(env []string, name string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // confinement is one confined start.
@@ -285,6 +330,55 @@ func (c *confinement) Stopped() string {
 }
 
 var _ launcher.Sandbox = (*Sandbox)(nil)
+
+// sysPaths caches systemReadPaths as they exist here, symbolic links
+// resolved (some 150 system calls per start otherwise), with the state of
+// the folders that hold them: a path created, removed or re-linked there
+// changes its folder's times, and the next start resolves them again.
+var sysPaths struct {
+	sync.Mutex
+	parents map[string]dirState
+	paths   []string
+}
+
+// dirState is what changes when a folder's entries change (the zero
+// value: the folder is missing).
+type dirState struct {
+	ino          uint64
+	mtime, ctime syscall.Timespec
+}
+
+func stateOf(dir string) dirState {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return dirState{}
+	}
+	return dirState{ino: st.Ino, mtime: st.Mtim, ctime: st.Ctim}
+}
+
+// systemPaths returns cleanPaths(existing(systemReadPaths)), cached.
+func systemPaths() []string {
+	sysPaths.Lock()
+	defer sysPaths.Unlock()
+	fresh := sysPaths.parents != nil
+	for dir, was := range sysPaths.parents {
+		if now := stateOf(dir); now != was {
+			fresh = false
+			break
+		}
+	}
+	if !fresh {
+		parents := map[string]dirState{}
+		for _, p := range systemReadPaths {
+			dir := filepath.Dir(p)
+			if _, seen := parents[dir]; !seen {
+				parents[dir] = stateOf(dir)
+			}
+		}
+		sysPaths.parents, sysPaths.paths = parents, cleanPaths(existing(systemReadPaths), "")
+	}
+	return slices.Clip(sysPaths.paths)
+}
 
 // cgroupRoot is a writable place for per-plugin cgroups: one folder per
 // controller on cgroup v1, one on v2.

@@ -54,6 +54,11 @@ func Run() int {
 		fmt.Fprintf(os.Stderr, "switchboard sandbox: %v\n", err)
 		return 126
 	}
+	if sp.Namespaces {
+		if err := mapIDs(sp.UID, sp.GID); err != nil {
+			return fail(err)
+		}
+	}
 	if sp.GateFD > 0 {
 		// Wait until the host has placed this process in its cgroup.
 		gate := os.NewFile(uintptr(sp.GateFD), "gate")
@@ -87,6 +92,23 @@ func Run() int {
 		return fail(err)
 	}
 	return run(sp)
+}
+
+// mapIDs maps the host's user and group to themselves in this process's
+// new user namespace. The host starts the helper unmapped, with its
+// capabilities in the namespace kept as ambient ones: a process may map its
+// own IDs then, and the host need not wait to write the maps itself.
+func mapIDs(uid, gid int) error {
+	for _, w := range []struct{ file, data string }{
+		{"/proc/self/setgroups", "deny"}, // required before an unprivileged gid_map
+		{"/proc/self/gid_map", fmt.Sprintf("%d %d 1\n", gid, gid)},
+		{"/proc/self/uid_map", fmt.Sprintf("%d %d 1\n", uid, uid)},
+	} {
+		if err := os.WriteFile(w.file, []byte(w.data), 0); err != nil {
+			return fmt.Errorf("mapping the host's user and group into the sandbox: %w", err)
+		}
+	}
+	return nil
 }
 
 // loopbackUp brings up lo in the sandbox's network namespace.
@@ -276,7 +298,12 @@ func hideDir(dir string, keep []string) error {
 		fds = append(fds, fd)
 		kept = append(kept, k)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0711"); err != nil {
+	const flags, opts = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "size=64k,mode=0711"
+	if len(kept) == 0 {
+		// Nothing to bind back: read-only from the start, one mount.
+		return unix.Mount("tmpfs", dir, "tmpfs", flags|unix.MS_RDONLY, opts)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, opts); err != nil {
 		return err
 	}
 	for i, k := range kept {
@@ -298,7 +325,7 @@ func hideDir(dir string, keep []string) error {
 			return err
 		}
 	}
-	return unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0711")
+	return unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, opts)
 }
 
 // bindReadOnly binds src over dst and makes that mount read-only, keeping
@@ -345,9 +372,10 @@ func setRlimits(sp Spec) error {
 	)
 }
 
-// dropCapabilities empties the bounding and ambient sets on every thread
-// and locks securebits so that no exec, not even of a setuid file or as uid
-// 0, gives a capability back. A root plugin is then an ordinary process
+// dropCapabilities empties the bounding, ambient, permitted, effective and
+// inheritable sets of this thread (the plugin is forked from it) and locks
+// securebits so that no exec, not even of a setuid file or as uid 0, gives
+// a capability back. A root plugin is then an ordinary process
 // that owns root's files: it cannot ptrace, load modules, mount, or raise
 // its limits.
 func dropCapabilities() error {
@@ -368,6 +396,16 @@ func dropCapabilities() error {
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	// The helper needs none of its own any more either. The inheritable
+	// set above all: the host filled it to keep the helper's capabilities
+	// through its exec, and an exec from a thread whose inheritable set is
+	// full would give the plugin whatever inheritable file capabilities its
+	// binary carries.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var none [2]unix.CapUserData // version 3: two words per set
+	if err := unix.Capset(&hdr, &none[0]); err != nil {
+		return fmt.Errorf("dropping the helper's own capabilities: %w", err)
 	}
 	return nil
 }
@@ -438,7 +476,10 @@ func split(paths []string) (dirs, files []string) {
 func run(sp Spec) int {
 	child := exec.Command(sp.Path)
 	child.Args = sp.Args
-	env := os.Environ()
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(sp.Unset, name)
+	})
 	for k, v := range sp.Env {
 		env = append(env, k+"="+v)
 	}

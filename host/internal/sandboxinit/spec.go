@@ -17,10 +17,14 @@ const EnvSpec = "SWITCHBOARD_SANDBOX"
 
 // Spec is what the host tells the helper.
 type Spec struct {
-	Path       string            `json:"path"`
-	Args       []string          `json:"args"`
-	Binary     string            `json:"binary,omitempty"`
-	Namespaces bool              `json:"namespaces"`
+	Path       string   `json:"path"`
+	Args       []string `json:"args"`
+	Binary     string   `json:"binary,omitempty"`
+	Namespaces bool     `json:"namespaces"`
+	// UID and GID are the host's own user and group, which the helper maps
+	// to themselves in its user namespace (with Namespaces).
+	UID        int               `json:"uid,omitempty"`
+	GID        int               `json:"gid,omitempty"`
 	Landlock   bool              `json:"landlock"`
 	Read       []string          `json:"read,omitempty"`
 	Write      []string          `json:"write,omitempty"`
@@ -31,8 +35,11 @@ type Spec struct {
 	OpenFiles  uint64            `json:"open_files,omitempty"`
 	CPUSeconds uint64            `json:"cpu_seconds,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
-	GateFD     int               `json:"gate_fd,omitempty"`
-	ExtraFDs   int               `json:"extra_fds,omitempty"`
+	// Unset names variables of the helper's environment that the plugin
+	// must not inherit (set by the host for the helper alone).
+	Unset    []string `json:"unset,omitempty"`
+	GateFD   int      `json:"gate_fd,omitempty"`
+	ExtraFDs int      `json:"extra_fds,omitempty"`
 }
 
 // Within reports whether p is at or under dir.
