@@ -131,8 +131,10 @@ func confinedShellOutput(t *testing.T, work, helper string) string {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", shellProbe)
 	cmd.Dir = work
-	sb := &sandbox.Sandbox{Name: "sh", Helper: helper, TempRoot: work,
-		Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Write: []string{work}}.Clean(work)}
+	sb := &sandbox.Sandbox{
+		Name: "sh", Helper: helper, TempRoot: work,
+		Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Write: []string{work}}.Clean(work),
+	}
 	conf, err := sb.Wrap(cmd, "")
 	if err != nil {
 		t.Fatalf("Wrap: %v", err)
@@ -178,8 +180,10 @@ func TestHelperSettingsStayOutOfThePluginsEnvironment(t *testing.T) {
 			cmd.Env = append(cmd.Env, tc.env)
 		}
 		work := t.TempDir()
-		sb := &sandbox.Sandbox{Name: "sh", Helper: bins.Sandbox, TempRoot: work,
-			Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Write: []string{work}}.Clean(work)}
+		sb := &sandbox.Sandbox{
+			Name: "sh", Helper: bins.Sandbox, TempRoot: work,
+			Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Write: []string{work}}.Clean(work),
+		}
 		conf, err := sb.Wrap(cmd, "")
 		if err != nil {
 			t.Fatalf("Wrap: %v", err)
