@@ -3,6 +3,7 @@
 package launcher
 
 import (
+	"math"
 	"os"
 	"syscall"
 
@@ -38,6 +39,9 @@ func signalGroup(pid int, sig syscall.Signal) error {
 
 // alive reports whether process pid still runs.
 func alive(pid int) bool {
+	if pid <= 0 || int64(pid) > math.MaxUint32 {
+		return false
+	}
 	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
 	if err != nil {
 		return false
