@@ -65,16 +65,9 @@ func TestConfigOutOfReach(t *testing.T) {
 			}
 			src := "project_dir = \"" + tt.project + "\"\ndata_dir = \"" + filepath.Join(t.TempDir(), "state") + "\"\n" + tt.src
 			src = strings.NewReplacer("$HELLO", bins.Hello, "$MCP", bins.MCPServer).Replace(src)
-			path := filepath.Join(dir, "config.hcl")
-			if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			res := config.Load(path)
-			if res.Diags.HasErrors() {
-				t.Fatalf("config: %v", res.Diags)
-			}
-			h := &Host{cfg: res.Config, jobs: map[string]job{}}
-			for _, j := range Jobs(res.Config, bins.Switchboard) {
+			cfg := writeConfig(t, dir, src)
+			h := &Host{cfg: cfg, jobs: map[string]job{}}
+			for _, j := range Jobs(cfg, bins.Switchboard) {
 				h.jobs[jobKey(j)] = j
 			}
 			ok, reason := h.ConfigOutOfReach()
@@ -87,4 +80,19 @@ func TestConfigOutOfReach(t *testing.T) {
 
 func confined(builtin string) string {
 	return "builtin \"" + builtin + "\" {\n sandbox { mode = \"required\" }\n}\n"
+}
+
+// writeConfig writes src as dir/config.hcl and loads it, failing the test
+// on any error diagnostic.
+func writeConfig(t *testing.T, dir, src string) *config.Config {
+	t.Helper()
+	path := filepath.Join(dir, "config.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := config.Load(path)
+	if res.Diags.HasErrors() {
+		t.Fatalf("config: %v", res.Diags)
+	}
+	return res.Config
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
@@ -33,15 +32,7 @@ func startExternalChanger(t *testing.T) *Host {
 	// not what this test is about. The switchboard built-in is left out:
 	// only ext matters here.
 	src := fmt.Sprintf("project_dir = \"project\"\ndata_dir = \"state\"\nbuiltin \"switchboard\" { enabled = false }\nexternal \"ext\" {\n  command = %q\n  env = { FIXTURE_FEATURES = \"1\" }\n  sandbox { mode = \"off\" }\n}\n", bins.MCPServer)
-	path := filepath.Join(dir, "config.hcl")
-	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	res := config.Load(path)
-	if res.Diags.HasErrors() {
-		t.Fatalf("config: %v", res.Diags)
-	}
-	h, err := Start(t.Context(), res.Config, Options{Self: bins.Switchboard, Logger: hclog.NewNullLogger(), WaitAll: true})
+	h, err := Start(t.Context(), writeConfig(t, dir, src), Options{Self: bins.Switchboard, Logger: hclog.NewNullLogger(), WaitAll: true})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
