@@ -180,6 +180,13 @@ func TestAttacksFailInsideAndSucceedOutside(t *testing.T) {
 			name: "TCP to a loopback listener with network off", args: jsonArgs("op", "tcp", "addr", w.tcp),
 			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") },
 		},
+		{
+			// Red team: inside a user namespace of its own a command held
+			// every capability over the namespaces it made (CAP_NET_ADMIN on
+			// a network namespace: netfilter, traffic control).
+			name: "make a user namespace of its own", args: jsonArgs("op", "sh", "cmd", "unshare -U -r -n grep CapEff /proc/self/status"),
+			leaked: func(out string) bool { return strings.Contains(out, "CapEff") && !strings.Contains(out, "0000000000000000") },
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -149,6 +149,21 @@ func mountProc() error {
 	return nil
 }
 
+// noNestedUserNamespaces sets this user namespace's limit of user
+// namespaces made inside it to zero (the limit is per user namespace and
+// its owner may set it; the helper still holds its capabilities here).
+// Without it a command could unshare a user namespace of its own and hold
+// every capability over the namespaces it then makes (network, UTS, IPC):
+// no_new_privs and the emptied sets do not stop that, and it opens the
+// kernel surface (netfilter, traffic control) that capabilities guard.
+func noNestedUserNamespaces() error {
+	err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0\n"), 0)
+	if err != nil && !errors.Is(err, os.ErrNotExist) { // no such limit before Linux 4.9
+		return fmt.Errorf("forbidding user namespaces inside the sandbox: %w", err)
+	}
+	return nil
+}
+
 func setupMounts(sp Spec) error {
 	if err := privateRoot(); err != nil {
 		return err
@@ -157,6 +172,9 @@ func setupMounts(sp Spec) error {
 		return err
 	}
 	if err := mountProc(); err != nil {
+		return err
+	}
+	if err := noNestedUserNamespaces(); err != nil {
 		return err
 	}
 	privatePTYs()
