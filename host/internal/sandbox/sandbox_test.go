@@ -181,11 +181,12 @@ func TestAttacksFailInsideAndSucceedOutside(t *testing.T) {
 			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") },
 		},
 		{
-			// Red team: inside a user namespace of its own a command held
-			// every capability over the namespaces it made (CAP_NET_ADMIN on
-			// a network namespace: netfilter, traffic control).
-			name: "make a user namespace of its own", args: jsonArgs("op", "sh", "cmd", "unshare -U -r -n grep CapEff /proc/self/status"),
-			leaked: func(out string) bool { return strings.Contains(out, "CapEff") && !strings.Contains(out, "0000000000000000") },
+			// Red team: inside a user namespace of its own a command holds
+			// every capability over the namespaces it makes (CAP_NET_ADMIN
+			// on a network namespace: netfilter, traffic control), so making
+			// one at all is the attack.
+			name: "make a user namespace of its own", args: jsonArgs("op", "sh", "cmd", "unshare -U -n true"),
+			leaked: func(out string) bool { return strings.HasPrefix(out, "ok") },
 		},
 	}
 	for _, c := range cases {
