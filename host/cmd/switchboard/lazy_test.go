@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -12,14 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
-
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
 // lazyEnv is a config with one plugin, "fx": a copy of the test plugin
@@ -369,6 +369,53 @@ func TestLazyLockedSurfaceChangeQuarantines(t *testing.T) {
 	}
 	if got := callOK(t, c, "fx__echo", map[string]any{"text": "back"}); got != "back" {
 		t.Errorf("echo after approve = %q", got)
+	}
+}
+
+// A cached manifest whose surface the lock no longer allows (a lock checked
+// out again, an approval withdrawn) is not listed: the server starts
+// instead, and its start quarantines it. Red team: the cached surface, its
+// descriptions and instructions included, was listed until the first call.
+func TestLazyManifestHeldToTheCurrentLock(t *testing.T) {
+	e, _ := lazyEnv(t, "")
+	if out, errOut, code := run(t, e, "plugin", "lock", "--config", e.config); code != 0 {
+		t.Fatalf("plugin lock = %d\n%s\n%s", code, out, errOut)
+	}
+	learn(t, e)
+	lockPath := filepath.Join(filepath.Dir(e.config), pluginstore.LockFileName)
+	b, err := os.ReadFile(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	surface := regexp.MustCompile(`surface\s*=\s*"sha256:[0-9a-f]+"`)
+	if !surface.Match(b) {
+		t.Fatalf("no surface in the lock:\n%s", b)
+	}
+	other := surface.ReplaceAll(b, []byte(`surface = "sha256:`+strings.Repeat("0", 64)+`"`))
+	if err := os.WriteFile(lockPath, other, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	if tl, ok := toolList(t, c)["fx__echo"]; ok {
+		t.Fatalf("fx__echo listed from a manifest the lock no longer allows: %+v", tl)
+	}
+	if !eventually(60*time.Second, func() bool { st, _ := fxStatus(t, e); return st == "quarantined" }) {
+		st, _ := fxStatus(t, e)
+		t.Fatalf("status = %s, want quarantined", st)
+	}
+	// Control: with the lock as written, the same manifest lists fx.
+	if err := os.WriteFile(lockPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := run(t, e, "approve", "fx", "--config", e.config); code != 0 {
+		t.Logf("approve = %d\n%s\n%s", code, out, errOut)
+	}
+	c2, _ := mcpClient(t, e)
+	initialize(t, c2)
+	if _, ok := toolList(t, c2)["fx__echo"]; !ok {
+		t.Error("control: with the lock as written fx__echo is not listed")
 	}
 }
 

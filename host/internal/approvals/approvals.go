@@ -150,6 +150,22 @@ func (s *Store) read() (stored, error) {
 	return st, nil
 }
 
+// Granted returns the hashes approved for kind, by name (a copy; empty
+// when the file does not exist). It changes nothing.
+func (s *Store) Granted(kind Kind) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(st.Granted[kind]))
+	for name, hash := range st.Granted[kind] {
+		out[name] = hash
+	}
+	return out, nil
+}
+
 // Check reports whether name (of kind) is approved with this hash. A name
 // approved with another hash is a *PendingError with Changed set; an
 // unreadable or unsafe file approves nothing and is returned as is.

@@ -293,10 +293,24 @@ func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 // a host listing many lazy servers reads one file each before it serves.
 func (h *Host) lazyManifests(jobs []job) []*cached {
 	lazy := make([]*cached, len(jobs))
+	var sn *pluginstore.Snapshot
+	if slices.ContainsFunc(jobs, func(j job) bool { return j.gate != nil }) {
+		var err error
+		if sn, err = h.gate.Snapshot(); err != nil {
+			h.log.Info("manifests not used: the lock or approvals could not be read; their servers start now", "reason", err)
+			sn = nil
+			jobs = slices.Clone(jobs)
+			for i := range jobs {
+				if jobs[i].gate != nil {
+					jobs[i].manifests = "" // no manifest: start it (the start reports the error)
+				}
+			}
+		}
+	}
 	workers := min(runtime.GOMAXPROCS(0), len(jobs))
 	if workers <= 1 {
 		for i, j := range jobs {
-			lazy[i] = h.lazyManifest(j)
+			lazy[i] = h.lazyManifestHeldTo(j, sn)
 		}
 		return lazy
 	}
@@ -305,7 +319,7 @@ func (h *Host) lazyManifests(jobs []job) []*cached {
 	for range workers {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(jobs); i = int(next.Add(1)) - 1 {
-				lazy[i] = h.lazyManifest(jobs[i])
+				lazy[i] = h.lazyManifestHeldTo(jobs[i], sn)
 			}
 		})
 	}

@@ -206,7 +206,11 @@ func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *too
 // setting, or an external server without one), it is a discovered plugin
 // (named by what it reports) or one started by hand, or its manifest is
 // missing, stale or corrupt.
-func (h *Host) lazyManifest(j job) *cached {
+func (h *Host) lazyManifest(j job) *cached { return h.lazyManifestHeldTo(j, nil) }
+
+// lazyManifestHeldTo is lazyManifest with the gate's files read once for
+// many jobs (sn; nil reads them for this job when it has a gate).
+func (h *Host) lazyManifestHeldTo(j job, sn *pluginstore.Snapshot) *cached {
 	if j.discovered || j.refused != nil || j.spec.Reattach != nil || j.manifests == "" {
 		return nil
 	}
@@ -234,9 +238,24 @@ func (h *Host) lazyManifest(j job) *cached {
 		}
 		return nil
 	}
-	// No gate check here: a manifest is written only after its surface
-	// passed the gate, and the start at the first call is checked again
-	// (a difference then is quarantined or listed, as the gate says).
+	// A manifest was written after its surface passed the gate, but the
+	// lock or the approvals may have changed since (a lock checked out
+	// again, an approval withdrawn): a surface they no longer allow is not
+	// listed. The server starts instead, and its start puts it through the
+	// gate (quarantined, its manifest dropped). Red team: the cached
+	// surface was listed until the first call.
+	if j.gate != nil {
+		if sn == nil {
+			if sn, err = j.gate.Snapshot(); err != nil {
+				h.log.Info("manifest not used: the lock or approvals could not be read; starting the server", "server", j.spec.Name, "reason", err)
+				return nil
+			}
+		}
+		if sn.Holds(j.spec.Name, pluginstore.SurfaceOfServer(m.desc)) {
+			h.log.Info("manifest not used: its surface is not the locked or approved one; starting the server to check it", "server", j.spec.Name)
+			return nil
+		}
+	}
 	return m
 }
 

@@ -64,6 +64,48 @@ func (g Gate) surfacePath(name string, pending bool) string {
 	return filepath.Join(g.DataDir, SurfacesDir, name+".json")
 }
 
+// Snapshot is what a Gate holds surfaces to, read once: the lock's
+// surfaces and the approved ones. A host listing many servers from their
+// cached manifests asks it about each without reading the files again.
+type Snapshot struct {
+	locked   map[string]string // server name -> locked surface hash
+	approved map[string]string // server name -> approved surface hash
+}
+
+// Snapshot reads the lock file and the approvals once. An unreadable file
+// is an error (it lets nothing through).
+func (g Gate) Snapshot() (*Snapshot, error) {
+	lock, _, err := ReadLock(g.LockFile)
+	if err != nil {
+		return nil, err
+	}
+	sn := &Snapshot{locked: map[string]string{}}
+	for name, e := range lock.Plugins {
+		if e != nil && e.Surface != "" {
+			sn.locked[name] = e.Surface
+		}
+	}
+	if sn.approved, err = approvals.Open(g.DataDir).Granted(KindSurface); err != nil {
+		return nil, err
+	}
+	return sn, nil
+}
+
+// Holds reports whether s would be held back (Check would quarantine it):
+// the lock names another surface for the server, or, when the lock names
+// none, another was approved. A server neither knows is not held (its
+// start records it, as Check does). It records nothing.
+func (sn *Snapshot) Holds(name string, s Surface) bool {
+	got := s.Hash()
+	if want, ok := sn.locked[name]; ok {
+		return want != got
+	}
+	if want, ok := sn.approved[name]; ok {
+		return want != got
+	}
+	return false
+}
+
 // Check compares a server's surface with the locked or approved one. It
 // returns a *QuarantineError when they differ (and keeps the new surface
 // for `approve`), another error when the lock or approvals file cannot be
