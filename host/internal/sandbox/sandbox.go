@@ -228,13 +228,19 @@ func within(p, dir string) bool { return sandboxinit.Within(p, dir) }
 
 // systemReadPaths are what any dynamically linked program, shell or git
 // needs to read: binaries, libraries, and the few files of /etc that name
-// users, hosts and certificates. Not /etc as a whole (shadow, ssh host keys).
+// users, hosts and certificates. Not /etc as a whole (shadow, ssh host keys),
+// and of /etc/ssl and /etc/pki only the certificates and OpenSSL's
+// configuration, not their private/ folders: a host running as root runs
+// its sandboxed processes as root without capabilities, and root owns
+// those keys (red team: the snakeoil TLS key was readable).
 var systemReadPaths = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
 	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf",
 	"/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/localtime", "/etc/timezone",
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/ca-certificates.conf",
+	"/etc/pki/tls/certs", "/etc/pki/tls/cert.pem", "/etc/pki/tls/openssl.cnf", "/etc/pki/ca-trust",
+	"/etc/localtime", "/etc/timezone",
 	"/etc/mime.types", "/etc/magic", "/etc/bash.bashrc", "/etc/profile", "/etc/inputrc",
 	"/etc/gitconfig", "/etc/gitattributes", "/etc/os-release", "/etc/debian_version",
 	"/usr/share/zoneinfo",

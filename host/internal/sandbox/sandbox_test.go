@@ -459,3 +459,52 @@ func TestGrantedFileUnderACoveredTreeStaysVisible(t *testing.T) {
 		t.Errorf("the rest of /run is visible inside: %q", out)
 	}
 }
+
+// A host running as root runs its sandboxed processes as root without
+// capabilities, and root still passes the owner check on root's own files:
+// a private key under /etc/ssl/private was readable, since the sandbox
+// granted all of /etc/ssl for its certificates (red team round 5). The
+// test plants a root-only key there (as root; the folder is made if
+// missing and removed after) and reads it confined and, as the control,
+// unconfined.
+func TestRootOnlyKeyUnderSystemCertificates(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("not root: the sandboxed process is not root either, and the key is not the test's to plant")
+	}
+	dir := "/etc/ssl/private"
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Remove(dir) })
+	}
+	key, err := os.CreateTemp(dir, "switchboard-test-*.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(key.Name()) })
+	if _, err := key.WriteString("-----BEGIN PRIVATE KEY----- root only\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = key.Close()
+	if err := os.Chmod(key.Name(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	pol := w.policy()
+	confined := launch(t, w, &pol)
+	open := launch(t, w, nil)
+	args := jsonArgs("op", "read", "path", key.Name())
+	if out := attack(t, confined, args); strings.Contains(out, "root only") {
+		t.Errorf("inside the sandbox the root-only key was read: %.200q", out)
+	}
+	if out := attack(t, open, args); !strings.Contains(out, "root only") {
+		t.Errorf("control: without the sandbox the key could not be read (%.200q), so the test proves nothing", out)
+	}
+	// The certificates themselves stay readable (TLS for web and git).
+	if certs, _ := filepath.Glob("/etc/ssl/certs/*"); len(certs) > 0 {
+		if out := attack(t, confined, jsonArgs("op", "list", "path", "/etc/ssl/certs")); strings.HasPrefix(out, "denied") {
+			t.Errorf("listing /etc/ssl/certs inside the sandbox: %.200q", out)
+		}
+	}
+}
