@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
@@ -289,6 +290,13 @@ func TestLazyLiveToolsDifferFromManifest(t *testing.T) {
 	m["describe_proto"], _ = json.Marshal(raw)
 	b, _ = json.Marshal(m)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A manifest whose surface differs from the approved one is not
+	// listed at all (TestLazyManifestHeldToTheCurrentLock): this one is
+	// listed because nothing was approved yet (first sight), as after
+	// approvals.json was removed.
+	if err := os.Remove(filepath.Join(filepath.Dir(e.config), "state", approvals.File)); err != nil {
 		t.Fatal(err)
 	}
 
