@@ -33,11 +33,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
@@ -733,9 +732,9 @@ func (p *Plugin) Ping(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("plugin %s: not a gRPC plugin", p.spec.Name)
 	}
-	// go-plugin's own Ping, with the caller's deadline (its Ping has none,
-	// so it needed a goroutine of its own, whose stack growth through
-	// gRPC read the runtime's tables back into memory at every ping).
+	// go-plugin's own Ping (the same health check), with the caller's
+	// deadline: its Ping takes no context, so it needed a goroutine of
+	// its own to be given up on.
 	_, err = grpc_health_v1.NewHealthClient(g.Conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: plugin.GRPCServiceName})
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("plugin %s did not answer its health check: %w", p.spec.Name, ctx.Err())
