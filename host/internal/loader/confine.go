@@ -49,10 +49,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 		// Package runners (npx, uvx) keep their caches in the home folder
 		// and fetch packages from the network.
 		p.Network = true
-		p.Write = []string{cfg.ProjectDir}
-		for _, c := range []string{".npm", ".cache", ".local/share/uv", ".local/state"} {
-			p.Write = append(p.Write, filepath.Join(home, c))
-		}
+		p.Write = append([]string{cfg.ProjectDir}, packageCaches(home)...)
 		p.Read = []string{filepath.Join(home, ".npmrc"), filepath.Join(home, ".config")}
 		p.Env = map[string]string{"HOME": home}
 	default: // third-party plugins: read the project, write their own folder
@@ -91,6 +88,40 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 		p.ReadOnly = append(p.ReadOnly, dir)
 	}
 	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper}
+}
+
+// packageCacheNames are the folders under the cache folder ($XDG_CACHE_HOME
+// or ~/.cache) that an external stdio server may write: the caches of the
+// package runners and the browser downloads such servers use. Not the
+// cache folder as a whole: it holds caches that programs outside the
+// sandbox trust, above all Go's build cache (~/.cache/go-build), whose
+// entries a person's next `go build` links without checking (red team
+// round 5). A server that needs another one is granted it with
+// sandbox { write = [...] }.
+var packageCacheNames = []string{"uv", "pip", "pipx", "pypoetry", "node", "pnpm", "yarn", "deno", "ms-playwright", "puppeteer"}
+
+// packageCaches returns the folders an external stdio server may write in
+// the home folder: npm's and uv's (made when missing, so that a first
+// `npx` or `uvx` does not fail for want of a folder it may create), the
+// other package caches that exist, and uv's and the XDG state folders.
+func packageCaches(home string) []string {
+	if home == "" {
+		return nil
+	}
+	cache := filepath.Join(home, ".cache")
+	if x := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		cache = x
+	}
+	out := []string{filepath.Join(home, ".npm")}
+	for _, c := range packageCacheNames {
+		out = append(out, filepath.Join(cache, c))
+	}
+	for _, d := range out[:2] { // ~/.npm and the cache folder's uv
+		if _, err := os.Stat(home); err == nil {
+			_ = os.MkdirAll(d, 0o700)
+		}
+	}
+	return append(out, filepath.Join(home, ".local", "share", "uv"), filepath.Join(home, ".local", "state"))
 }
 
 // configFolderInReach returns the folder that holds the config (and the

@@ -583,7 +583,7 @@ func (h *Host) ConnectExternal(ctx context.Context, x config.External) error {
 		x.Timeout = 30 * time.Second
 	}
 	x.Restart = h.cfg.Restart
-	j := externalJob(h.cfg, hostFilesOf(h.cfg), &x, "runtime")
+	j := externalJob(h.cfg, hostFilesOf(h.cfg), &x, "runtime", h.self)
 	if err := h.startJobs(ctx, []job{j}, true); err != nil {
 		h.reg.ClearFailures(x.Name)
 		return err
@@ -605,13 +605,13 @@ func (h *Host) DisconnectExternal(ctx context.Context, name string) error {
 	return h.reg.Remove(ctx, name)
 }
 
-func externalJob(cfg *config.Config, files hostFiles, x *config.External, source string) job {
+func externalJob(cfg *config.Config, files hostFiles, x *config.External, source, self string) job {
 	j := job{
 		spec: launcher.Spec{Name: x.Name},
 		ext: &external.Spec{
 			Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
 			URL: x.URL, Headers: x.Headers, Timeout: x.Timeout,
-			Sandbox: externalSandbox(cfg, files, x),
+			Sandbox: externalSandbox(cfg, files, x, self),
 		},
 		kind:    registry.KindExternal,
 		source:  source,
@@ -986,7 +986,7 @@ func Jobs(cfg *config.Config, self string) []job {
 		if x.FromMCPJSON {
 			source = fmt.Sprintf("external %q (.mcp.json)", x.Name)
 		}
-		j := externalJob(cfg, files, x, source)
+		j := externalJob(cfg, files, x, source, self)
 		j.gate = gate
 		jobs = append(jobs, j)
 	}
@@ -1172,13 +1172,10 @@ func rangeText(cfg *config.Config, file string, line int) string {
 }
 
 // externalSandbox confines a stdio external server (one reached over HTTP
-// runs elsewhere).
-func externalSandbox(cfg *config.Config, files hostFiles, x *config.External) *sandbox.Sandbox {
+// runs elsewhere). self is the host's binary (Options.Self), beside which
+// the sandbox helper is found, as for every other server.
+func externalSandbox(cfg *config.Config, files hostFiles, x *config.External, self string) *sandbox.Sandbox {
 	if x.Command == "" {
-		return nil
-	}
-	self, err := os.Executable()
-	if err != nil {
 		return nil
 	}
 	return confinement(cfg, files, registry.KindExternal, x.Name, x.Sandbox, nil, "", self)

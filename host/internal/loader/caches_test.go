@@ -1,0 +1,111 @@
+package loader
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+)
+
+// An external stdio server could write the whole of ~/.cache, which holds
+// Go's build cache: an entry planted there is linked by the person's next
+// `go build`, outside any sandbox (red team round 5). The test runs a
+// command in an external server's default sandbox that plants a file in
+// ~/.cache/go-build and writes to uv's cache; the plant must fail and the
+// package cache stay writable. The control runs the same command
+// unconfined, where both writes succeed.
+func TestExternalServerCannotWriteGoBuildCache(t *testing.T) {
+	bins := fixtures.Build(t)
+	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
+		t.Skipf("nothing confines here: %s", r)
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	goBuild := filepath.Join(home, ".cache", "go-build")
+	for _, d := range []string{goBuild, filepath.Join(home, ".cache", "uv"), filepath.Join(home, ".npm")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "project"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, "project_dir = \"project\"\nexternal \"x\" {\n command = \"/bin/sh\"\n}\n")
+	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{}, nil, "", bins.Switchboard)
+	sb.TempRoot = t.TempDir()
+
+	const script = `echo planted > "$1/.cache/go-build/ab-d"; echo ok > "$1/.cache/uv/entry"; echo npm > "$1/.npm/entry"; true`
+	run := func(confined bool) string {
+		for _, f := range []string{filepath.Join(goBuild, "ab-d"), filepath.Join(home, ".cache", "uv", "entry"), filepath.Join(home, ".npm", "entry")} {
+			_ = os.Remove(f)
+		}
+		cmd := exec.Command("/bin/sh", "-c", script, "sh", home)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		if confined {
+			conf, err := sb.Wrap(cmd, "")
+			if err != nil {
+				t.Fatalf("wrap: %v", err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if conf != nil {
+				if err := conf.Started(cmd.Process.Pid); err != nil {
+					t.Fatal(err)
+				}
+				defer conf.Stopped()
+			}
+			_ = cmd.Wait()
+		} else if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("unconfined: %v: %s", err, out)
+		}
+		var got []string
+		for _, f := range []string{filepath.Join(goBuild, "ab-d"), filepath.Join(home, ".cache", "uv", "entry"), filepath.Join(home, ".npm", "entry")} {
+			if _, err := os.Stat(f); err == nil {
+				got = append(got, strings.TrimPrefix(f, home+"/"))
+			}
+		}
+		return strings.Join(got, " ")
+	}
+	if got := run(false); got != ".cache/go-build/ab-d .cache/uv/entry .npm/entry" {
+		t.Fatalf("control (unconfined) wrote %q, want all three", got)
+	}
+	if got := run(true); got != ".cache/uv/entry .npm/entry" {
+		t.Errorf("confined external server wrote %q, want the package caches only (not go-build)", got)
+	}
+}
+
+// A first `npx` or `uvx` needs its cache folder, which the sandbox does not
+// let it create (the home folder is not writable): the host makes the two.
+func TestExternalServerPackageCachesMade(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "project"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, "project_dir = \"project\"\nexternal \"x\" {\n command = \"/bin/sh\"\n}\n")
+	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{}, nil, "", "/bin/true")
+	for _, d := range []string{filepath.Join(home, ".npm"), filepath.Join(cache, "uv")} {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			t.Errorf("%s was not made: %v", d, err)
+		}
+		if !slices.Contains(sb.Policy.Write, d) {
+			t.Errorf("%s is not writable: %v", d, sb.Policy.Write)
+		}
+	}
+	if slices.Contains(sb.Policy.Write, filepath.Join(home, ".cache")) || slices.Contains(sb.Policy.Write, cache) {
+		t.Errorf("the whole cache folder is writable: %v", sb.Policy.Write)
+	}
+}
