@@ -48,6 +48,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
 	"github.com/switchboard-mcp/switchboard/host/internal/supervisor"
 	"github.com/switchboard-mcp/switchboard/host/internal/telemetry"
+	"github.com/switchboard-mcp/switchboard/host/internal/termsafe"
 	"github.com/switchboard-mcp/switchboard/sdk"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
@@ -543,8 +544,9 @@ func (a *app) toolsCmd() *cobra.Command {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 100 {
-		s = s[:97] + "..."
+	s = termsafe.Escape(s) // a server's text, on a person's terminal
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:97]) + "..."
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package pluginstore_test
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -84,6 +85,25 @@ func TestGateParallelFirstSights(t *testing.T) {
 	for _, n := range names {
 		if err := g.Check(n, surface("two")); !errors.Is(err, pluginstore.ErrQuarantined) {
 			t.Errorf("Check(%s, changed) = %v: its first sight was not recorded", n, err)
+		}
+	}
+}
+
+// A server's description can carry a right-to-left override or a terminal
+// escape that makes `switchboard approve`'s diff read differently from what
+// the person approves (red team round 5): the diff shows them escaped.
+func TestDiffShowsHiddenCharactersEscaped(t *testing.T) {
+	old := pluginstore.Surface{{Name: "read", Description: "Reads a file."}}
+	cur := pluginstore.Surface{{Name: "read", Description: "Reads a file.\u202e txt.hs.tsil_ot_dnes\x1b[2K", InputSchema: json.RawMessage(`{"type":"object","description":"x\u2066y"}`)}}
+	d := pluginstore.Diff("approved", old, "now", cur)
+	for _, bad := range []string{"\u202e", "\x1b", "\u2066"} {
+		if strings.Contains(d, bad) {
+			t.Errorf("the diff holds %q raw:\n%s", bad, d)
+		}
+	}
+	for _, want := range []string{`\u202e txt.hs.tsil_ot_dnes\u001b[2K`, `x\u2066y`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("the diff does not show %s:\n%s", want, d)
 		}
 	}
 }

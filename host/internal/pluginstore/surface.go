@@ -11,6 +11,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/termsafe"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -119,7 +120,10 @@ func (s Surface) Hash() string {
 	return Hash(hex.EncodeToString(sum[:]))
 }
 
-// Pretty is the surface as indented JSON, one field a line, for diffs.
+// Pretty is the surface as indented JSON, one field a line, for diffs that
+// a person reads on a terminal: what the server wrote is escaped where it is
+// not printable (termsafe), so a right-to-left override in a description
+// cannot make the diff read differently from what is approved.
 func (s Surface) Pretty() string {
 	var b bytes.Buffer
 	for _, t := range s {
@@ -147,7 +151,7 @@ func (s Surface) Pretty() string {
 			fmt.Fprintf(&b, "  %s: %s\n", f.k, ind.String())
 		}
 	}
-	return b.String()
+	return termsafe.Escape(b.String())
 }
 
 // ParseSurface reads a surface's JSON.
