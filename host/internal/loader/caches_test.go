@@ -85,8 +85,10 @@ func TestExternalServerCannotWriteGoBuildCache(t *testing.T) {
 }
 
 // A first `npx` or `uvx` needs its cache folder, which the sandbox does not
-// let it create (the home folder is not writable): the host makes the two.
+// let it create (the home folder is not writable): the sandbox makes the
+// two at the server's start, not when a command only reads the config.
 func TestExternalServerPackageCachesMade(t *testing.T) {
+	bins := fixtures.Build(t)
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	cache := t.TempDir()
@@ -95,11 +97,13 @@ func TestExternalServerPackageCachesMade(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "project"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, dir, "project_dir = \"project\"\nexternal \"x\" {\n command = \"/bin/sh\"\n}\n")
-	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{}, nil, "", "/bin/true")
-	for _, d := range []string{filepath.Join(home, ".npm"), filepath.Join(cache, "uv")} {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			t.Errorf("%s was not made: %v", d, err)
+	cfg := writeConfig(t, dir, "project_dir = \"project\"\nexternal \"x\" {\n command = \"/bin/sh\"\n sandbox { mode = \"best-effort\" }\n}\n")
+	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{Mode: "best-effort"}, nil, "", bins.Switchboard)
+	sb.TempRoot = t.TempDir()
+	made := []string{filepath.Join(home, ".npm"), filepath.Join(cache, "uv")}
+	for _, d := range made {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s was made before any start", d)
 		}
 		if !slices.Contains(sb.Policy.Write, d) {
 			t.Errorf("%s is not writable: %v", d, sb.Policy.Write)
@@ -107,5 +111,17 @@ func TestExternalServerPackageCachesMade(t *testing.T) {
 	}
 	if slices.Contains(sb.Policy.Write, filepath.Join(home, ".cache")) || slices.Contains(sb.Policy.Write, cache) {
 		t.Errorf("the whole cache folder is writable: %v", sb.Policy.Write)
+	}
+	conf, err := sb.Wrap(exec.Command("/bin/true"), "")
+	if err != nil {
+		t.Fatalf("wrap: %v", err)
+	}
+	if conf != nil {
+		defer conf.Stopped()
+	}
+	for _, d := range made {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			t.Errorf("%s was not made at the start: %v", d, err)
+		}
 	}
 }

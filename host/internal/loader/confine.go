@@ -49,7 +49,9 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 		// Package runners (npx, uvx) keep their caches in the home folder
 		// and fetch packages from the network.
 		p.Network = true
-		p.Write = append([]string{cfg.ProjectDir}, packageCaches(home)...)
+		caches := packageCaches(home)
+		p.Write = append([]string{cfg.ProjectDir}, caches...)
+		p.Make = caches[:min(2, len(caches))] // ~/.npm and uv's cache
 		p.Read = []string{filepath.Join(home, ".npmrc"), filepath.Join(home, ".config")}
 		p.Env = map[string]string{"HOME": home}
 	default: // third-party plugins: read the project, write their own folder
@@ -101,9 +103,10 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 var packageCacheNames = []string{"uv", "pip", "pipx", "pypoetry", "node", "pnpm", "yarn", "deno", "ms-playwright", "puppeteer"}
 
 // packageCaches returns the folders an external stdio server may write in
-// the home folder: npm's and uv's (made when missing, so that a first
-// `npx` or `uvx` does not fail for want of a folder it may create), the
-// other package caches that exist, and uv's and the XDG state folders.
+// the home folder: npm's and uv's first (the sandbox makes those two when
+// missing, so that a first `npx` or `uvx` does not fail for want of a
+// folder it may not create), the other package caches, and uv's data and
+// the XDG state folders.
 func packageCaches(home string) []string {
 	if home == "" {
 		return nil
@@ -113,13 +116,8 @@ func packageCaches(home string) []string {
 		cache = x
 	}
 	out := []string{filepath.Join(home, ".npm")}
-	for _, c := range packageCacheNames {
+	for _, c := range packageCacheNames { // uv first
 		out = append(out, filepath.Join(cache, c))
-	}
-	for _, d := range out[:2] { // ~/.npm and the cache folder's uv
-		if _, err := os.Stat(home); err == nil {
-			_ = os.MkdirAll(d, 0o700)
-		}
 	}
 	return append(out, filepath.Join(home, ".local", "share", "uv"), filepath.Join(home, ".local", "state"))
 }

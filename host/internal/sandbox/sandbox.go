@@ -74,6 +74,10 @@ type Policy struct {
 	// plugin has a network namespace of its own (no interfaces but a
 	// loopback that is down) and no TCP at all.
 	Network bool
+	// Make lists folders of Write that are made (0700) before each start
+	// when missing: a folder the server may write but not create (a package
+	// runner's cache in a home folder it may not write).
+	Make []string
 	// State is the server's own folder (under data_dir), created 0700 if
 	// missing and writable; it stays visible when data_dir is hidden.
 	State string
@@ -194,6 +198,7 @@ func (p Policy) Clean(home string) Policy {
 	p.Write = cleanPaths(p.Write, home)
 	p.Hide = cleanPaths(p.Hide, home)
 	p.ReadOnly = cleanPaths(p.ReadOnly, home)
+	p.Make = cleanPaths(p.Make, home)
 	if p.State != "" {
 		p.State = filepath.Clean(p.State)
 	}

@@ -197,6 +197,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 			return nil, fmt.Errorf("sandbox: the server's state folder: %w", err)
 		}
 	}
+	for _, d := range p.Make {
+		_ = os.MkdirAll(d, 0o700) // best effort: the server says what it misses
+	}
 	c := &confinement{}
 	tmp, err := os.MkdirTemp(s.TempRoot, "switchboard-"+s.Name+"-")
 	if err != nil {
