@@ -14,6 +14,7 @@ package pluginserve
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -149,6 +150,13 @@ func Serve(h protocol.Handler, opts ...Option) {
 	}
 
 	guardStdout()
+	switch conf, cert, err := pluginTLS(); {
+	case err != nil:
+		log.Warn("go-plugin's own mutual TLS instead", "error", err)
+	case conf != nil:
+		sc.TLSProvider = func() (*tls.Config, error) { return conf, nil }
+		certOnHandshake(cert)
+	}
 	stop := watchHost(log, shutdown)
 	defer stop()
 	plugin.Serve(sc)
