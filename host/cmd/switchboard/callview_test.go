@@ -108,3 +108,39 @@ func TestCallJSONStreamsEvents(t *testing.T) {
 		t.Errorf("call --json fz.chatty = %d:\n%s", code, stdout)
 	}
 }
+
+// TestCallEscapesServerTextOnATerminal: a tool's result that carries
+// terminal escape sequences (here one that retitles the window and one
+// that clears the screen) and a right-to-left override reaches a person's
+// terminal escaped, so it cannot rewrite what was printed; piped, the
+// result is the tool's bytes unchanged.
+func TestCallEscapesServerTextOnATerminal(t *testing.T) {
+	e := setup(t)
+	const evil = "before\x1b]0;pwned\x07\x1b[2Jafter \u202egnp.exe\tcol"
+	args, _ := json.Marshal(map[string]string{"text": evil})
+
+	cmd := exec.Command(e.bins.Switchboard, "call", "--config", e.config, "fx.echo", string(args))
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=off")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_, _ = io.Copy(&out, tty)
+	_ = cmd.Wait()
+	tty.Close()
+	got := out.String()
+	for _, raw := range []string{"\x1b]0;", "\x07", "\x1b[2J", "\u202e"} {
+		if strings.Contains(got, raw) {
+			t.Errorf("call on a terminal printed %q raw:\n%q", raw, got)
+		}
+	}
+	if want := `before\u001b]0;pwned\u0007\u001b[2Jafter \u202egnp.exe` + "\tcol"; !strings.Contains(got, want) {
+		t.Errorf("call on a terminal = %q, want it to show %q", got, want)
+	}
+
+	stdout, errOut, code := run(t, e, "call", "--config", e.config, "fx.echo", string(args))
+	if code != 0 || stdout != evil+"\n" {
+		t.Errorf("call piped = %d %q (%s), want the tool's bytes %q", code, stdout, errOut, evil+"\n")
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/host/internal/termsafe"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -124,7 +125,7 @@ func (v *callView) Log(l toolcall.Log) {
 				}
 			}
 		}
-		fmt.Fprintln(v.w, line)
+		fmt.Fprintln(v.w, termsafe.Text(line))
 		v.drawLocked()
 	}
 }
@@ -192,7 +193,7 @@ func (v *callView) drawLocked() {
 		fmt.Fprintf(&b, "%s ", num(v.last.Progress))
 	}
 	if v.have && v.last.Message != "" {
-		b.WriteString(v.last.Message + " ")
+		b.WriteString(termsafe.Escape(oneLine(v.last.Message)) + " ")
 	}
 	fmt.Fprintf(&b, "(%s)", elapsed)
 	line := []rune(b.String())

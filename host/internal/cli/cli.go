@@ -629,6 +629,12 @@ func (a *app) callCmd() *cobra.Command {
 				}
 			} else {
 				text := resultText(res)
+				if a.stdoutIsTerminal() {
+					// A server's text on a person's terminal: escape
+					// sequences and bidirectional overrides are shown, not
+					// obeyed. Piped, the bytes are the tool's own.
+					text = termsafe.Text(text)
+				}
 				fmt.Fprint(a.stdout, text)
 				if text != "" && !strings.HasSuffix(text, "\n") {
 					fmt.Fprintln(a.stdout)
@@ -647,6 +653,11 @@ func (a *app) callCmd() *cobra.Command {
 
 func (a *app) isTerminal() bool {
 	f, ok := a.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (a *app) stdoutIsTerminal() bool {
+	f, ok := a.stdout.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
@@ -791,7 +802,9 @@ func PrintServers(w io.Writer, rows []ServerInfo) {
 		if r.Attempt > 0 {
 			status = fmt.Sprintf("%s (attempt %d)", r.Status, r.Attempt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Name, r.Kind, status, orDash(r.Protocol), dashIfEmpty(r.Version), orDash(r.PID), r.Tools, r.Resources, r.Prompts, r.Restarts, r.Source)
+		// The version is the server's own word, as are its errors (its
+		// stderr, its handshake): shown, not obeyed, on a terminal.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Name, r.Kind, status, orDash(r.Protocol), dashIfEmpty(termsafe.Escape(oneLine(r.Version))), orDash(r.PID), r.Tools, r.Resources, r.Prompts, r.Restarts, r.Source)
 	}
 	_ = tw.Flush()
 	header := false
@@ -806,7 +819,7 @@ func PrintServers(w io.Writer, rows []ServerInfo) {
 	}
 	for _, r := range rows {
 		if r.Error != "" {
-			fmt.Fprintf(w, "\n%s: %s\n", r.Name, r.Error)
+			fmt.Fprintf(w, "\n%s: %s\n", r.Name, termsafe.Text(r.Error))
 		}
 	}
 }

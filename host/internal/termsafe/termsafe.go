@@ -16,7 +16,18 @@ import (
 // format characters, bidirectional overrides and isolates, invalid UTF-8)
 // written as \uXXXX, which is also how JSON writes it, so escaped JSON stays
 // valid. Newlines and spaces stay as they are.
-func Escape(s string) string {
+func Escape(s string) string { return escape(s, false) }
+
+// Text is Escape for a tool's output printed whole on a terminal: tabs
+// stay as they are too (columns, indented code), everything else that
+// Escape writes as \uXXXX still is (a carriage return could overwrite a
+// line that was printed).
+func Text(s string) string { return escape(s, true) }
+
+func escape(s string, tabs bool) string {
+	keep := func(r rune) bool {
+		return r == '\n' || (tabs && r == '\t') || (r != utf8.RuneError && unicode.IsPrint(r))
+	}
 	clean := true
 	for _, r := range s {
 		if !keep(r) {
@@ -44,8 +55,4 @@ func Escape(s string) string {
 		i += size
 	}
 	return b.String()
-}
-
-func keep(r rune) bool {
-	return r == '\n' || (r != utf8.RuneError && unicode.IsPrint(r))
 }

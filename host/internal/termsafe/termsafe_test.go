@@ -26,3 +26,19 @@ func TestEscape(t *testing.T) {
 		t.Errorf("escaped JSON string reads back as %q (%v)", s, err)
 	}
 }
+
+// TestText: a tool's output keeps its tabs and lines; what could rewrite
+// the terminal is still escaped.
+func TestText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"a\tb\nc\td", "a\tb\nc\td"},
+		{"line\rover", `line\u000dover`},
+		{"\x1b[2J\x1b[Hcleared", `\u001b[2J\u001b[Hcleared`},
+		{"rlo \u202eexe.txt", `rlo \u202eexe.txt`},
+	}
+	for _, tt := range tests {
+		if got := Text(tt.in); got != tt.want {
+			t.Errorf("Text(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
