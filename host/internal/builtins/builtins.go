@@ -56,7 +56,14 @@ type Grants struct {
 	Write []string
 	// Network lets it reach the network.
 	Network bool
+	// Processes is its process limit (processes and threads) where the
+	// host can make a cgroup, unless its sandbox block sets one.
+	Processes int64
 }
+
+// BashProcesses is bash's default limit on the processes and threads of
+// its sandbox (README, Security).
+const BashProcesses = 4096
 
 // Binary is the name of the built-in's standalone plugin binary.
 func (b Builtin) Binary() string { return BinaryPrefix + b.Name }
@@ -83,7 +90,12 @@ var all = []Builtin{
 		Name:        bash.Name,
 		New:         bash.New,
 		NewSettings: func() any { return &bash.Settings{} },
-		Grants:      projectOnly,
+		// A command may start any number of processes: a fork bomb stops
+		// at this limit instead of at the machine's (a build with many
+		// parallel compilers and their threads fits well below it).
+		Grants: func(projectDir string, _ []byte) Grants {
+			return Grants{Write: []string{projectDir}, Processes: BashProcesses}
+		},
 	},
 	{
 		Name:        git.Name,

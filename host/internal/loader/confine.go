@@ -43,7 +43,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	case registry.KindBuiltin:
 		if b, ok := builtins.Lookup(name); ok {
 			g := b.Grants(cfg.ProjectDir, settings)
-			p.Write, p.Network = g.Write, g.Network
+			p.Write, p.Network, p.DefaultProcesses = g.Write, g.Network, g.Processes
 		}
 	case registry.KindExternal:
 		// Package runners (npx, uvx) keep their caches in the home folder

@@ -93,6 +93,12 @@ type Policy struct {
 	Memory int64
 	// Processes bounds the number of processes and threads (0: none).
 	Processes int64
+	// DefaultProcesses is a server's process limit without a configured
+	// one (Processes): applied where the host can make a cgroup, never a
+	// reason to refuse a start where it cannot (bash's guard against a
+	// fork bomb, which a host run as root has no other: the kernel does
+	// not apply RLIMIT_NPROC to root).
+	DefaultProcesses int64
 	// FileSize bounds the size of a file the plugin writes, in bytes
 	// (RLIMIT_FSIZE; 0: none).
 	FileSize int64

@@ -154,14 +154,26 @@ func (s *Sandbox) Report() Report {
 		r.Missing = append(r.Missing, "Landlock (needs Linux 5.13 with Landlock enabled)")
 	}
 	r.Enforced = append(r.Enforced, "no capabilities", "no_new_privs")
-	if s.Policy.Memory > 0 || s.Policy.Processes > 0 {
+	limits := s.Policy.withLimits(k)
+	if limits.Memory > 0 || limits.Processes > 0 {
 		if k.cgroup != nil {
-			r.Enforced = append(r.Enforced, "cgroup "+k.cgroup.describe(s.Policy))
+			r.Enforced = append(r.Enforced, "cgroup "+k.cgroup.describe(limits))
 		} else {
 			r.Missing = append(r.Missing, "memory and process limits (no writable cgroup)")
 		}
+	} else if s.Policy.DefaultProcesses > 0 {
+		r.Missing = append(r.Missing, fmt.Sprintf("the default limit of %d processes (no writable cgroup)", s.Policy.DefaultProcesses))
 	}
 	return r
+}
+
+// withLimits returns p with its default process limit in force where
+// this machine has a writable cgroup and no limit is configured.
+func (p Policy) withLimits(k kernel) Policy {
+	if p.Processes == 0 && p.DefaultProcesses > 0 && k.cgroup != nil {
+		p.Processes = p.DefaultProcesses
+	}
+	return p
 }
 
 // essentialMissing returns why the sandbox cannot confine as required.
@@ -191,7 +203,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	if err := s.essentialMissing(k); err != nil && s.Policy.Mode == ModeRequired {
 		return nil, err
 	}
-	p := s.Policy
+	p := s.Policy.withLimits(k)
 	if p.State != "" {
 		if err := os.MkdirAll(p.State, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: the server's state folder: %w", err)
@@ -234,11 +246,14 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	}
 	if k.cgroup != nil && (p.Memory > 0 || p.Processes > 0) {
 		cg, err := k.cgroup.create(s.Name, p)
+		configured := s.Policy.Memory > 0 || s.Policy.Processes > 0
 		if err != nil {
-			c.Stopped()
-			if s.Policy.Mode == ModeRequired {
+			if s.Policy.Mode == ModeRequired && configured {
+				c.Stopped()
 				return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 			}
+			// A default limit alone: the start goes on without it, and
+			// Report says it is missing.
 		} else {
 			c.cgroup = cg
 			// The helper waits for the host to put it in the cgroup

@@ -289,6 +289,50 @@ func TestMemoryLimitKillsAndSaysWhy(t *testing.T) {
 	}
 }
 
+// TestDefaultProcessLimitStopsAForkBomb: a server's default process limit
+// (bash's, where no limit is configured) holds when a command forks
+// without end: the shell's forks fail at the limit, and the plugin still
+// answers. The control: unconfined, every process starts.
+func TestDefaultProcessLimitStopsAForkBomb(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	pol.DefaultProcesses = 64
+	marker := strconv.Itoa(8000000 + os.Getpid()%999983)
+	bomb := jsonArgs("op", "sh", "cmd", "i=0; while [ $i -lt 200 ]; do sleep "+marker+" >/dev/null 2>&1 </dev/null & i=$((i+1)); done; echo spawned $i")
+	count := func() []int { return fixtures.ProcessesMatching("sleep " + marker) }
+
+	p := launch(t, w, &pol)
+	out := attack(t, p, bomb)
+	n := count()
+	if len(n) >= 64 || strings.Contains(out, "spawned 200") {
+		t.Errorf("%d processes started under a limit of 64 (%q)", len(n), out)
+	}
+	if len(n) == 0 {
+		t.Errorf("no process started at all (%q): the limit is not what stopped the bomb", out)
+	}
+	if got := attack(t, p, jsonArgs("op", "sh", "cmd", "echo alive")); got != "ok: alive\n" {
+		t.Errorf("after the bomb the plugin answered %q", got)
+	}
+	_ = p.Close(t.Context())
+	fixtures.WaitGone(n, 5*time.Second)
+
+	// A configured limit replaces the default.
+	pol.Processes = 300
+	p = launch(t, w, &pol)
+	if out := attack(t, p, bomb); !strings.Contains(out, "spawned 200") {
+		t.Errorf("with processes = 300 the 200 processes did not start: %q", out)
+	}
+	_ = p.Close(t.Context())
+	fixtures.WaitGone(count(), 5*time.Second)
+
+	open := launch(t, w, nil)
+	if out := attack(t, open, bomb); !strings.Contains(out, "spawned 200") {
+		t.Errorf("control: without the sandbox the 200 processes did not start: %q", out)
+	}
+	survivors := count()
+	t.Cleanup(func() { fixtures.Kill(survivors) })
+}
+
 func TestReport(t *testing.T) {
 	s := &sandbox.Sandbox{Name: "x", Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Memory: 1 << 28}, Helper: fixtures.Build(t).Sandbox}
 	r := s.Report()
