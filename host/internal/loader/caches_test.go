@@ -125,3 +125,68 @@ func TestExternalServerPackageCachesMade(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalServerCannotReadOtherProgramsConfig: an external stdio server
+// reads the package runners' settings in ~/.config (uv's here), not the
+// rest of it, where other programs keep their tokens (gh's hosts.yml).
+// The control reads both unconfined.
+func TestExternalServerCannotReadOtherProgramsConfig(t *testing.T) {
+	bins := fixtures.Build(t)
+	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
+		t.Skipf("nothing confines here: %s", r)
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	for f, body := range map[string]string{".config/gh/hosts.yml": "oauth_token: gho_SECRET\n", ".config/uv/uv.toml": "index-url = \"https://pypi.example\"\n"} {
+		if err := os.MkdirAll(filepath.Join(home, filepath.Dir(f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, f), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "project"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, "project_dir = \"project\"\nexternal \"x\" {\n command = \"/bin/sh\"\n}\n")
+	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{}, nil, "", bins.Switchboard)
+	sb.TempRoot = t.TempDir()
+	const script = `cat "$1/.config/uv/uv.toml" "$1/.config/gh/hosts.yml" 2>/dev/null; true`
+	run := func(confined bool) string {
+		cmd := exec.Command("/bin/sh", "-c", script, "sh", home)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		var out strings.Builder
+		cmd.Stdout = &out
+		if confined {
+			conf, err := sb.Wrap(cmd, "")
+			if err != nil {
+				t.Fatalf("wrap: %v", err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if conf != nil {
+				if err := conf.Started(cmd.Process.Pid); err != nil {
+					t.Fatal(err)
+				}
+				defer conf.Stopped()
+			}
+			_ = cmd.Wait()
+		} else if err := cmd.Run(); err != nil {
+			t.Fatalf("unconfined: %v", err)
+		}
+		return out.String()
+	}
+	if got := run(false); !strings.Contains(got, "gho_SECRET") || !strings.Contains(got, "index-url") {
+		t.Fatalf("control (unconfined) read %q, want both files", got)
+	}
+	got := run(true)
+	if strings.Contains(got, "gho_SECRET") {
+		t.Errorf("a confined external server read gh's token: %q", got)
+	}
+	if !strings.Contains(got, "index-url") {
+		t.Errorf("a confined external server could not read uv's settings: %q", got)
+	}
+}

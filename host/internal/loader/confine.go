@@ -52,7 +52,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 		caches := packageCaches(home)
 		p.Write = append([]string{cfg.ProjectDir}, caches...)
 		p.Make = caches[:min(2, len(caches))] // ~/.npm and uv's cache
-		p.Read = []string{filepath.Join(home, ".npmrc"), filepath.Join(home, ".config")}
+		p.Read = append([]string{filepath.Join(home, ".npmrc")}, packageConfigs(home)...)
 		p.Env = map[string]string{"HOME": home}
 	default: // third-party plugins: read the project, write their own folder
 		p.Read = []string{cfg.ProjectDir}
@@ -120,6 +120,32 @@ func packageCaches(home string) []string {
 		out = append(out, filepath.Join(cache, c))
 	}
 	return append(out, filepath.Join(home, ".local", "share", "uv"), filepath.Join(home, ".local", "state"))
+}
+
+// packageConfigNames are the folders under the config folder
+// ($XDG_CONFIG_HOME or ~/.config) that an external stdio server may read:
+// the package runners' settings (an index URL, a registry). Not the config
+// folder as a whole: it holds other programs' credentials (gh's token in
+// gh/hosts.yml, gcloud's, a git credential store), which a server from the
+// network could read and send out. A server that needs another one is
+// granted it with sandbox { read = [...] }.
+var packageConfigNames = []string{"uv", "pip", "pipx", "pypoetry", "pnpm", "yarn", "deno"}
+
+// packageConfigs returns the package runners' config folders in the home
+// folder.
+func packageConfigs(home string) []string {
+	if home == "" {
+		return nil
+	}
+	dir := filepath.Join(home, ".config")
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		dir = x
+	}
+	out := make([]string, 0, len(packageConfigNames))
+	for _, c := range packageConfigNames {
+		out = append(out, filepath.Join(dir, c))
+	}
+	return out
 }
 
 // configFolderInReach returns the folder that holds the config (and the
