@@ -48,26 +48,7 @@ func TestExternalServerCannotWriteGoBuildCache(t *testing.T) {
 		for _, f := range []string{filepath.Join(goBuild, "ab-d"), filepath.Join(home, ".cache", "uv", "entry"), filepath.Join(home, ".npm", "entry")} {
 			_ = os.Remove(f)
 		}
-		cmd := exec.Command("/bin/sh", "-c", script, "sh", home)
-		cmd.Env = []string{"PATH=/usr/bin:/bin"}
-		if confined {
-			conf, err := sb.Wrap(cmd, "")
-			if err != nil {
-				t.Fatalf("wrap: %v", err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if conf != nil {
-				if err := conf.Started(cmd.Process.Pid); err != nil {
-					t.Fatal(err)
-				}
-				defer conf.Stopped()
-			}
-			_ = cmd.Wait()
-		} else if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("unconfined: %v: %s", err, out)
-		}
+		shIn(t, sb, confined, script, home)
 		var got []string
 		for _, f := range []string{filepath.Join(goBuild, "ab-d"), filepath.Join(home, ".cache", "uv", "entry"), filepath.Join(home, ".npm", "entry")} {
 			if _, err := os.Stat(f); err == nil {
@@ -155,29 +136,7 @@ func TestExternalServerCannotReadOtherProgramsConfig(t *testing.T) {
 	sb.TempRoot = t.TempDir()
 	const script = `cat "$1/.config/uv/uv.toml" "$1/.config/gh/hosts.yml" 2>/dev/null; true`
 	run := func(confined bool) string {
-		cmd := exec.Command("/bin/sh", "-c", script, "sh", home)
-		cmd.Env = []string{"PATH=/usr/bin:/bin"}
-		var out strings.Builder
-		cmd.Stdout = &out
-		if confined {
-			conf, err := sb.Wrap(cmd, "")
-			if err != nil {
-				t.Fatalf("wrap: %v", err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if conf != nil {
-				if err := conf.Started(cmd.Process.Pid); err != nil {
-					t.Fatal(err)
-				}
-				defer conf.Stopped()
-			}
-			_ = cmd.Wait()
-		} else if err := cmd.Run(); err != nil {
-			t.Fatalf("unconfined: %v", err)
-		}
-		return out.String()
+		return shIn(t, sb, confined, script, home)
 	}
 	if got := run(false); !strings.Contains(got, "gho_SECRET") || !strings.Contains(got, "index-url") {
 		t.Fatalf("control (unconfined) read %q, want both files", got)
@@ -189,4 +148,35 @@ func TestExternalServerCannotReadOtherProgramsConfig(t *testing.T) {
 	if !strings.Contains(got, "index-url") {
 		t.Errorf("a confined external server could not read uv's settings: %q", got)
 	}
+}
+
+// shIn runs script with /bin/sh (arg as $1) in sb's sandbox, or unconfined
+// for a control, and returns what it wrote on stdout.
+func shIn(t *testing.T, sb *sandbox.Sandbox, confined bool, script, arg string) string {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script, "sh", arg)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if !confined {
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("unconfined: %v", err)
+		}
+		return out.String()
+	}
+	conf, err := sb.Wrap(cmd, "")
+	if err != nil {
+		t.Fatalf("wrap: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if conf != nil {
+		if err := conf.Started(cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		defer conf.Stopped()
+	}
+	_ = cmd.Wait()
+	return out.String()
 }

@@ -111,15 +111,26 @@ func packageCaches(home string) []string {
 	if home == "" {
 		return nil
 	}
-	cache := filepath.Join(home, ".cache")
-	if x := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(x) {
-		cache = x
-	}
-	out := []string{filepath.Join(home, ".npm")}
-	for _, c := range packageCacheNames { // uv first
-		out = append(out, filepath.Join(cache, c))
-	}
+	out := append([]string{filepath.Join(home, ".npm")}, under(xdgDir(home, "XDG_CACHE_HOME", ".cache"), packageCacheNames)...) // uv first
 	return append(out, filepath.Join(home, ".local", "share", "uv"), filepath.Join(home, ".local", "state"))
+}
+
+// xdgDir returns the folder the XDG variable env names when it is an
+// absolute path (as the specification asks), else home/fallback.
+func xdgDir(home, env, fallback string) string {
+	if x := os.Getenv(env); filepath.IsAbs(x) {
+		return x
+	}
+	return filepath.Join(home, fallback)
+}
+
+// under returns dir/name for each name.
+func under(dir string, names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, filepath.Join(dir, n))
+	}
+	return out
 }
 
 // packageConfigNames are the folders under the config folder
@@ -137,15 +148,7 @@ func packageConfigs(home string) []string {
 	if home == "" {
 		return nil
 	}
-	dir := filepath.Join(home, ".config")
-	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
-		dir = x
-	}
-	out := make([]string, 0, len(packageConfigNames))
-	for _, c := range packageConfigNames {
-		out = append(out, filepath.Join(dir, c))
-	}
-	return out
+	return under(xdgDir(home, "XDG_CONFIG_HOME", ".config"), packageConfigNames)
 }
 
 // configFolderInReach returns the folder that holds the config (and the
