@@ -74,7 +74,7 @@ func TestGrants(t *testing.T) {
 	}{
 		{"filesystem", `{"roots":["/extra"]}`, Grants{Write: []string{"/p", "/extra"}}},
 		{"filesystem", `{}`, Grants{Write: []string{"/p"}}},
-		{"bash", `{}`, Grants{Write: []string{"/p"}}},
+		{"bash", `{}`, Grants{Write: []string{"/p"}, Processes: BashProcesses}},
 		{"git", `{}`, Grants{Write: []string{"/p"}}},
 		{"web", `{}`, Grants{Network: true}},
 		{"switchboard", `{}`, Grants{}},
