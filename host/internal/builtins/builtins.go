@@ -11,6 +11,7 @@ package builtins
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
@@ -158,4 +159,25 @@ func Names() []string {
 		names[i] = b.Name
 	}
 	return names
+}
+
+// Sidecars pins the standalone binaries built with this host: a
+// comma-separated list of NAME=SHA256 (hex), set at link time by make
+// build (-X …/builtins.Sidecars=…), after it has built them. The host runs
+// a built-in from its standalone binary beside the switchboard binary only
+// when that file hashes to its pin here (see Pin); otherwise (a binary
+// from another build, one put there by anyone else, or a host built by
+// plain `go build`, which pins none) it serves the built-in itself.
+var Sidecars string
+
+// Pin returns the SHA-256 (hex) this build pins for the standalone binary
+// of the built-in called name, or "" when it pins none.
+func Pin(name string) string {
+	for entry := range strings.SplitSeq(Sidecars, ",") {
+		n, sum, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if ok && n == name && len(sum) == 64 && strings.Trim(sum, "0123456789abcdef") == "" {
+			return sum
+		}
+	}
+	return ""
 }

@@ -92,6 +92,12 @@ type job struct {
 	// manifests, if set, is the data_dir its manifest is cached in
 	// (manifest.go).
 	manifests string
+	// sidecar, if set, is the built-in's own binary, run in place of
+	// `switchboard plugin-serve NAME` when it is the pinned one
+	// (sidecar.go).
+	sidecar *sidecar
+	// hashes caches the hashes of pinned binaries (sidecar.go).
+	hashes *hashCache
 }
 
 // Host is a running set of servers built from a config.
@@ -550,7 +556,14 @@ func launch(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, 
 			return nil, fmt.Errorf("plugin %s: %w", j.spec.Name, err)
 		}
 	}
-	return launcher.Launch(ctx, j.spec, log)
+	spec := j.spec
+	if spec.SHA256 != "" && j.hashes != nil {
+		spec.Hasher = j.hashes.sum
+	}
+	if j.sidecar != nil {
+		spec = j.sidecar.apply(spec, log)
+	}
+	return launcher.Launch(ctx, spec, log)
 }
 
 // starter starts a fresh instance of a job for the supervisor, under the
@@ -950,6 +963,7 @@ func Jobs(cfg *config.Config, self string) []job {
 			restart: b.Restart,
 		}
 		j.life, j.manifests = b.Lifecycle, cfg.DataDir
+		j.sidecar = sidecarOf(self, b.Name, cfg.DataDir)
 		jobs = append(jobs, j)
 	}
 	named := map[string]bool{}
@@ -1024,6 +1038,11 @@ func Jobs(cfg *config.Config, self string) []job {
 	}
 	jobs = withReattach(jobs)
 	refusePlantable(cfg, jobs)
+	for i := range jobs {
+		if jobs[i].ext == nil {
+			jobs[i].hashes = hashesIn(cfg.DataDir) // pinned binaries are read once, not at every start
+		}
+	}
 	return jobs
 }
 

@@ -76,6 +76,11 @@ func fileIdentity(path string) (*FileIdentity, error) {
 	if err != nil {
 		return nil, err
 	}
+	return identityOf(path, fi)
+}
+
+// identityOf is the identity of the file at path that fi describes.
+func identityOf(path string, fi os.FileInfo) (*FileIdentity, error) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil, fmt.Errorf("loader: no file identity for %s on this system", path)

@@ -1,0 +1,183 @@
+package loader
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
+)
+
+// A built-in runs as `switchboard plugin-serve NAME`, so one binary is
+// enough. make build also builds each built-in's standalone binary
+// (switchboard-plugin-NAME) beside the host and pins its SHA-256 into the
+// host (builtins.Sidecars); the host then runs that binary instead, as a
+// pinned plugin: it carries only the plugin's code, so it starts in about
+// half the CPU time of the host's binary and holds less memory. A file
+// there that does not hash to its pin (from another build, or planted by a
+// plugin that may write the folder) is never run: the host serves the
+// built-in itself, as it does when it pins none (a plain `go build`).
+
+// sidecar is a built-in's standalone binary beside the host's binary, with
+// the pin this build has for it.
+type sidecar struct {
+	path, pin string
+	hashes    *hashCache
+}
+
+// sidecarOf returns the standalone binary of built-in name beside self, or
+// nil when this build pins none. Hashes are cached in dataDir.
+func sidecarOf(self, name, dataDir string) *sidecar {
+	pin := builtins.Pin(name)
+	if pin == "" {
+		return nil
+	}
+	return &sidecar{path: filepath.Join(filepath.Dir(self), builtins.BinaryPrefix+name), pin: pin, hashes: hashesIn(dataDir)}
+}
+
+// sidecarPaths lists the pinned standalone binaries present beside self,
+// which every sandbox shows read-only (as it does self).
+func sidecarPaths(self string) []string {
+	var out []string
+	for _, b := range builtins.All() {
+		if builtins.Pin(b.Name) == "" {
+			continue
+		}
+		p := filepath.Join(filepath.Dir(self), b.Binary())
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// apply returns spec set to run the sidecar, pinned, when the file there
+// is the one this build pinned; otherwise spec as it is (the host's binary
+// serves the built-in). The launcher checks the pin again on the
+// descriptor it executes.
+func (s *sidecar) apply(spec launcher.Spec, log hclog.Logger) launcher.Spec {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return spec // none beside the host: it serves the built-in
+	}
+	sum, err := s.hashes.sum(f)
+	_ = f.Close()
+	if err != nil || sum != s.pin {
+		log.Info("the built-in's binary beside the host is not the one built with it; the host serves the built-in itself (run make build to rebuild both)", "server", spec.Name, "path", s.path, "sha256", sum, "error", err)
+		return spec
+	}
+	spec.Path, spec.Args, spec.SHA256, spec.PinnedBy, spec.Hasher = s.path, nil, s.pin, "", s.hashes.sum
+	return spec
+}
+
+// hashCache remembers the SHA-256 of binaries by file identity (device,
+// inode, size, mtime, ctime: the kernel sets the ctime of a file at every
+// change, and no program can set it back), in data_dir, which no sandbox
+// sees, so that a pinned binary is read whole once, not at every start.
+type hashCache struct {
+	file   string
+	mu     sync.Mutex
+	loaded bool
+	sums   []hashEntry
+}
+
+// hashEntry is one cached hash.
+type hashEntry struct {
+	File   FileIdentity `json:"file"`
+	SHA256 string       `json:"sha256"`
+}
+
+// maxHashEntries bounds the cache file: the oldest entries go first.
+const maxHashEntries = 64
+
+// HashesFile is the hash cache's file in data_dir.
+const HashesFile = "binary-hashes.json"
+
+var hashCaches sync.Map // data_dir -> *hashCache
+
+// hashesIn returns the hash cache kept in dataDir.
+func hashesIn(dataDir string) *hashCache {
+	c, _ := hashCaches.LoadOrStore(dataDir, &hashCache{file: filepath.Join(dataDir, HashesFile)})
+	return c.(*hashCache)
+}
+
+// sum returns the SHA-256 (hex) of the open file f, from the cache when
+// its identity is there, else by reading it (and remembering it).
+func (c *hashCache) sum(f *os.File) (string, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	id, idErr := identityOf("", fi)
+	if idErr == nil {
+		c.mu.Lock()
+		c.load()
+		for _, e := range c.sums {
+			if e.File == *id {
+				c.mu.Unlock()
+				return e.SHA256, nil
+			}
+		}
+		c.mu.Unlock()
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, fi.Size())); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if idErr == nil {
+		// Read after the hash: a file changed while it was read has
+		// another identity now, and is not cached under the old one.
+		if now, err := f.Stat(); err == nil {
+			if after, err := identityOf("", now); err == nil && *after == *id {
+				c.remember(hashEntry{File: *id, SHA256: sum})
+			}
+		}
+	}
+	return sum, nil
+}
+
+// load reads the cache file once; c.mu held.
+func (c *hashCache) load() {
+	if c.loaded {
+		return
+	}
+	c.loaded = true
+	if b, err := os.ReadFile(c.file); err == nil {
+		_ = json.Unmarshal(b, &c.sums)
+	}
+}
+
+// remember adds e and writes the cache file (best effort: a cache that
+// cannot be written only costs a read of the binary at the next start).
+func (c *hashCache) remember(e hashEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.load()
+	c.sums = append(c.sums, e)
+	if len(c.sums) > maxHashEntries {
+		c.sums = c.sums[len(c.sums)-maxHashEntries:]
+	}
+	b, err := json.Marshal(c.sums)
+	if err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.file), HashesFile+".*")
+	if err != nil {
+		return
+	}
+	if _, err := tmp.Write(b); err != nil || tmp.Close() != nil {
+		_ = os.Remove(tmp.Name())
+		return
+	}
+	if os.Rename(tmp.Name(), c.file) != nil {
+		_ = os.Remove(tmp.Name())
+	}
+}
