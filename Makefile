@@ -4,8 +4,8 @@ BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/switchboard-mcp/switchboard/host/internal/cli.Version=$(VERSION)
 PLUGINS   := filesystem bash git web switchboard
-# Where make build pins the built-ins' own binaries into the host.
-SIDECARS  := github.com/switchboard-mcp/switchboard/host/internal/builtins.Sidecars
+# Where make build pins bin/switchboard-builtins into the host.
+BUILTINS_PIN := github.com/switchboard-mcp/switchboard/host/internal/builtins.ServeBinaryPin
 CONFIG    ?= config.hcl
 
 # Pinned generator versions for `make proto`.
@@ -24,22 +24,22 @@ MODULES   := . sdk examples/hello
 all: build
 
 ## build: bin/switchboard and every bin/switchboard-plugin-*
-## (the host, the sandbox helper and the built-ins static: the helper runs
-## before every confined start, and a dynamic loader would add to each).
-## The built-ins' own binaries first: the host pins their SHA-256
-## (builtins.Sidecars) and runs them in place of re-executing itself
-## (`switchboard plugin-serve NAME`), which starts in about twice their CPU
-## time; one that does not match its pin is never run.
+## (the host, the sandbox helper and bin/switchboard-builtins static: the
+## helper runs before every confined start, and a dynamic loader would add
+## to each). switchboard-builtins (the built-ins without the host's code)
+## first: the host pins its SHA-256 (builtins.ServeBinaryPin) and starts
+## built-ins through it instead of re-executing itself, which takes about
+## twice the CPU time; a file there that does not match the pin is never run.
 build:
 	@mkdir -p $(BIN)
-	@for p in $(PLUGINS); do \
-		echo "CGO_ENABLED=0 $(GO) build -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p"; \
-		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; \
-	done
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -X $(SIDECARS)=$$(for p in $(PLUGINS); do \
-		printf '%s=%s,' $$p $$( (sha256sum $(BIN)/switchboard-plugin-$$p 2>/dev/null || shasum -a 256 $(BIN)/switchboard-plugin-$$p) | cut -c1-64); done)" \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-builtins ./host/cmd/switchboard-builtins
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -X $(BUILTINS_PIN)=$$( (sha256sum $(BIN)/switchboard-builtins 2>/dev/null || shasum -a 256 $(BIN)/switchboard-builtins) | cut -c1-64)" \
 		-o $(BIN)/switchboard ./host/cmd/switchboard
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-sandbox ./host/cmd/switchboard-sandbox
+	@for p in $(PLUGINS); do \
+		echo "$(GO) build -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p"; \
+		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; \
+	done
 	cd examples/hello && $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CURDIR)/$(BIN)/switchboard-plugin-hello .
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-conformance ./examples/conformance
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
@@ -24,7 +23,6 @@ func BenchmarkLazy(b *testing.B) {
 		return
 	}
 	bins := fixtures.Build(b)
-	host := fixtures.BuildWithBuiltins(b, builtins.Names()...) // as make build makes it
 	ctx := context.Background()
 	var rows []row
 	add := func(name, fig, base, ratio string) { rows = append(rows, row{name, fig, base, ratio}) }
@@ -38,7 +36,7 @@ func BenchmarkLazy(b *testing.B) {
 	// plugins' tools listed).
 	eagerCfg := writeConfigStart(b, "eager", "start_wait = \"10m\"\n"+hundred.String())
 	lazyCfg := writeConfigStart(b, "lazy", "start_wait = \"10m\"\n"+hundred.String())
-	learnManifests(b, host, lazyCfg, 100)
+	learnManifests(b, bins.Switchboard, lazyCfg, 100)
 	// The kernel tears down the namespaces of 100 sandboxes in the
 	// background for a while after their processes exit, and new
 	// sandboxes wait for it: let it finish before timing anything.
@@ -46,7 +44,7 @@ func BenchmarkLazy(b *testing.B) {
 
 	// First call to a lazy plugin, end to end (its start included), before
 	// any eager host has run 100 sandboxes.
-	lazy, _ := startMCP(b, nil, host, "serve", "--config", lazyCfg)
+	lazy, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", lazyCfg)
 	time.Sleep(time.Second) // past the host's own settling (tuning.SettleDelay)
 	var first []time.Duration
 	for i := 0; i < 9; i++ {
@@ -61,7 +59,7 @@ func BenchmarkLazy(b *testing.B) {
 	var none []time.Duration
 	noneCfg := writeConfigStart(b, "lazy", "builtin \"filesystem\" { enabled = false }\nbuiltin \"bash\" { enabled = false }\nbuiltin \"git\" { enabled = false }\nbuiltin \"web\" { enabled = false }\nbuiltin \"switchboard\" { enabled = false }\n")
 	for i := 0; i < 5; i++ {
-		p, d := startMCP(b, nil, host, "serve", "--config", noneCfg)
+		p, d := startMCP(b, nil, bins.Switchboard, "serve", "--config", noneCfg)
 		none = append(none, d)
 		_ = p.c.Close()
 		_ = p.cmd.Wait()
@@ -72,7 +70,7 @@ func BenchmarkLazy(b *testing.B) {
 	var eagerRSS, lazyRSS int
 	for i := 0; i < 3; i++ {
 		if i < 2 { // an eager start of 100 plugins takes long: two rounds
-			p, d := startMCP(b, nil, host, "serve", "--config", eagerCfg)
+			p, d := startMCP(b, nil, bins.Switchboard, "serve", "--config", eagerCfg)
 			eagerReady = append(eagerReady, d)
 			if i == 0 {
 				eagerRSS, _ = treeMemory(p.cmd.Process.Pid)
@@ -80,7 +78,7 @@ func BenchmarkLazy(b *testing.B) {
 			_ = p.c.Close()
 			_ = p.cmd.Wait()
 		}
-		p, d := startMCP(b, nil, host, "serve", "--config", lazyCfg)
+		p, d := startMCP(b, nil, bins.Switchboard, "serve", "--config", lazyCfg)
 		lazyReady = append(lazyReady, d)
 		if i == 0 {
 			lazyRSS, _ = treeMemory(p.cmd.Process.Pid)
@@ -94,7 +92,7 @@ func BenchmarkLazy(b *testing.B) {
 
 	// Later calls on the lazily started plugin against the same calls on
 	// an eager host.
-	eager, _ := startMCP(b, nil, host, "serve", "--config", eagerCfg)
+	eager, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", eagerCfg)
 	st := interleave(b, 2000, 1, 4, eager.echo("p000__echo"), lazy.echo("p000__echo"))
 	add("first call to a lazy plugin (median of 9)", ms(median(first)), "-", "-")
 	add("later calls, lazily started plugin, p50", us(st[1].p50), us(st[0].p50)+" (eager)", ratio(float64(st[1].p50), float64(st[0].p50)))
@@ -107,12 +105,12 @@ func BenchmarkLazy(b *testing.B) {
 	const four = "builtin \"filesystem\" {}\nbuiltin \"bash\" {}\nbuiltin \"git\" {}\nbuiltin \"web\" {}\n"
 	fourEager := writeConfigStart(b, "eager", "start_wait = \"10m\"\n"+four)
 	fourLazy := writeConfigStart(b, "lazy", "start_wait = \"10m\"\n"+four)
-	learnManifests(b, host, fourLazy, 4)
-	p, _ := startMCP(b, nil, host, "serve", "--config", fourEager)
+	learnManifests(b, bins.Switchboard, fourLazy, 4)
+	p, _ := startMCP(b, nil, bins.Switchboard, "serve", "--config", fourEager)
 	eRSS, ePSS := treeMemory(p.cmd.Process.Pid)
 	_ = p.c.Close()
 	_ = p.cmd.Wait()
-	p, _ = startMCP(b, nil, host, "serve", "--config", fourLazy)
+	p, _ = startMCP(b, nil, bins.Switchboard, "serve", "--config", fourLazy)
 	lRSS, lPSS := treeMemory(p.cmd.Process.Pid)
 	_ = p.c.Close()
 	_ = p.cmd.Wait()

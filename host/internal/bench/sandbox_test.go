@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
@@ -18,10 +17,10 @@ func BenchmarkSandbox(b *testing.B) {
 		return
 	}
 	bins := fixtures.Build(b)
-	// The host as make build makes it: each built-in runs from its own
-	// binary beside it. bins.Switchboard pins only the control built-in's,
-	// so it serves the four by re-executing itself (the ablation row).
-	host := fixtures.BuildWithBuiltins(b, builtins.Names()...)
+	// The host as make build makes it (built-ins served through
+	// switchboard-builtins), and for the ablation rows one without it
+	// beside, which re-executes itself for each built-in.
+	host, unpinned := bins.Switchboard, fixtures.Unpinned(b)
 	off := "\n  sandbox {\n    mode = \"off\"\n  }\n"
 	four := func(extra string) string {
 		return writeConfig(b, "builtin \"filesystem\" {"+extra+"}\nbuiltin \"bash\" {"+extra+"}\nbuiltin \"git\" {"+extra+"}\nbuiltin \"web\" {"+extra+"}\n")
@@ -56,7 +55,7 @@ func BenchmarkSandbox(b *testing.B) {
 	}
 	fourRuns, fourOffRuns := startups(host, four(""), host, four(off), 7)
 	oneRuns, oneOffRuns := startups(host, one(""), host, one(off), 9)
-	ownRuns, selfRuns := startups(host, four(""), bins.Switchboard, four(""), 7)
+	ownRuns, selfRuns := startups(host, four(""), unpinned, four(""), 7)
 	fourOn, fourOff, oneOn, oneOff := fourRuns.wall, fourOffRuns.wall, oneRuns.wall, oneOffRuns.wall
 
 	confined, _ := startMCP(b, nil, host, "serve", "--config", one(""))
@@ -75,7 +74,7 @@ func BenchmarkSandbox(b *testing.B) {
 	row("CPU of a run, one plugin (median)", ms(median(oneRuns.cpu)), ms(median(oneOffRuns.cpu)), ratio(float64(median(oneRuns.cpu)), float64(median(oneOffRuns.cpu))))
 	row("echo p50 through the host, 1 caller", us(st[0].p50), us(st[1].p50), ratio(float64(st[0].p50), float64(st[1].p50)))
 	row("echo calls/s through the host, 32 callers", fmt.Sprintf("%.0f", tp[0].perSec), fmt.Sprintf("%.0f", tp[1].perSec), ratio(tp[0].perSec, tp[1].perSec))
-	fmt.Printf("\n%-44s %18s %24s %8s\n", "built-ins' own binaries (same run, confined)", "own binaries", "host re-executed", "ratio")
+	fmt.Printf("\n%-44s %18s %24s %8s\n", "serving built-ins (same run, confined)", "switchboard-builtins", "host re-executed", "ratio")
 	row("start-up, four built-ins (median)", ms(median(ownRuns.wall)), ms(median(selfRuns.wall)), ratio(float64(median(ownRuns.wall)), float64(median(selfRuns.wall))))
 	row("CPU of a run, four built-ins (median)", ms(median(ownRuns.cpu)), ms(median(selfRuns.cpu)), ratio(float64(median(ownRuns.cpu)), float64(median(selfRuns.cpu))))
 	fmt.Printf("\nsummary: the sandbox adds %.1f ms to one plugin's start (target <= 10 ms) and %.1f ms to the four built-ins' start (they start in parallel); call p50 %.2fx (target within 5%%); CPU %.1f ms more per run with one plugin, %.1f ms with four\n",

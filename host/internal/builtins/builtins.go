@@ -11,7 +11,6 @@ package builtins
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
@@ -161,23 +160,15 @@ func Names() []string {
 	return names
 }
 
-// Sidecars pins the standalone binaries built with this host: a
-// comma-separated list of NAME=SHA256 (hex), set at link time by make
-// build (-X …/builtins.Sidecars=…), after it has built them. The host runs
-// a built-in from its standalone binary beside the switchboard binary only
-// when that file hashes to its pin here (see Pin); otherwise (a binary
-// from another build, one put there by anyone else, or a host built by
-// plain `go build`, which pins none) it serves the built-in itself.
-var Sidecars string
+// ServeBinary is the binary that serves every built-in without the host's
+// code (`switchboard-builtins NAME`, host/cmd/switchboard-builtins).
+const ServeBinary = "switchboard-builtins"
 
-// Pin returns the SHA-256 (hex) this build pins for the standalone binary
-// of the built-in called name, or "" when it pins none.
-func Pin(name string) string {
-	for entry := range strings.SplitSeq(Sidecars, ",") {
-		n, sum, ok := strings.Cut(strings.TrimSpace(entry), "=")
-		if ok && n == name && len(sum) == 64 && strings.Trim(sum, "0123456789abcdef") == "" {
-			return sum
-		}
-	}
-	return ""
-}
+// ServeBinaryPin is the SHA-256 (hex) of the ServeBinary built with this
+// host, set at link time by make build (-X …/builtins.ServeBinaryPin=…)
+// after it has built that binary. The host starts built-ins through the
+// ServeBinary beside the switchboard binary only when that file hashes to
+// this pin; otherwise (a binary from another build, one put there by
+// anyone else, or a host built by plain `go build`, which pins none) it
+// re-executes itself (`switchboard plugin-serve NAME`).
+var ServeBinaryPin string

@@ -72,9 +72,9 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	if helper != self {
 		p.ReadOnly = append(p.ReadOnly, helper)
 	}
-	// The built-ins' own binaries the host runs (sidecar.go): a plugin
-	// that may write their folder cannot change them.
-	p.ReadOnly = append(p.ReadOnly, sidecarPaths(self)...)
+	// The built-ins' binary the host runs (builtinbin.go): a plugin that
+	// may write its folder cannot change it.
+	p.ReadOnly = append(p.ReadOnly, builtinBinaryPaths(self)...)
 	p = p.Clean(home)
 	// The control plane: hidden where a grant would show it; binaries
 	// (and the host's own) read-only. Its paths are resolved already, once

@@ -92,11 +92,11 @@ type job struct {
 	// manifests, if set, is the data_dir its manifest is cached in
 	// (manifest.go).
 	manifests string
-	// sidecar, if set, is the built-in's own binary, run in place of
-	// `switchboard plugin-serve NAME` when it is the pinned one
-	// (sidecar.go).
-	sidecar *sidecar
-	// hashes caches the hashes of pinned binaries (sidecar.go).
+	// builtins, if set, is the binary that serves built-ins, run in place
+	// of `switchboard plugin-serve NAME` when it is the pinned one
+	// (builtinbin.go).
+	builtins *builtinBinary
+	// hashes caches the hashes of pinned binaries (builtinbin.go).
 	hashes *hashCache
 }
 
@@ -560,8 +560,8 @@ func launch(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, 
 	if spec.SHA256 != "" && j.hashes != nil {
 		spec.Hasher = j.hashes.sum
 	}
-	if j.sidecar != nil {
-		spec = j.sidecar.apply(spec, log)
+	if j.builtins != nil {
+		spec = j.builtins.apply(spec, log)
 	}
 	return launcher.Launch(ctx, spec, log)
 }
@@ -963,7 +963,7 @@ func Jobs(cfg *config.Config, self string) []job {
 			restart: b.Restart,
 		}
 		j.life, j.manifests = b.Lifecycle, cfg.DataDir
-		j.sidecar = sidecarOf(self, b.Name, cfg.DataDir)
+		j.builtins = builtinBinaryOf(self, cfg.DataDir)
 		jobs = append(jobs, j)
 	}
 	named := map[string]bool{}

@@ -2,10 +2,7 @@ package loader
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,27 +20,23 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
-// pinSidecars sets this process's pins (builtins.Sidecars, which make
-// build sets at link time) for the test.
-func pinSidecars(t *testing.T, pins string) {
+// pinBuiltins sets this process's pin of switchboard-builtins
+// (builtins.ServeBinaryPin, which make build sets at link time) for the
+// test.
+func pinBuiltins(t *testing.T, pin string) {
 	t.Helper()
-	old := builtins.Sidecars
-	builtins.Sidecars = pins
-	t.Cleanup(func() { builtins.Sidecars = old })
+	old := builtins.ServeBinaryPin
+	builtins.ServeBinaryPin = pin
+	t.Cleanup(func() { builtins.ServeBinaryPin = old })
 }
 
 func sha256Of(t *testing.T, path string) string {
 	t.Helper()
-	f, err := os.Open(path)
+	sum, err := launcher.FileSHA256(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return sum
 }
 
 // copyFile copies src to dst with mode.
@@ -58,23 +51,23 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 	}
 }
 
-// A built-in runs from its own binary only when that file is the one the
-// host pins; anything else there (another build, a file a plugin planted,
-// one rewritten after it was checked while keeping its size and mtime) is
-// not run, and the host serves the built-in itself.
-func TestSidecarRunsOnlyThePinnedBinary(t *testing.T) {
+// Built-ins are served through switchboard-builtins only when that file
+// is the one the host pins; anything else there (another build, a file a
+// plugin planted, one rewritten after it was checked while keeping its
+// size and mtime) is not run, and the host re-executes itself.
+func TestBuiltinBinaryRunsOnlyWhenPinned(t *testing.T) {
 	dir := t.TempDir()
 	self := filepath.Join(dir, "switchboard")
-	side := filepath.Join(dir, builtins.BinaryPrefix+"git")
-	for _, f := range []string{self, side} {
+	bin := filepath.Join(dir, builtins.ServeBinary)
+	for _, f := range []string{self, bin} {
 		if err := os.WriteFile(f, []byte("built "+f), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pin := sha256Of(t, side)
+	pin := sha256Of(t, bin)
 	spec := launcher.Spec{Name: "git", Path: self, Args: []string{builtins.ServeCommand, "git"}}
 	log := hclog.NewNullLogger()
-	served := func(s *sidecar) string {
+	served := func(s *builtinBinary) string {
 		t.Helper()
 		got := s.apply(spec, log)
 		if got.Path == self {
@@ -83,42 +76,39 @@ func TestSidecarRunsOnlyThePinnedBinary(t *testing.T) {
 			}
 			return "host"
 		}
-		if got.Path != side || got.Args != nil || got.SHA256 != pin || got.Hasher == nil {
-			t.Fatalf("sidecar spec = %s %v sha256 %q hasher %v", got.Path, got.Args, got.SHA256, got.Hasher != nil)
+		if got.Path != bin || !slices.Equal(got.Args, []string{"git"}) || got.SHA256 != pin || got.Hasher == nil {
+			t.Fatalf("built-ins' binary spec = %s %v sha256 %q hasher %v", got.Path, got.Args, got.SHA256, got.Hasher != nil)
 		}
-		return "sidecar"
+		return "switchboard-builtins"
 	}
 
-	pinSidecars(t, "")
-	if s := sidecarOf(self, "git", t.TempDir()); s != nil {
+	pinBuiltins(t, "")
+	if s := builtinBinaryOf(self, t.TempDir()); s != nil {
 		t.Fatalf("a host that pins nothing runs %s", s.path)
 	}
-	pinSidecars(t, "web="+strings.Repeat("0", 64)+", git="+pin)
-	if builtins.Pin("git") != pin || builtins.Pin("bash") != "" {
-		t.Fatalf("Pin(git) = %q, Pin(bash) = %q", builtins.Pin("git"), builtins.Pin("bash"))
-	}
+	pinBuiltins(t, pin)
 	data := t.TempDir()
-	s := sidecarOf(self, "git", data)
-	if got := served(s); got != "sidecar" {
+	s := builtinBinaryOf(self, data)
+	if got := served(s); got != "switchboard-builtins" {
 		t.Fatalf("the pinned binary: served by the %s", got)
 	}
 	if _, err := os.Stat(filepath.Join(data, HashesFile)); err != nil {
 		t.Errorf("the hash is not cached: %v", err)
 	}
-	if got := served(s); got != "sidecar" {
+	if got := served(s); got != "switchboard-builtins" {
 		t.Errorf("the pinned binary, hash cached: served by the %s", got)
 	}
 
 	// Rewritten in place, same size, mtime set back: the cached hash must
 	// not vouch for it (its ctime changed).
-	st, _ := os.Stat(side)
-	if err := os.WriteFile(side, []byte(strings.Replace("built "+side, "built", "evil!", 1)), 0o755); err != nil {
+	st, _ := os.Stat(bin)
+	if err := os.WriteFile(bin, []byte(strings.Replace("built "+bin, "built", "evil!", 1)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chtimes(side, st.ModTime(), st.ModTime()); err != nil {
+	if err := os.Chtimes(bin, st.ModTime(), st.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	if st2, _ := os.Stat(side); st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
+	if st2, _ := os.Stat(bin); st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
 		t.Fatal("the rewrite changed size or mtime")
 	}
 	if got := served(s); got != "host" {
@@ -126,10 +116,10 @@ func TestSidecarRunsOnlyThePinnedBinary(t *testing.T) {
 	}
 	// A fresh host (another process: the cache file only) sees the same.
 	hashCaches.Delete(data)
-	if got := served(sidecarOf(self, "git", data)); got != "host" {
+	if got := served(builtinBinaryOf(self, data)); got != "host" {
 		t.Errorf("a binary rewritten after its check, new host: served by the %s", got)
 	}
-	if err := os.Remove(side); err != nil {
+	if err := os.Remove(bin); err != nil {
 		t.Fatal(err)
 	}
 	if got := served(s); got != "host" {
@@ -137,13 +127,13 @@ func TestSidecarRunsOnlyThePinnedBinary(t *testing.T) {
 	}
 }
 
-// The host runs the control built-in from its own binary, which the
-// switchboard binary pins (as make build links it), inside its sandbox;
-// the other built-ins from the host's binary. A plugin planted under the
-// control built-in's binary name (a working plugin: hello) never runs.
-func TestBuiltinRunsFromItsOwnBinary(t *testing.T) {
+// A host pinned as make build pins it serves built-ins through
+// switchboard-builtins, inside their sandboxes; without it beside, by
+// re-executing itself; and a plugin planted under its name (a working
+// plugin: hello) never runs.
+func TestBuiltinsServedByTheirBinary(t *testing.T) {
 	bins := fixtures.Build(t)
-	pinSidecars(t, "switchboard="+sha256Of(t, bins.Control))
+	pinBuiltins(t, sha256Of(t, bins.Builtins))
 	exes := func(self string) map[string][]string {
 		t.Helper()
 		dir := t.TempDir()
@@ -178,36 +168,40 @@ func TestBuiltinRunsFromItsOwnBinary(t *testing.T) {
 		return out
 	}
 	got := exes(bins.Switchboard)
-	if !slices.Contains(got["switchboard"], bins.Control) {
-		t.Errorf("the control built-in runs %v, want its own binary %s", got["switchboard"], bins.Control)
+	for _, name := range []string{"switchboard", "git"} {
+		if !slices.Contains(got[name], bins.Builtins) {
+			t.Errorf("%s runs %v, want %s", name, got[name], bins.Builtins)
+		}
 	}
-	if !slices.Contains(got["git"], bins.Switchboard) {
-		t.Errorf("git (no binary of its own beside the host) runs %v, want %s", got["git"], bins.Switchboard)
-	}
-	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Namespaces && !slices.Contains(got["switchboard"], bins.Sandbox) {
-		t.Errorf("the control built-in's own binary runs outside its sandbox: %v", got["switchboard"])
+	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Namespaces && !slices.Contains(got["git"], bins.Sandbox) {
+		t.Errorf("git runs outside its sandbox: %v", got["git"])
 	}
 
-	// Planted: the host beside a hello plugin named as the control built-in.
-	dir := t.TempDir()
-	self := filepath.Join(dir, "switchboard")
-	copyFile(t, bins.Switchboard, self, 0o755)
-	copyFile(t, bins.Sandbox, filepath.Join(dir, HelperBinary), 0o755)
-	planted := filepath.Join(dir, builtins.BinaryPrefix+"switchboard")
+	self := fixtures.Unpinned(t)
+	got = exes(self)
+	if !slices.Contains(got["git"], self) {
+		t.Errorf("without switchboard-builtins beside the host, git runs %v, want the host's binary %s", got["git"], self)
+	}
+
+	// Planted: a hello plugin under the built-ins' binary's name.
+	planted := filepath.Join(filepath.Dir(self), builtins.ServeBinary)
 	copyFile(t, bins.Hello, planted, 0o755)
 	got = exes(self)
-	if slices.Contains(got["switchboard"], planted) {
-		t.Errorf("the planted binary ran as the control built-in: %v", got["switchboard"])
-	}
-	if !slices.Contains(got["switchboard"], self) {
-		t.Errorf("the control built-in runs %v, want the host's binary %s", got["switchboard"], self)
+	for _, name := range []string{"switchboard", "git"} {
+		if slices.Contains(got[name], planted) {
+			t.Errorf("the planted binary ran as %s: %v", name, got[name])
+		}
+		if !slices.Contains(got[name], self) {
+			t.Errorf("%s runs %v, want the host's binary %s", name, got[name], self)
+		}
 	}
 }
 
-// A built-in's own binary is read-only in every sandbox, like the host's:
-// bash, which may write the project, cannot replace it when the binaries
-// sit in the project (make run's layout). The control writes it unconfined.
-func TestSidecarReadOnlyInSandboxes(t *testing.T) {
+// switchboard-builtins is read-only in every sandbox, like the host's
+// binary: bash, which may write the project, cannot replace it when the
+// binaries sit in the project (make run's layout). The control writes it
+// unconfined.
+func TestBuiltinBinaryReadOnlyInSandboxes(t *testing.T) {
 	bins := fixtures.Build(t)
 	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
 		t.Skipf("nothing confines here: %s", r)
@@ -220,20 +214,20 @@ func TestSidecarReadOnlyInSandboxes(t *testing.T) {
 	self := filepath.Join(bin, "switchboard")
 	copyFile(t, bins.Switchboard, self, 0o755)
 	copyFile(t, bins.Sandbox, filepath.Join(bin, HelperBinary), 0o755)
-	side := filepath.Join(bin, builtins.BinaryPrefix+"switchboard")
-	copyFile(t, bins.Control, side, 0o755)
-	pinSidecars(t, "switchboard="+sha256Of(t, side))
+	served := filepath.Join(bin, builtins.ServeBinary)
+	copyFile(t, bins.Builtins, served, 0o755)
+	pinBuiltins(t, sha256Of(t, served))
 	cfg := writeConfig(t, dir, fmt.Sprintf("project_dir = \".\"\ndata_dir = %q\nbuiltin \"bash\" {}\n", t.TempDir()))
 	sb := confinement(cfg, hostFilesOf(cfg), registry.KindBuiltin, "bash", config.Sandbox{}, nil, filepath.Join(cfg.DataDir, "bash"), self)
 	sb.TempRoot = t.TempDir()
 	const script = `echo planted > "$1" 2>/dev/null; cat "$1" | head -c 8`
-	if out := shIn(t, sb, true, script, side); strings.Contains(out, "planted") {
-		t.Errorf("confined bash replaced the built-in's binary: %q", out)
+	if out := shIn(t, sb, true, script, served); strings.Contains(out, "planted") {
+		t.Errorf("confined bash replaced the built-ins' binary: %q", out)
 	}
-	if sha256Of(t, side) != builtins.Pin("switchboard") {
-		t.Error("the built-in's binary changed under confined bash")
+	if sha256Of(t, served) != builtins.ServeBinaryPin {
+		t.Error("the built-ins' binary changed under confined bash")
 	}
-	if out := shIn(t, sb, false, script, side); !strings.Contains(out, "planted") {
+	if out := shIn(t, sb, false, script, served); !strings.Contains(out, "planted") {
 		t.Errorf("control (unconfined) did not replace it: %q", out)
 	}
 }

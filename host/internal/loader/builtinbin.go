@@ -16,64 +16,65 @@ import (
 )
 
 // A built-in runs as `switchboard plugin-serve NAME`, so one binary is
-// enough. make build also builds each built-in's standalone binary
-// (switchboard-plugin-NAME) beside the host and pins its SHA-256 into the
-// host (builtins.Sidecars); the host then runs that binary instead, as a
-// pinned plugin: it carries only the plugin's code, so it starts in about
-// half the CPU time of the host's binary and holds less memory. A file
-// there that does not hash to its pin (from another build, or planted by a
-// plugin that may write the folder) is never run: the host serves the
-// built-in itself, as it does when it pins none (a plain `go build`).
+// enough. make build also builds switchboard-builtins beside the host (the
+// built-ins without the host's code) and pins its SHA-256 into the host
+// (builtins.ServeBinaryPin); the host then starts built-ins through it, as
+// a pinned plugin: it starts in about half the CPU time of the host's
+// binary, and its pages are shared by the built-ins' processes as the
+// host's were. A file there that does not hash to the pin (from another
+// build, or planted by a plugin that may write the folder) is never run:
+// the host re-executes itself, as it does when it pins none (a plain `go
+// build`).
 
-// sidecar is a built-in's standalone binary beside the host's binary, with
-// the pin this build has for it.
-type sidecar struct {
+// builtinBinary is the binary beside the host's that serves built-ins,
+// with the pin this build has for it.
+type builtinBinary struct {
 	path, pin string
 	hashes    *hashCache
 }
 
-// sidecarOf returns the standalone binary of built-in name beside self, or
-// nil when this build pins none. Hashes are cached in dataDir.
-func sidecarOf(self, name, dataDir string) *sidecar {
-	pin := builtins.Pin(name)
-	if pin == "" {
+// builtinBinaryOf returns the built-ins' binary beside self, or nil when
+// this build pins none. Hashes are cached in dataDir.
+func builtinBinaryOf(self, dataDir string) *builtinBinary {
+	if builtins.ServeBinaryPin == "" {
 		return nil
 	}
-	return &sidecar{path: filepath.Join(filepath.Dir(self), builtins.BinaryPrefix+name), pin: pin, hashes: hashesIn(dataDir)}
+	return &builtinBinary{path: builtinBinaryPath(self), pin: builtins.ServeBinaryPin, hashes: hashesIn(dataDir)}
 }
 
-// sidecarPaths lists the pinned standalone binaries present beside self,
-// which every sandbox shows read-only (as it does self).
-func sidecarPaths(self string) []string {
-	var out []string
-	for _, b := range builtins.All() {
-		if builtins.Pin(b.Name) == "" {
-			continue
-		}
-		p := filepath.Join(filepath.Dir(self), b.Binary())
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			out = append(out, p)
-		}
+func builtinBinaryPath(self string) string {
+	return filepath.Join(filepath.Dir(self), builtins.ServeBinary)
+}
+
+// builtinBinaryPaths lists the pinned built-ins' binary when it is beside
+// self: every sandbox shows it read-only (as it does self).
+func builtinBinaryPaths(self string) []string {
+	if builtins.ServeBinaryPin == "" {
+		return nil
 	}
-	return out
+	p := builtinBinaryPath(self)
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	return []string{p}
 }
 
-// apply returns spec set to run the sidecar, pinned, when the file there
-// is the one this build pinned; otherwise spec as it is (the host's binary
-// serves the built-in). The launcher checks the pin again on the
-// descriptor it executes.
-func (s *sidecar) apply(spec launcher.Spec, log hclog.Logger) launcher.Spec {
+// apply returns spec set to serve the built-in through the built-ins'
+// binary, pinned, when the file there is the one this build pinned;
+// otherwise spec as it is (the host re-executes itself). The launcher
+// checks the pin again on the descriptor it executes.
+func (s *builtinBinary) apply(spec launcher.Spec, log hclog.Logger) launcher.Spec {
 	f, err := os.Open(s.path)
 	if err != nil {
-		return spec // none beside the host: it serves the built-in
+		return spec // none beside the host
 	}
 	sum, err := s.hashes.sum(f)
 	_ = f.Close()
 	if err != nil || sum != s.pin {
-		log.Info("the built-in's binary beside the host is not the one built with it; the host serves the built-in itself (run make build to rebuild both)", "server", spec.Name, "path", s.path, "sha256", sum, "error", err)
+		log.Info("the built-ins' binary beside the host is not the one built with it; the host serves the built-in itself (make build rebuilds both)", "server", spec.Name, "path", s.path, "sha256", sum, "error", err)
 		return spec
 	}
-	spec.Path, spec.Args, spec.SHA256, spec.PinnedBy, spec.Hasher = s.path, nil, s.pin, "", s.hashes.sum
+	spec.Path, spec.Args, spec.SHA256, spec.PinnedBy, spec.Hasher = s.path, []string{spec.Name}, s.pin, "", s.hashes.sum
 	return spec
 }
 
