@@ -219,6 +219,11 @@ func (js *jobs) output(_ context.Context, req *sdk.Request, in outputArgs) (*sdk
 	if limit <= 0 {
 		limit = js.p.outputCap
 	}
+	// The state before the read: a job that had exited then had written
+	// all its output (wait), so "exited" always comes with the whole of
+	// it; one that ends during the read is still reported running.
+	status := j.status()
+	running := strings.HasPrefix(status, "running")
 	f, err := os.Open(j.out.path)
 	if err != nil {
 		return sdk.ErrorResult("job %s: output unavailable: %v", j.id, err), nil
@@ -241,10 +246,10 @@ func (js *jobs) output(_ context.Context, req *sdk.Request, in outputArgs) (*sdk
 	j.mu.Unlock()
 	text := strings.ToValidUTF8(string(buf[:n]), "\uFFFD")
 	capped := ""
-	if d := j.out.droppedBytes(); d > 0 && j.isRunning() {
+	if d := j.out.droppedBytes(); d > 0 && running {
 		capped = fmt.Sprintf("; %d bytes past the %d-byte cap on saved output are not kept (the tail is saved when the job ends)", d, js.p.maxSaved)
 	}
-	return sdk.Textf("%s\n[job %s %s; read bytes %d-%d of %d; next offset %d%s]", text, j.id, j.status(), offset, next, size, next, capped), nil
+	return sdk.Textf("%s\n[job %s %s; read bytes %d-%d of %d; next offset %d%s]", text, j.id, status, offset, next, size, next, capped), nil
 }
 
 type jobArgs struct {

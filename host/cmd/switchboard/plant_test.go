@@ -137,7 +137,7 @@ func TestCommandsCannotReadThePlugin(t *testing.T) {
 	out, errOut, _ := run(t, e, "call", "--config", e.config, "bash.run", string(args))
 	// Control: a process of the same user and sandbox that is dumpable
 	// (the sibling sleep) can be read, and the parent is the plugin.
-	if !strings.Contains(out, "SIBLING-READ") || !strings.Contains(out, "plugin-serve bash") {
+	if !strings.Contains(out, "SIBLING-READ") || !strings.Contains(out, "switchboard-builtins bash") {
 		t.Fatalf("the control did not hold (sibling readable, parent the bash plugin), so the test proves nothing: %s %s", out, errOut)
 	}
 	for _, leak := range []string{"PLUGIN-ENV-READ", "PLUGIN-MEM-READ"} {
