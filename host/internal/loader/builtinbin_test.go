@@ -163,6 +163,9 @@ func TestBuiltinsServedByTheirBinary(t *testing.T) {
 				if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
 					out[e.Server.Name()] = append(out[e.Server.Name()], exe)
 				}
+				if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
+					out["comm"] = append(out["comm"], strings.TrimSpace(string(comm)))
+				}
 			}
 		}
 		return out
@@ -175,6 +178,11 @@ func TestBuiltinsServedByTheirBinary(t *testing.T) {
 	}
 	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Namespaces && !slices.Contains(got["git"], bins.Sandbox) {
 		t.Errorf("git runs outside its sandbox: %v", got["git"])
+	}
+	// Executed through the descriptor that was hashed, the process is
+	// named after its binary all the same, not "3".
+	if !slices.Contains(got["comm"], builtins.ServeBinary[:15]) || slices.Contains(got["comm"], "3") {
+		t.Errorf("process names %v, want %s for the built-ins (and no \"3\")", got["comm"], builtins.ServeBinary[:15])
 	}
 
 	self := fixtures.Unpinned(t)
