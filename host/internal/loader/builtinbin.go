@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -69,6 +70,9 @@ func (s *builtinBinary) apply(spec launcher.Spec, log hclog.Logger) launcher.Spe
 		return spec // none beside the host
 	}
 	sum, err := s.hashes.sum(f)
+	if st, serr := f.Stat(); err == nil && (serr != nil || st.Mode()&0o111 == 0) {
+		err = fmt.Errorf("%s is not executable", s.path) // its mode changed: serve the built-ins all the same
+	}
 	_ = f.Close()
 	if err != nil || sum != s.pin {
 		log.Info("the built-ins' binary beside the host is not the one built with it; the host serves the built-in itself (make build rebuilds both)", "server", spec.Name, "path", s.path, "sha256", sum, "error", err)
@@ -162,6 +166,11 @@ func (c *hashCache) remember(e hashEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.load()
+	for _, have := range c.sums {
+		if have.File == e.File { // hashed by starts that ran together
+			return
+		}
+	}
 	c.sums = append(c.sums, e)
 	if len(c.sums) > maxHashEntries {
 		c.sums = c.sums[len(c.sums)-maxHashEntries:]

@@ -99,6 +99,21 @@ func TestBuiltinBinaryRunsOnlyWhenPinned(t *testing.T) {
 		t.Errorf("the pinned binary, hash cached: served by the %s", got)
 	}
 
+	// Made not executable (a tool that reached its mode): the host serves
+	// the built-ins itself rather than fail every start.
+	if err := os.Chmod(bin, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(s); got != "host" {
+		t.Errorf("the pinned binary, not executable: served by the %s", got)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(s); got != "switchboard-builtins" {
+		t.Errorf("the pinned binary, executable again: served by the %s", got)
+	}
+
 	// Rewritten in place, same size, mtime set back: the cached hash must
 	// not vouch for it (its ctime changed).
 	st, _ := os.Stat(bin)

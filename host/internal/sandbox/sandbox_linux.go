@@ -219,8 +219,16 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	}
 	c.tmp = tmp
 	binary := cmd.Path
+	pinnedELF := false
 	if binary == launcher.PinnedExecPath && len(cmd.Args) > 0 {
 		binary = cmd.Args[0]
+		if len(cmd.ExtraFiles) == 1 && cmd.ExtraFiles[0] != nil {
+			// A script's interpreter opens /proc/self/fd/3 after the
+			// exec: only a binary can run without the descriptor.
+			var magic [4]byte
+			n, _ := cmd.ExtraFiles[0].ReadAt(magic[:], 0)
+			pinnedELF = n == 4 && string(magic[:]) == "\x7fELF"
+		}
 	}
 	if r, err := filepath.EvalSymlinks(binary); err == nil {
 		binary = r
@@ -236,6 +244,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		FileSize: p.FileSize, OpenFiles: p.OpenFiles, CPUSeconds: p.CPUSeconds,
 		Env:      map[string]string{"HOME": tmp, "TMPDIR": tmp},
 		ExtraFDs: len(cmd.ExtraFiles),
+		PinnedFD: pinnedELF,
 	}
 	for k, v := range p.Env {
 		sp.Env[k] = v

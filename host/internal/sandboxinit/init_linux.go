@@ -94,6 +94,22 @@ func Run() int {
 	return run(sp)
 }
 
+// closeOnExecFrom marks every descriptor from fd up close-on-exec.
+func closeOnExecFrom(fd int) {
+	if unix.CloseRange(uint(fd), ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	entries, err := os.ReadDir("/proc/self/fd") // before Linux 5.11
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
+}
+
 // mapIDs maps the host's user and group to themselves in this process's
 // new user namespace. The host starts the helper unmapped, with its
 // capabilities in the namespace kept as ambient ones: a process may map its
@@ -505,7 +521,16 @@ func run(sp Spec) int {
 	// stdin too: an external stdio server speaks MCP on it (a plugin's is
 	// /dev/null).
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	for i := 0; i < sp.ExtraFDs; i++ {
+	handOn := sp.ExtraFDs
+	if sp.PinnedFD && sp.ExtraFDs == 1 {
+		// Close-on-exec: the exec still resolves /proc/self/fd/3 (its
+		// path is looked up before descriptors close), and the plugin
+		// starts without it.
+		handOn = 0
+	}
+	// Nothing else the host had open passes into the sandbox either.
+	closeOnExecFrom(3 + handOn)
+	for i := 0; i < handOn; i++ {
 		child.ExtraFiles = append(child.ExtraFiles, os.NewFile(uintptr(3+i), "extra"))
 	}
 	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -517,6 +542,9 @@ func run(sp Spec) int {
 	}
 	for _, f := range child.ExtraFiles {
 		_ = f.Close()
+	}
+	if handOn < sp.ExtraFDs {
+		_ = syscall.Close(3)
 	}
 	go func() {
 		for s := range sigs {
@@ -534,6 +562,12 @@ func run(sp Spec) int {
 		}
 		if pid != child.Process.Pid {
 			continue // an orphan reaped
+		}
+		if sp.Namespaces {
+			// The plugin is gone: so is everything it started, now, not
+			// when this process has exited too (as the namespace's init,
+			// kill(-1) reaches every other process in it).
+			_ = syscall.Kill(-1, syscall.SIGKILL)
 		}
 		if ws.Signaled() {
 			return 128 + int(ws.Signal())

@@ -40,6 +40,13 @@ type Spec struct {
 	Unset    []string `json:"unset,omitempty"`
 	GateFD   int      `json:"gate_fd,omitempty"`
 	ExtraFDs int      `json:"extra_fds,omitempty"`
+	// PinnedFD says fd 3 is the plugin's binary (an ELF executable) and
+	// Path is /proc/self/fd/3, its host having hashed that descriptor: the
+	// helper executes it without handing the descriptor on. Inherited, it
+	// would reach the real file past the sandbox's read-only mount (its
+	// mode and times at once, its contents once it no longer runs) for
+	// every process the plugin starts.
+	PinnedFD bool `json:"pinned_fd,omitempty"`
 }
 
 // Within reports whether p is at or under dir.
