@@ -250,8 +250,17 @@ func (p *plugin) command(line, cwd string, out *capture) *exec.Cmd {
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysproc.Attr(syscall.SIGKILL)
+	// Once bash has exited, its output is read for at most this long: a
+	// process it left behind holding the output open (in its group, or
+	// detached with setsid) would otherwise hold the call past bash's end
+	// and past its timeout, whose kill reaches bash's group only.
+	cmd.WaitDelay = outputGrace
 	return cmd
 }
+
+// outputGrace is how long a command's output is still read after bash
+// has exited.
+const outputGrace = time.Second
 
 func (p *plugin) run(ctx context.Context, req *sdk.Request, in runArgs) (*sdk.Result, error) {
 	if strings.TrimSpace(in.Command) == "" {
@@ -336,6 +345,8 @@ wait:
 	switch {
 	case errors.As(err, &exitErr):
 		code = exitErr.ExitCode()
+	case errors.Is(err, exec.ErrWaitDelay):
+		// bash exited 0; a process it left behind held the output open.
 	case err != nil:
 		_, _, _ = out.finish(false)
 		return sdk.ErrorResult("command failed: %v", err), nil

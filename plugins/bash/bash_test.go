@@ -349,3 +349,29 @@ func TestSavedOutputCap(t *testing.T) {
 		check(t, []byte(body))
 	})
 }
+
+// A process a command leaves behind holding its output open (detached with
+// setsid, out of reach of the group kill) no longer holds the call: run
+// returns once bash has exited and the output has had its short grace,
+// not when the process ends (red team round 6: a two-minute timeout held
+// for ten). The sleep outlasts the test's own deadline, so a call held
+// until it ends fails the test.
+func TestRunReturnsWhileADetachedProcessHoldsItsOutput(t *testing.T) {
+	p := sdktest.StartInProcess(t, bash.New(), sdktest.WithProjectDir(t.TempDir()))
+	res := make(chan string, 1)
+	go func() {
+		res <- p.Call("run", map[string]any{"command": "setsid sleep 600 & echo started $!", "timeout_ms": 300000}).Text()
+	}()
+	select {
+	case got := <-res:
+		if !strings.Contains(got, "started") || strings.Contains(got, "timed out") {
+			t.Errorf("run = %q, want the output and no timeout", got)
+		}
+		var pid int
+		if _, err := fmt.Sscanf(got[strings.Index(got, "started"):], "started %d", &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("run is still waiting for the detached process's output")
+	}
+}
