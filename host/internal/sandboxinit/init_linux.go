@@ -94,8 +94,8 @@ func Run() int {
 	return run(sp)
 }
 
-// closeOnExecFrom marks every descriptor from fd up close-on-exec.
-func closeOnExecFrom(fd int) {
+// CloseOnExecFrom marks every descriptor from fd up close-on-exec.
+func CloseOnExecFrom(fd int) {
 	if unix.CloseRange(uint(fd), ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
 		return
 	}
@@ -529,7 +529,7 @@ func run(sp Spec) int {
 		handOn = 0
 	}
 	// Nothing else the host had open passes into the sandbox either.
-	closeOnExecFrom(3 + handOn)
+	CloseOnExecFrom(3 + handOn)
 	for i := 0; i < handOn; i++ {
 		child.ExtraFiles = append(child.ExtraFiles, os.NewFile(uintptr(3+i), "extra"))
 	}

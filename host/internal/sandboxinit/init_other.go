@@ -12,3 +12,6 @@ func Run() int {
 	fmt.Fprintln(os.Stderr, "switchboard sandbox: the kernel sandbox is implemented on Linux only")
 	return 2
 }
+
+// CloseOnExecFrom does nothing here.
+func CloseOnExecFrom(int) {}
