@@ -85,4 +85,3 @@ func TestPinnedDescriptorStaysOutOfTheSandbox(t *testing.T) {
 		t.Errorf("confined: the binary's mode is %v (want 0755 kept), output %q (want no stray descriptor)", mode, out)
 	}
 }
-
