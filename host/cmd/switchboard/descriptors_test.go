@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
@@ -28,21 +24,9 @@ func TestHostsStrayDescriptorsStayWithTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var cmd *exec.Cmd
-	c, err := client.NewStdioMCPClientWithOptions(e.bins.Switchboard, nil, []string{"serve", "--config", e.config},
-		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-			cmd = exec.CommandContext(ctx, command, args...)
-			cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn")
-			cmd.ExtraFiles = []*os.File{f} // fd 3 of the host, inheritable
-			return cmd, nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c, cmd := mcpClient(t, e, func(cmd *exec.Cmd) {
+		cmd.ExtraFiles = []*os.File{f} // fd 3 of the host, inheritable
+	})
 	initialize(t, c)
 	// A command running in bash's sandbox while the descriptors are read.
 	res, err := callTool(t.Context(), c, "bash__start", map[string]any{"command": "sleep 30"}, nil)

@@ -80,14 +80,18 @@ plugin "fx" {
 
 const servers = 6 // built-ins + hello + fx
 
-// mcpClient starts `switchboard serve` under a real mcp-go stdio client.
-func mcpClient(t *testing.T, e env) (*client.Client, *exec.Cmd) {
+// mcpClient starts `switchboard serve` under a real mcp-go stdio client;
+// each tweak, if any, changes its command before it starts.
+func mcpClient(t *testing.T, e env, tweaks ...func(*exec.Cmd)) (*client.Client, *exec.Cmd) {
 	t.Helper()
 	var cmd *exec.Cmd
 	c, err := client.NewStdioMCPClientWithOptions(e.bins.Switchboard, nil, []string{"serve", "--config", e.config},
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd = exec.CommandContext(ctx, command, args...)
 			cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn")
+			for _, tweak := range tweaks {
+				tweak(cmd)
+			}
 			return cmd, nil
 		}))
 	if err != nil {

@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/hex"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -74,23 +71,12 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 	t.Cleanup(gs.Stop)
 
 	e := setupWith(t, `permissions { default = "allow" }`)
-	var cmd *exec.Cmd
-	c, err := client.NewStdioMCPClientWithOptions(e.bins.Switchboard, nil, []string{"serve", "--config", e.config},
-		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-			cmd = exec.CommandContext(ctx, command, args...)
-			cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=warn",
-				"OTEL_EXPORTER_OTLP_ENDPOINT=http://"+ln.Addr().String(),
-				"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true",
-				"OTEL_BSP_SCHEDULE_DELAY=100")
-			return cmd, nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c, _ := mcpClient(t, e, func(cmd *exec.Cmd) {
+		cmd.Env = append(cmd.Env,
+			"OTEL_EXPORTER_OTLP_ENDPOINT=http://"+ln.Addr().String(),
+			"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true",
+			"OTEL_BSP_SCHEDULE_DELAY=100")
+	})
 	initialize(t, c)
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
