@@ -94,9 +94,9 @@ type job struct {
 	manifests string
 	// builtins, if set, is the binary that serves built-ins, run in place
 	// of `switchboard plugin-serve NAME` when it is the pinned one
-	// (builtinbin.go).
+	// (hashcache.go).
 	builtins *builtinBinary
-	// hashes caches the hashes of pinned binaries (builtinbin.go).
+	// hashes caches the hashes of pinned binaries (hashcache.go).
 	hashes *hashCache
 }
 
