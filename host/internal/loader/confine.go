@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
@@ -26,10 +27,79 @@ func defaultMode(kind registry.Kind) sandbox.Mode {
 // plugin binaries among it, resolved once for every server the config
 // starts: resolved per server, a host with n servers resolved n² paths
 // (140 ms of a 100-plugin start).
-type hostFiles struct{ control, binaries []string }
+type hostFiles struct {
+	control, binaries []string
+	// links resolves paths once for every server whose sandbox is made
+	// with these files (one config load): the same folders (the project,
+	// data_dir, the host's binaries) are in every policy.
+	links *linkMemo
+}
 
 func hostFilesOf(cfg *config.Config) hostFiles {
-	return hostFiles{control: cfg.ControlPlane(), binaries: cfg.Binaries()}
+	return hostFiles{control: cfg.ControlPlane(), binaries: cfg.Binaries(), links: &linkMemo{}}
+}
+
+// linkMemo is a memo of filepath.EvalSymlinks and of the helper's lookup,
+// for the sandboxes made from one config load; safe for concurrent use.
+type linkMemo struct {
+	mu      sync.Mutex
+	links   map[string]linkResult
+	helpers map[string]string
+}
+
+type linkResult struct {
+	path string
+	err  error
+}
+
+// eval is filepath.EvalSymlinks, remembered. A nil memo does not remember.
+func (m *linkMemo) eval(p string) (string, error) {
+	if m == nil {
+		return filepath.EvalSymlinks(p)
+	}
+	m.mu.Lock()
+	r, ok := m.links[p]
+	m.mu.Unlock()
+	if ok {
+		return r.path, r.err
+	}
+	r.path, r.err = filepath.EvalSymlinks(p)
+	m.mu.Lock()
+	if m.links == nil {
+		m.links = map[string]linkResult{}
+	}
+	m.links[p] = r
+	m.mu.Unlock()
+	return r.path, r.err
+}
+
+// resolved is resolved(p), remembered.
+func (m *linkMemo) resolved(p string) string {
+	if r, err := m.eval(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// helperFor is HelperFor(self), remembered.
+func (m *linkMemo) helperFor(self string) string {
+	if m == nil {
+		return HelperFor(self)
+	}
+	m.mu.Lock()
+	h, ok := m.helpers[self]
+	m.mu.Unlock()
+	if ok {
+		return h
+	}
+	h = HelperFor(self)
+	m.mu.Lock()
+	if m.helpers == nil {
+		m.helpers = map[string]string{}
+	}
+	m.helpers[self] = h
+	m.mu.Unlock()
+	return h
 }
 
 // confinement returns the sandbox of one server: the defaults of its kind
@@ -68,14 +138,14 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	p.Write = append(p.Write, block.Write...)
 	p.Memory, p.Processes = block.Memory, block.Processes
 	p.ReadOnly = append(p.ReadOnly, self)
-	helper := HelperFor(self)
+	helper := files.links.helperFor(self)
 	if helper != self {
 		p.ReadOnly = append(p.ReadOnly, helper)
 	}
 	// The built-ins' binary the host runs (builtinbin.go): a plugin that
 	// may write its folder cannot change it.
 	p.ReadOnly = append(p.ReadOnly, builtinBinaryPaths(self)...)
-	p = p.Clean(home)
+	p = p.CleanWith(home, files.links.eval)
 	// The control plane: hidden where a grant would show it; binaries
 	// (and the host's own) read-only. Its paths are resolved already, once
 	// for every server (hostFiles).
@@ -89,7 +159,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 			p.Hide = append(p.Hide, c)
 		}
 	}
-	if dir := configFolderInReach(cfg, p); dir != "" {
+	if dir := configFolderInReach(cfg, p, files.links); dir != "" {
 		p.ReadOnly = append(p.ReadOnly, dir)
 	}
 	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper}
@@ -164,13 +234,13 @@ func packageConfigs(home string) []string {
 // the next reload applied the agent's config). A config in the writable
 // folder itself (the project's root) cannot be covered this way; README
 // (Security) advises a subfolder.
-func configFolderInReach(cfg *config.Config, p sandbox.Policy) string {
-	dir := resolved(filepath.Dir(cfg.File))
+func configFolderInReach(cfg *config.Config, p sandbox.Policy, links *linkMemo) string {
+	dir := links.resolved(filepath.Dir(cfg.File))
 	for _, w := range append(slices.Clone(p.Write), p.State) {
 		if w == "" {
 			continue
 		}
-		if w = resolved(w); dir != w && within(dir, w) {
+		if w = links.resolved(w); dir != w && within(dir, w) {
 			return dir
 		}
 	}

@@ -446,8 +446,13 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 		// result closes a non-nil Inst.
 		return nil, err
 	}
+	// One description for the gate and the manifest: the manifest keeps
+	// the surface hash the gate checked, of the description it keeps.
+	d, surface := inst.Describe(), ""
 	if j.gate != nil {
-		if err := j.gate.Check(j.spec.Name, pluginstore.SurfaceOfServer(inst.Describe())); err != nil {
+		s := pluginstore.SurfaceOfServer(d)
+		surface = s.Hash()
+		if err := j.gate.Check(j.spec.Name, s); err != nil {
 			_ = inst.Close(ctx)
 			if key != "" {
 				// Its cached surface is not what it serves now: the
@@ -458,7 +463,7 @@ func start(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, e
 		}
 	}
 	if key != "" {
-		recordManifest(j, key, file, inst, log)
+		recordManifest(j, key, file, inst, d, surface, log)
 	}
 	return inst, nil
 }

@@ -57,6 +57,21 @@ type Manifest struct {
 	DescribeProto []byte `json:"describe_proto,omitempty"`
 	// Describe is the DescribeResponse as protojson (format 1).
 	Describe json.RawMessage `json:"describe,omitempty"`
+	// Surface is the description's surface hash as the gate computed it
+	// when the server started: a host listing many lazy servers compares
+	// it with the lock and approvals instead of re-encoding every tool's
+	// schemas. It is a cache of DescribeProto's bytes, used only while they
+	// hash as it says; otherwise (or absent: not gated, format 1) the
+	// surface is computed from the description.
+	Surface *SurfaceCache `json:"surface,omitempty"`
+}
+
+// SurfaceCache is a manifest's surface hash and the description it is of.
+type SurfaceCache struct {
+	// Describe is the SHA-256 (hex) of DescribeProto.
+	Describe string `json:"describe_sha256"`
+	// Hash is pluginstore.Surface.Hash of that description.
+	Hash string `json:"hash"`
 }
 
 // FileIdentity is what says a binary is the same file as before without
@@ -172,27 +187,48 @@ func readManifestIn(dataDir string, j job) (*cached, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
 	}
-	return &cached{desc: protocol.DescriptionFromWire(d), protocol: m.Protocol}, nil
+	c := &cached{desc: protocol.DescriptionFromWire(d), protocol: m.Protocol}
+	if sc := m.Surface; sc != nil && m.Format == manifestFormat {
+		if sum := sha256.Sum256(m.DescribeProto); hex.EncodeToString(sum[:]) == sc.Describe {
+			c.surface = sc.Hash
+		}
+	}
+	return c, nil
 }
 
 // cached is what a valid manifest says.
 type cached struct {
 	desc     *toolcall.Description
 	protocol int
+	surface  string // the description's surface hash, when the manifest keeps it
+}
+
+// surfaceHash is the cached description's surface hash.
+func (c *cached) surfaceHash() string {
+	if c.surface != "" {
+		return c.surface
+	}
+	return pluginstore.SurfaceOfServer(c.desc).Hash()
 }
 
 // writeManifest caches what a job's server described at a start; key and
-// file are the identity taken before the start. The description is kept
-// in the plugin protocol's encoding (a DescribeResponse).
-func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *toolcall.Description, version int) error {
+// file are the identity taken before the start, surface the description's
+// surface hash when the gate computed it ("" otherwise). The description
+// is kept in the plugin protocol's encoding (a DescribeResponse).
+func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *toolcall.Description, surface string, version int) error {
 	desc, err := proto.MarshalOptions{Deterministic: true}.Marshal(protocol.DescriptionToWire(d))
 	if err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(Manifest{
+	m := Manifest{
 		Format: manifestFormat, Name: j.spec.Name, Key: key, File: file, Protocol: version,
 		Saved: time.Now().UTC().Truncate(time.Second), DescribeProto: desc,
-	}, "", "  ")
+	}
+	if surface != "" {
+		sum := sha256.Sum256(desc)
+		m.Surface = &SurfaceCache{Describe: hex.EncodeToString(sum[:]), Hash: surface}
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -256,7 +292,7 @@ func (h *Host) lazyManifestHeldTo(j job, sn *pluginstore.Snapshot) *cached {
 				return nil
 			}
 		}
-		if sn.Holds(j.spec.Name, pluginstore.SurfaceOfServer(m.desc)) {
+		if sn.HoldsHash(j.spec.Name, m.surfaceHash()) {
 			h.log.Info("manifest not used: its surface is not the locked or approved one; starting the server to check it", "server", j.spec.Name)
 			return nil
 		}
@@ -264,13 +300,14 @@ func (h *Host) lazyManifestHeldTo(j job, sn *pluginstore.Snapshot) *cached {
 	return m
 }
 
-// recordManifest caches a started instance's description.
-func recordManifest(j job, key string, file *FileIdentity, inst supervisor.Instance, log hclog.Logger) {
+// recordManifest caches a started instance's description d, whose
+// surface hash the gate computed (surface; "" when it has no gate).
+func recordManifest(j job, key string, file *FileIdentity, inst supervisor.Instance, d *toolcall.Description, surface string, log hclog.Logger) {
 	version := 0
 	if p, ok := inst.(registry.Process); ok {
 		version = p.ProtocolVersion()
 	}
-	if err := writeManifest(j.manifests, j, key, file, inst.Describe(), version); err != nil {
+	if err := writeManifest(j.manifests, j, key, file, d, surface, version); err != nil {
 		log.Warn("manifest not cached; the server starts eagerly next time", "server", j.spec.Name, "error", err)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
@@ -31,7 +33,7 @@ func TestManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeManifest(data, j, key, file, desc, 2); err != nil {
+	if err := writeManifest(data, j, key, file, desc, "", 2); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readManifest(data, j)
@@ -59,7 +61,7 @@ func TestManifest(t *testing.T) {
 		t.Errorf("readManifest after touching the binary = %v, want stale", err)
 	}
 	key, file, _ = manifestKey(j)
-	if err := writeManifest(data, j, key, file, desc, 2); err != nil {
+	if err := writeManifest(data, j, key, file, desc, "", 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(manifestPath(data, "x"), 0o666); err != nil {
@@ -70,7 +72,7 @@ func TestManifest(t *testing.T) {
 	}
 	// A symbolic link in its place is refused, not followed, even to a
 	// valid manifest (the folder is checked once, the files one by one).
-	if err := writeManifest(data, j, key, file, desc, 2); err != nil {
+	if err := writeManifest(data, j, key, file, desc, "", 2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := readManifest(data, j); err != nil {
@@ -132,5 +134,78 @@ func TestManifestFormat1StillRead(t *testing.T) {
 	}
 	if _, err := readManifest(data, j); !errors.Is(err, errStaleManifest) {
 		t.Errorf("readManifest of format 99 = %v, want stale", err)
+	}
+}
+
+// A manifest keeps the surface hash the gate computed, and it is used
+// only for the description it was computed from: a description changed
+// in the file (by anything but the host) has its surface computed afresh,
+// so the lock and approvals are checked against what would be listed.
+func TestManifestSurfaceCache(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	bin := filepath.Join(dir, "switchboard-plugin-x")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j := job{spec: launcher.Spec{Name: "x", Path: bin}, kind: registry.KindPlugin}
+	desc := &toolcall.Description{Name: "x", Tools: []*toolcall.Tool{
+		{Name: "a", InputSchema: []byte(`{"type":"object"}`)},
+		{Name: "b", Description: "another", InputSchema: []byte(`{"type":"object"}`)},
+	}}
+	want := pluginstore.SurfaceOfServer(desc).Hash()
+	key, file, err := manifestKey(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cached hash is what the host uses: a sentinel shows it was not
+	// recomputed.
+	if err := writeManifest(data, j, key, file, desc, "sha256:cached", 2); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readManifest(data, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := got.surfaceHash(); h != "sha256:cached" {
+		t.Errorf("surface hash = %q, want the cached one", h)
+	}
+	// No cached hash: computed.
+	if err := writeManifest(data, j, key, file, desc, "", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = readManifest(data, j); err != nil || got.surfaceHash() != want {
+		t.Fatalf("surface hash without a cache = %v, %v; want %s", got, err, want)
+	}
+	// The description edited in the file, the cached hash left as it was:
+	// the hash of what is now described, not the cached one.
+	if err := writeManifest(data, j, key, file, desc, want, 2); err != nil {
+		t.Fatal(err)
+	}
+	path := manifestPath(data, "x")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	fewer := &toolcall.Description{Name: "x", Tools: desc.Tools[:1]}
+	if m.DescribeProto, err = proto.Marshal(protocol.DescriptionToWire(fewer)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err = readManifest(data, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, edited := got.surfaceHash(), pluginstore.SurfaceOfServer(fewer).Hash(); h != edited || h == want {
+		t.Errorf("surface hash of an edited description = %s, want %s (not the cached %s)", h, edited, want)
 	}
 }

@@ -95,8 +95,10 @@ func (g Gate) Snapshot() (*Snapshot, error) {
 // the lock names another surface for the server, or, when the lock names
 // none, another was approved. A server neither knows is not held (its
 // start records it, as Check does). It records nothing.
-func (sn *Snapshot) Holds(name string, s Surface) bool {
-	got := s.Hash()
+func (sn *Snapshot) Holds(name string, s Surface) bool { return sn.HoldsHash(name, s.Hash()) }
+
+// HoldsHash is Holds for a surface known by its hash (Surface.Hash).
+func (sn *Snapshot) HoldsHash(name, got string) bool {
 	if want, ok := sn.locked[name]; ok {
 		return want != got
 	}

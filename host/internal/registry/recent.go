@@ -54,7 +54,9 @@ type recentLog struct {
 }
 
 func newRecentLog() *recentLog {
-	return &recentLog{ring: make([]recentCall, RecentCalls), stamp: strconv.FormatInt(time.Now().UnixNano()%1e6, 36)}
+	// The ring grows to RecentCalls as calls come: made whole at start,
+	// its quarter megabyte was a tenth of an idle host's start-up.
+	return &recentLog{stamp: strconv.FormatInt(time.Now().UnixNano()%1e6, 36)}
 }
 
 // id returns a new call id, unique in this registry.
@@ -65,8 +67,12 @@ func (l *recentLog) id() string {
 func (l *recentLog) add(rec AuditRecord, why *Refusal) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ring[l.next] = recentCall{rec: rec, why: why}
-	l.next = (l.next + 1) % len(l.ring)
+	if c := (recentCall{rec: rec, why: why}); len(l.ring) < RecentCalls {
+		l.ring = append(l.ring, c)
+	} else {
+		l.ring[l.next] = c
+	}
+	l.next = (l.next + 1) % RecentCalls
 	if l.next == 0 {
 		l.full = true
 	}

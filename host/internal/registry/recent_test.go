@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,5 +103,33 @@ func TestRecentCallsAreTheCallersOwn(t *testing.T) {
 	}
 	if _, err := reg.WhyRefused("alice", ""); !errors.Is(err, ErrNoSuchRefusal) {
 		t.Errorf("WhyRefused with no refusal: %v", err)
+	}
+}
+
+// The ring keeps the newest RecentCalls calls, newest first, as it grows
+// and once it has wrapped around.
+func TestRecentLogKeepsTheNewest(t *testing.T) {
+	l := newRecentLog()
+	ids := func() []string {
+		var out []string
+		l.each(func(c recentCall) bool { out = append(out, c.rec.CallID); return true })
+		return out
+	}
+	if got := ids(); len(got) != 0 {
+		t.Fatalf("empty log holds %v", got)
+	}
+	add := func(n int) {
+		for i := 0; i < n; i++ {
+			l.add(AuditRecord{CallID: l.id()}, nil)
+		}
+	}
+	add(3)
+	if got := ids(); !slices.Equal(got, []string{"c" + l.stamp + "-3", "c" + l.stamp + "-2", "c" + l.stamp + "-1"}) {
+		t.Fatalf("after 3 calls: %v", got)
+	}
+	add(RecentCalls + 7) // 1,010 in all: the first ten are gone
+	got := ids()
+	if len(got) != RecentCalls || got[0] != "c"+l.stamp+"-1010" || got[len(got)-1] != "c"+l.stamp+"-11" {
+		t.Fatalf("after %d calls: %d kept, newest %s, oldest %s; want %d, -1010, -11", RecentCalls+10, len(got), got[0], got[len(got)-1], RecentCalls)
 	}
 }

@@ -180,12 +180,12 @@ func (s *Sandbox) Unmet(n *toolcall.SandboxNeeds) []string {
 	if n.Network && !s.Policy.Network {
 		out = append(out, "network = true")
 	}
-	for _, p := range cleanPaths(n.Write, home) {
+	for _, p := range cleanPaths(n.Write, home, filepath.EvalSymlinks) {
 		if !granted(p, append([]string{s.Policy.State}, s.Policy.Write...)) {
 			out = append(out, fmt.Sprintf("write = [%q]", p))
 		}
 	}
-	for _, p := range cleanPaths(n.Read, home) {
+	for _, p := range cleanPaths(n.Read, home, filepath.EvalSymlinks) {
 		if !granted(p, append(append([]string{s.Policy.State}, s.Policy.Write...), append(s.Policy.Read, systemReadPaths...)...)) {
 			out = append(out, fmt.Sprintf("read = [%q]", p))
 		}
@@ -199,19 +199,24 @@ func (s *Sandbox) String() string { return s.Report().String() }
 // Clean returns a policy with absolute, cleaned, de-duplicated paths,
 // "~/" expanded against home, and symlinks resolved where they exist (a
 // Landlock rule and a mount both act on what a path resolves to).
-func (p Policy) Clean(home string) Policy {
-	p.Read = cleanPaths(p.Read, home)
-	p.Write = cleanPaths(p.Write, home)
-	p.Hide = cleanPaths(p.Hide, home)
-	p.ReadOnly = cleanPaths(p.ReadOnly, home)
-	p.Make = cleanPaths(p.Make, home)
+func (p Policy) Clean(home string) Policy { return p.CleanWith(home, filepath.EvalSymlinks) }
+
+// CleanWith is Clean with the links resolved by eval: filepath.EvalSymlinks,
+// or a memo of it when many policies that share paths are made at once
+// (a host with a hundred plugins resolves the same few folders for each).
+func (p Policy) CleanWith(home string, eval func(string) (string, error)) Policy {
+	p.Read = cleanPaths(p.Read, home, eval)
+	p.Write = cleanPaths(p.Write, home, eval)
+	p.Hide = cleanPaths(p.Hide, home, eval)
+	p.ReadOnly = cleanPaths(p.ReadOnly, home, eval)
+	p.Make = cleanPaths(p.Make, home, eval)
 	if p.State != "" {
 		p.State = filepath.Clean(p.State)
 	}
 	return p
 }
 
-func cleanPaths(paths []string, home string) []string {
+func cleanPaths(paths []string, home string, eval func(string) (string, error)) []string {
 	var out []string
 	for _, p := range paths {
 		if p == "" {
@@ -224,7 +229,7 @@ func cleanPaths(paths []string, home string) []string {
 		if !filepath.IsAbs(p) {
 			continue
 		}
-		if r, err := filepath.EvalSymlinks(p); err == nil {
+		if r, err := eval(p); err == nil {
 			p = r
 		}
 		if !slices.Contains(out, p) {

@@ -402,7 +402,7 @@ func systemPaths() []string {
 				parents[dir] = stateOf(dir)
 			}
 		}
-		sysPaths.parents, sysPaths.paths = parents, cleanPaths(existing(systemReadPaths), "")
+		sysPaths.parents, sysPaths.paths = parents, cleanPaths(existing(systemReadPaths), "", filepath.EvalSymlinks)
 	}
 	return slices.Clip(sysPaths.paths)
 }
