@@ -639,9 +639,15 @@ func (c *cancelFilter) Write(p []byte) (int, error) {
 	waiting := len(c.pending) > 0
 	c.mu.Unlock()
 	if waiting {
-		var m message
-		if json.Unmarshal(p, &m) == nil && m.Method == "" && plainID(m.ID) {
-			k := idKey(m.ID)
+		id, ok := responseID(p)
+		if !ok {
+			var m message
+			if json.Unmarshal(p, &m) == nil && m.Method == "" {
+				id = m.ID
+			}
+		}
+		if plainID(id) {
+			k := idKey(id)
 			c.mu.Lock()
 			cancelled, tracked := c.pending[k]
 			delete(c.pending, k)
@@ -655,6 +661,49 @@ func (c *cancelFilter) Write(p []byte) (int, error) {
 		}
 	}
 	return c.w.Write(p)
+}
+
+// responseHead is how mcp-go begins every response it writes (a
+// JSONRPCResponse or JSONRPCError, fields in their struct's order).
+var responseHead = []byte(`{"jsonrpc":"2.0","id":`)
+
+// responseID reads the id of a response written as mcp-go writes one,
+// {"jsonrpc":"2.0","id":ID,"result":… or …,"error":…, without reading the
+// rest: decoding a whole result to find its id was a fifth of the host's
+// time answering a large tools/list, and grows with every large tool
+// result. It returns false for anything else (a request or notification
+// of the server's, an id with escapes or a fraction), which Write then
+// decodes in full.
+func responseID(p []byte) (json.RawMessage, bool) {
+	rest, ok := bytes.CutPrefix(p, responseHead)
+	if !ok || len(rest) == 0 {
+		return nil, false
+	}
+	end := 0
+	if rest[0] == '"' {
+		i := bytes.IndexByte(rest[1:], '"')
+		if i < 0 || bytes.IndexByte(rest[1:1+i], '\\') >= 0 || !json.Valid(rest[:i+2]) {
+			return nil, false
+		}
+		end = i + 2
+	} else {
+		digits := 0
+		if rest[0] == '-' {
+			end = 1
+		}
+		for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+			end++
+			digits++
+		}
+		if digits == 0 || (digits > 1 && rest[end-digits] == '0') { // JSON has no leading zeros
+			return nil, false
+		}
+	}
+	after := rest[end:]
+	if !(bytes.HasPrefix(after, []byte(`,"result":`)) || bytes.HasPrefix(after, []byte(`,"error":`))) {
+		return nil, false
+	}
+	return json.RawMessage(rest[:end]), true
 }
 
 // idKey names a request id for the in-flight map: a string as written, a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // FuzzDecodeCall feeds the short path's decoder arbitrary lines: it must
@@ -41,4 +43,81 @@ func FuzzDecodeCall(f *testing.F) {
 			t.Fatal("protocolContext accepted without a context")
 		}
 	})
+}
+
+// FuzzResponseID: wherever responseID reads an id without decoding the
+// line, it is the id a full decode finds, in a response (no method).
+func FuzzResponseID(f *testing.F) {
+	for _, seed := range responseIDCorpus() {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		id, ok := responseID(line)
+		if !ok {
+			return
+		}
+		var m message
+		if err := json.Unmarshal(line, &m); err != nil {
+			// Only the head is read: a line cut short after it is
+			// still a response to that id as far as the filter goes.
+			// mcp-go writes whole JSON; the id must still be JSON.
+			var v any
+			if json.Unmarshal(id, &v) != nil {
+				t.Fatalf("responseID(%q) = %q, not JSON", line, id)
+			}
+			return
+		}
+		if m.Method != "" || idKey(m.ID) != idKey(id) {
+			t.Fatalf("responseID(%q) = %q; a full decode finds id %q, method %q", line, id, m.ID, m.Method)
+		}
+	})
+}
+
+func responseIDCorpus() []string {
+	response := func(id, result any) mcp.JSONRPCResponse {
+		return mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Result: result}
+	}
+	var out []string
+	for _, m := range []any{
+		response(int64(7), mcp.NewToolResultText("hi")),
+		response(int64(-3), map[string]any{}),
+		response("abc", mcp.NewToolResultText(`"id":9,"result"`)),
+		response(`a"b`, map[string]any{}),
+		mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(12)), Error: mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: "boom"}},
+		mcp.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(4)), Request: mcp.Request{Method: "sampling/createMessage"}},
+		mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: "notifications/tools/list_changed"}},
+	} {
+		b, err := json.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, string(b))
+	}
+	return append(out, `{"jsonrpc":"2.0","id":7.5,"result":{}}`, `{"jsonrpc":"2.0","id":-,"result":{}}`, `{"jsonrpc":"2.0","id":1,"method":"x","result":{}}`, `{"jsonrpc":"2.0","id":1`)
+}
+
+// The filter reads the ids of mcp-go's responses from their head, and
+// falls back to a full decode for everything else: both agree on every
+// message mcp-go writes.
+func TestResponseID(t *testing.T) {
+	fast := 0
+	for _, line := range responseIDCorpus() {
+		id, ok := responseID([]byte(line))
+		var m message
+		full := json.Unmarshal([]byte(line), &m) == nil && m.Method == ""
+		switch {
+		case ok && full && idKey(id) != idKey(m.ID):
+			t.Errorf("%s: head id %s, full decode %s", line, id, m.ID)
+		case ok && !full && json.Valid([]byte(line)):
+			t.Errorf("%s: read as a response, but it is not one", line)
+		case ok:
+			fast++
+		}
+	}
+	// Responses with numbers, a plain string and an error: read from the
+	// head; an escaped string id, a fraction, requests and notifications:
+	// left to the full decode.
+	if fast != 4 {
+		t.Errorf("%d lines read from the head, want 4", fast)
+	}
 }
