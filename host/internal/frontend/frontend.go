@@ -179,13 +179,13 @@ func (f *Frontend) listReady(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	// An authenticated caller sees only the tools its access level lets
 	// it call.
 	who := registry.CallerFrom(ctx)
-	ready := map[string]bool{}
+	ready := make(map[string]bool, len(tools))
 	for _, t := range f.reg.Tools() {
 		if who.Visible(t.Access()) {
 			ready[MCPName(f.reg.Prefix(t.Server), t.Tool.Name, DefaultNameBudget)] = true
 		}
 	}
-	out := tools[:0:0]
+	out := make([]mcp.Tool, 0, len(tools)) // a large struct: growing the slice copied it again and again
 	for _, t := range tools {
 		if ready[t.Name] || ownTool(t.Name) {
 			out = append(out, t)
