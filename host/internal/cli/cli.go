@@ -274,6 +274,7 @@ func hostService(h *loader.Host) launcher.HostService {
 
 func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
 	_ = reg.Shutdown(context.Background(), cfg.ShutdownGrace)
+	sandbox.StopSpawners()
 	a.flushTraces()
 }
 
@@ -360,6 +361,7 @@ func (a *app) serve(opts serveOptions) error {
 			grace = 0
 		}
 		_ = reg.Shutdown(context.Background(), grace)
+		sandbox.StopSpawners()
 		a.flushTraces()
 	}()
 	watch := newConfigWatch()

@@ -55,11 +55,16 @@ func probe(helper string) kernel {
 			cmd = exec.Command(t)
 		}
 		cmd.SysProcAttr = nsAttr(true)
-		out, err := cmd.CombinedOutput()
+		// Through the spawner, as every confined start is: the host does
+		// not fork itself into namespaces, and the spawner is up before
+		// the first plugin needs it.
+		out, err := spawnOutput(helper, cmd)
 		if err == nil && cmd.Path != helper {
 			out = []byte("ok")
 		}
 		switch {
+		case errors.Is(err, errNoSpawner):
+			probed.namespaces = err
 		case err != nil:
 			probed.namespaces = fmt.Errorf("cannot create user, mount and PID namespaces (%v %s); on Debian set sysctl kernel.unprivileged_userns_clone=1, on Ubuntu allow unprivileged user namespaces in AppArmor", err, strings.TrimSpace(string(out)))
 		case strings.TrimSpace(string(out)) != "ok":
@@ -295,6 +300,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	cmd.Env = append(cmd.Env, "GOMAXPROCS=1", EnvSpec+"="+string(raw))
 	if sp.Namespaces {
 		cmd.SysProcAttr = nsAttr(!p.Network)
+		// The launcher's runner starts it through the spawner (an
+		// external server's transport starts its command itself).
+		return spawnedConfinement{confinement: c, helper: s.Helper}, nil
 	}
 	return c, nil
 }

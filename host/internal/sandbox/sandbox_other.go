@@ -16,6 +16,9 @@ const HelperCommand = "sandbox-exec"
 // Prewarm does nothing here.
 func Prewarm(string) {}
 
+// StopSpawners does nothing here: there is no spawner.
+func StopSpawners() {}
+
 // Report says what Wrap would enforce: nothing, on this system.
 func (s *Sandbox) Report() Report {
 	r := Report{Mode: s.Policy.Mode}

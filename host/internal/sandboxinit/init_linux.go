@@ -32,6 +32,9 @@ func Run() int {
 	// 150 ms per start.
 	runtime.LockOSThread() // never unlocked: the helper ends with the plugin
 	raw := os.Getenv(EnvSpec)
+	if raw == "spawner" {
+		return runSpawner()
+	}
 	if raw == "probe" {
 		if err := privateRoot(); err != nil {
 			fmt.Println(err)

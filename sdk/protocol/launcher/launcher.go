@@ -155,6 +155,22 @@ type Confinement interface {
 	Stopped() string
 }
 
+// ProcessStarter is a Confinement that starts its process itself (the
+// host's sandbox has a small process of its own start its helpers): the
+// runner then starts and waits for the process through it, not through
+// exec.Cmd. cmd's standard streams are files (the runner's pipes) or nil.
+type ProcessStarter interface {
+	StartProcess(cmd *exec.Cmd) (Process, error)
+}
+
+// Process is a process a ProcessStarter started.
+type Process interface {
+	Pid() int
+	// Wait waits for the process to exit and reports it as exec.Cmd.Wait
+	// does (nil for exit status 0).
+	Wait() error
+}
+
 // EnvAllowlist lists the host variables a plugin inherits; everything else
 // (tokens, keys) stays in the host.
 var EnvAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"}

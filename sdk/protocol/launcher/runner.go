@@ -32,6 +32,7 @@ type groupRunner struct {
 	stopReason string // set before exited is closed
 
 	pid      int
+	proc     Process // set when the Confinement started the process
 	exited   chan struct{}
 	waitOnce sync.Once
 	waitErr  error
@@ -59,7 +60,19 @@ func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration, conf 
 }
 
 func (r *groupRunner) Start(context.Context) error {
-	err := r.cmd.Start()
+	var err error
+	if ps, ok := r.conf.(ProcessStarter); ok {
+		r.proc, err = ps.StartProcess(r.cmd)
+		// As exec.Cmd does once its child runs: the child's ends of the
+		// pipes are the child's alone.
+		for _, w := range []any{r.cmd.Stdout, r.cmd.Stderr} {
+			if f, ok := w.(*os.File); ok {
+				_ = f.Close()
+			}
+		}
+	} else {
+		err = r.cmd.Start()
+	}
 	// The child has its own copies of any extra descriptors (a pinned
 	// binary) now.
 	closeExtra(r.cmd)
@@ -69,7 +82,11 @@ func (r *groupRunner) Start(context.Context) error {
 		}
 		return err
 	}
-	r.pid = r.cmd.Process.Pid
+	if r.proc != nil {
+		r.pid = r.proc.Pid()
+	} else {
+		r.pid = r.cmd.Process.Pid
+	}
 	if r.conf != nil {
 		if err := r.conf.Started(r.pid); err != nil {
 			_ = signalGroup(r.pid, syscall.SIGKILL)
@@ -83,7 +100,15 @@ func (r *groupRunner) Start(context.Context) error {
 // Wait waits for the plugin process; it may be called more than once.
 func (r *groupRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {
-		r.waitErr = r.cmd.Wait()
+		if r.proc != nil {
+			r.waitErr = r.proc.Wait()
+			// As exec.Cmd.Wait does: the pipes' read ends close once the
+			// process has exited.
+			_ = r.stdout.Close()
+			_ = r.stderr.Close()
+		} else {
+			r.waitErr = r.cmd.Wait()
+		}
 		if r.conf != nil {
 			r.stopReason = r.conf.Stopped()
 		}

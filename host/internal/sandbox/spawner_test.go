@@ -1,0 +1,106 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+)
+
+// parentOf reads a process's parent from /proc.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ppid
+}
+
+// socketsOf lists the sockets among a process's descriptors.
+func socketsOf(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			out = append(out, e.Name()+" -> "+l)
+		}
+	}
+	return out
+}
+
+// A confined plugin's helper is started by the spawner, a process of the
+// host's own (the host never forks itself into new namespaces); the
+// spawner's socket reaches no helper; and when the spawner dies its
+// helpers and their plugins die with it, the host hears of it, and the
+// next start has a new spawner.
+func TestSpawnerStartsHelpersAndTakesThemAlong(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	p := launch(t, w, &pol)
+	helper := p.PID()
+	spawner := parentOf(t, helper)
+	if spawner == os.Getpid() {
+		t.Fatalf("the helper %d is the host's own child: no spawner started it", helper)
+	}
+	if parentOf(t, spawner) != os.Getpid() {
+		t.Fatalf("the helper's parent %d is not the host's child", spawner)
+	}
+	if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(spawner) + "/cmdline"); !strings.Contains(string(cmdline), "switchboard-sandbox") {
+		t.Fatalf("the helper's parent %d is not the sandbox helper binary (command line %q)", spawner, cmdline)
+	}
+	// (Its environment says spawner mode, but it is not dumpable: only
+	// a root test can read it.)
+	if env, err := os.ReadFile("/proc/" + strconv.Itoa(spawner) + "/environ"); err == nil && !strings.Contains(string(env), "SWITCHBOARD_SANDBOX=spawner") {
+		t.Fatalf("the helper's parent %d is not the sandbox spawner (environment %q)", spawner, env)
+	}
+	if s := socketsOf(t, helper); len(s) > 0 {
+		t.Errorf("the helper holds sockets: %v", s)
+	}
+	// The plugin's own gRPC listener is a socket of its own making; a
+	// command it starts inherits none.
+	if out := attack(t, p, jsonArgs("op", "sh", "cmd", "echo sockets=$(ls -l /proc/self/fd/ | grep -c socket:)")); !strings.Contains(out, "sockets=0") {
+		t.Errorf("a command in the sandbox holds sockets: %q", out)
+	}
+
+	// A second plugin shares the spawner.
+	q := launch(t, w, &pol)
+	if got := parentOf(t, q.PID()); got != spawner {
+		t.Errorf("the second helper's parent is %d, want the spawner %d", got, spawner)
+	}
+
+	inside := append(fixtures.Descendants(helper), helper)
+	fixtures.Kill([]int{spawner})
+	if alive := fixtures.WaitGone(inside, 5*time.Second); len(alive) > 0 {
+		t.Fatalf("processes of the sandbox outlived the spawner: %v", alive)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host did not hear that the plugin ended with the spawner")
+	}
+
+	// The next start has a spawner again.
+	r := launch(t, w, &pol)
+	if out := attack(t, r, jsonArgs("op", "sh", "cmd", "echo alive")); !strings.Contains(out, "alive") {
+		t.Fatalf("a plugin started after the spawner died: %q", out)
+	}
+	if got := parentOf(t, parentOf(t, r.PID())); got != os.Getpid() {
+		t.Errorf("the new helper's parent's parent is %d, want the host", got)
+	}
+}
