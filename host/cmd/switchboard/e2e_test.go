@@ -309,7 +309,9 @@ func serve(t *testing.T, e env) (*exec.Cmd, *os.File, []int) {
 	r.Close()
 	// serve logs this once every server has started (handshakes done).
 	ready := eventually(30*time.Second, func() bool { return strings.Contains(stderr.String(), "serving MCP over stdio") })
-	pids := fixtures.Children(cmd.Process.Pid)
+	// Every process under the host: plugins, and for confined ones the
+	// sandbox spawner and helpers above them.
+	pids := fixtures.Descendants(cmd.Process.Pid)
 	if !ready || len(pids) < servers {
 		_ = cmd.Process.Kill()
 		t.Fatalf("serve started %d plugin processes, want %d (ready: %v); stderr:\n%s", len(pids), servers, ready, stderr.String())

@@ -99,7 +99,7 @@ func TestServeHTTP(t *testing.T) {
 	}
 
 	// SIGTERM stops the host and every plugin.
-	pids := fixtures.Children(cmd.Process.Pid)
+	pids := fixtures.Descendants(cmd.Process.Pid)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

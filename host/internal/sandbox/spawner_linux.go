@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -44,6 +45,31 @@ type spawner struct {
 // next start: starts come in bursts (a host's start-up, a reload), and an
 // idle host keeps no process it does not need.
 const spawnerIdle = 500 * time.Millisecond
+
+// spawnerReplyTimeout bounds the wait for the spawner's answer to a
+// start (a fork and an exec; milliseconds).
+const spawnerReplyTimeout = 20 * time.Second
+
+// lastWins returns env with one entry per name, the last one (in their
+// order): as exec.Cmd passes an environment. A
+// Go program reads the first entry of a name, so passed as it is, a
+// variable set in a server's env block would win over what the sandbox
+// appends after it (its instructions among them).
+func lastWins(env []string) []string {
+	last := make(map[string]int, len(env))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		last[name] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if last[name] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
 
 // errNoSpawner is a spawner that could not be started (the helper
 // binary cannot run): no start of a confined server can work.
@@ -203,6 +229,9 @@ func startSpawner(helper string) (*spawner, error) {
 	// Its own process group (a terminal's ^C is for the host, which stops
 	// its plugins in order), and it dies with the host, its helpers with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Room for a large environment: a message on this socket may not
+	// exceed the sender's buffer (the kernel caps this at wmem_max).
+	_ = unix.SetsockoptInt(pair[0], unix.SOL_SOCKET, unix.SO_SNDBUF, sandboxinit.MaxSpawnRequest)
 	if err := cmd.Start(); err != nil {
 		_ = unix.Close(pair[0])
 		return nil, fmt.Errorf("%w: starting %s as the spawner: %v", errNoSpawner, helper, err)
@@ -307,7 +336,7 @@ func (s *spawner) start(cmd *exec.Cmd) (p *spawned, err error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	req := sandboxinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: env, Dir: cmd.Dir}
+	req := sandboxinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: lastWins(env), Dir: cmd.Dir}
 	if a := cmd.SysProcAttr; a != nil {
 		req.Cloneflags, req.AmbientCaps, req.Setpgid, req.Pdeathsig = a.Cloneflags, a.AmbientCaps, a.Setpgid, int(a.Pdeathsig)
 	}
@@ -316,7 +345,7 @@ func (s *spawner) start(cmd *exec.Cmd) (p *spawned, err error) {
 		return nil, err
 	}
 	if len(b) > sandboxinit.MaxSpawnRequest {
-		return nil, fmt.Errorf("sandbox: the start is too large for the spawner (%d bytes of arguments and environment)", len(b))
+		return nil, fmt.Errorf("sandbox: the server's arguments and environment take %d bytes, more than a confined start passes (%d): keep its env block smaller", len(b), sandboxinit.MaxSpawnRequest)
 	}
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
@@ -331,11 +360,24 @@ func (s *spawner) start(cmd *exec.Cmd) (p *spawned, err error) {
 	// the send does not wait long.
 	err = unix.Sendmsg(s.sock, b, unix.UnixRights(fds...), nil, 0)
 	s.mu.Unlock()
+	if errors.Is(err, unix.EMSGSIZE) {
+		return nil, fmt.Errorf("sandbox: the start's arguments and environment (%d bytes) are more than this system's socket buffers pass (net.core.wmem_max): keep the server's env block smaller", len(b))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: asking the spawner: %w", err)
 	}
 	runtime.KeepAlive(files) // open until sent
-	r, ok := <-s.replies
+	var r sandboxinit.SpawnReply
+	var ok bool
+	select {
+	case r, ok = <-s.replies:
+	case <-time.After(spawnerReplyTimeout):
+		// A spawner that does not answer a fork in this long is stuck
+		// (stopped, starved): it is stopped, its helpers with it, and
+		// the next start has a new one.
+		_ = s.cmd.Process.Kill()
+		return nil, fmt.Errorf("sandbox: the spawner did not answer within %v; it was stopped", spawnerReplyTimeout)
+	}
 	if !ok {
 		s.mu.Lock()
 		defer s.mu.Unlock()

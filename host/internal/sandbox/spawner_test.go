@@ -3,13 +3,21 @@
 package sandbox_test
 
 import (
+	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 // parentOf reads a process's parent from /proc.
@@ -102,5 +110,58 @@ func TestSpawnerStartsHelpersAndTakesThemAlong(t *testing.T) {
 	}
 	if got := parentOf(t, parentOf(t, r.PID())); got != os.Getpid() {
 		t.Errorf("the new helper's parent's parent is %d, want the host", got)
+	}
+}
+
+// A server's env block cannot replace the sandbox's instructions, and its
+// values reach the server as they do unconfined (the last of a name wins,
+// as exec.Cmd passes an environment). Red team: through the spawner a
+// configured SWITCHBOARD_SANDBOX won over the host's and a plugin ran
+// without Landlock, writing outside its folders; a configured LANG or
+// PATH was silently replaced by the host's.
+func TestEnvBlockCannotReplaceTheSandbox(t *testing.T) {
+	w := newWorld(t)
+	bins := fixtures.Build(t)
+	outside := t.TempDir()
+	escaped := filepath.Join(outside, "escaped")
+	permissive, err := json.Marshal(map[string]any{
+		"path": bins.TestPlugin, "args": []string{bins.TestPlugin}, "binary": bins.TestPlugin,
+		"namespaces": false, "landlock": false, "network": true, "write": []string{"/"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := w.policy()
+	spec := launcher.Spec{
+		Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
+		Env:     map[string]string{"SWITCHBOARD_SANDBOX": string(permissive), "LANG": "fr_FR.UTF-8"},
+		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Sandbox},
+	}
+	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	out := attack(t, p, jsonArgs("op", "sh", "cmd", "touch "+escaped+" 2>&1; echo lang=$LANG"))
+	if _, err := os.Stat(escaped); err == nil {
+		t.Fatalf("a configured SWITCHBOARD_SANDBOX replaced the sandbox: the plugin wrote %s (%q)", escaped, out)
+	}
+	if !strings.Contains(out, "lang=fr_FR.UTF-8") {
+		t.Errorf("the configured LANG did not reach the confined plugin: %q", out)
+	}
+	// The control: the same write from an unconfined plugin lands.
+	open := launch(t, w, nil)
+	attack(t, open, jsonArgs("op", "sh", "cmd", "touch "+escaped))
+	if _, err := os.Stat(escaped); err != nil {
+		t.Errorf("control: an unconfined plugin could not write %s either, so the test proves nothing", escaped)
+	}
+}
+
+// lastWins keeps one entry a name, the last, in the order of the kept
+// entries (as exec.Cmd does).
+func TestSpawnerEnvironmentLastWins(t *testing.T) {
+	got := sandbox.LastWinsForTest([]string{"A=1", "B=2", "A=3", "C", "B=4"})
+	if want := []string{"A=3", "C", "B=4"}; !slices.Equal(got, want) {
+		t.Errorf("lastWins = %q, want %q", got, want)
 	}
 }

@@ -40,8 +40,11 @@ type SpawnReply struct {
 	Status int    `json:"status,omitempty"`
 }
 
-// MaxSpawnRequest bounds a request's size (its environment included).
-const MaxSpawnRequest = 1 << 20
+// MaxSpawnRequest bounds a request's size (its environment included):
+// the kernel passes a message on the spawner's socket only when it fits
+// the sender's buffer, which is at most twice net.core.wmem_max (208 KiB
+// by default).
+const MaxSpawnRequest = 384 << 10
 
 // maxSpawnFDs bounds the descriptors one request may carry.
 const maxSpawnFDs = 16

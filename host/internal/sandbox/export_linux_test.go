@@ -1,0 +1,6 @@
+//go:build linux
+
+package sandbox
+
+// LastWinsForTest is lastWins.
+var LastWinsForTest = lastWins
