@@ -443,7 +443,11 @@ func (c spawnedConfinement) StartProcess(cmd *exec.Cmd) (launcher.Process, error
 	if err != nil {
 		return nil, err
 	}
-	return sp.start(cmd)
+	p, err := sp.start(cmd)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return p, nil
 }
 
 var (

@@ -165,3 +165,32 @@ func TestSpawnerEnvironmentLastWins(t *testing.T) {
 		t.Errorf("lastWins = %q, want %q", got, want)
 	}
 }
+
+// A start the spawner cannot carry (an environment past its limit) fails
+// with an error that says what to change, and leaves nothing open.
+func TestSpawnerRefusesAnOversizedStart(t *testing.T) {
+	w := newWorld(t)
+	bins := fixtures.Build(t)
+	pol := w.policy()
+	fds := func() int {
+		entries, _ := os.ReadDir("/proc/self/fd")
+		return len(entries)
+	}
+	before := fds()
+	spec := launcher.Spec{
+		Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
+		Env:     map[string]string{"HUGE": strings.Repeat("x", 512<<10)},
+		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Sandbox},
+	}
+	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+	if err == nil {
+		_ = p.Close(context.Background())
+		t.Fatal("a start with a 512 KiB environment was made")
+	}
+	if !strings.Contains(err.Error(), "env block smaller") {
+		t.Errorf("error = %v, want it to say to keep the env block smaller", err)
+	}
+	if after := fds(); after > before+2 { // the spawner's socket, a /dev/null at most
+		t.Errorf("%d descriptors open before the failed start, %d after", before, after)
+	}
+}

@@ -70,6 +70,12 @@ func (r *groupRunner) Start(context.Context) error {
 				_ = f.Close()
 			}
 		}
+		if err != nil {
+			// As exec.Cmd does when a start fails: no pipe is left open.
+			r.proc = nil
+			_ = r.stdout.Close()
+			_ = r.stderr.Close()
+		}
 	} else {
 		err = r.cmd.Start()
 	}
