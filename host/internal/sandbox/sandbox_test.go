@@ -310,7 +310,10 @@ func TestDefaultProcessLimitStopsAForkBomb(t *testing.T) {
 	if len(n) == 0 {
 		t.Errorf("no process started at all (%q): the limit is not what stopped the bomb", out)
 	}
-	if got := attack(t, p, jsonArgs("op", "sh", "cmd", "echo alive")); got != "ok: alive\n" {
+	// The plugin itself still works (a call that needs no new process:
+	// the bomb's processes may hold every slot the limit leaves, and
+	// whether one is left for a shell depends on the plugin's threads).
+	if got := attack(t, p, jsonArgs("op", "read", "path", filepath.Join(w.project, "notes.txt"))); got != "ok: project notes\n" {
 		t.Errorf("after the bomb the plugin answered %q", got)
 	}
 	_ = p.Close(t.Context())
@@ -551,4 +554,44 @@ func TestRootOnlyKeyUnderSystemCertificates(t *testing.T) {
 			t.Errorf("listing /etc/ssl/certs inside the sandbox: %.200q", out)
 		}
 	}
+}
+
+// A plugin inherits the host's working directory. Started from inside a
+// folder the sandbox hides (a host run from its data_dir), it must not see
+// what that folder holds through the directory it inherited, which was
+// looked up before the cover went on; started from a folder it may write
+// (a host run from the project), relative paths must write there, not
+// meet the read-only view beneath the writable one.
+func TestWorkingDirectoryIsLookedUpInsideTheSandbox(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	probe := "pwd; stat -c 'size=%s' permissions.json; ls -a"
+	t.Run("hidden", func(t *testing.T) {
+		t.Chdir(w.dataDir)
+		// The control: unconfined, the plugin sees the folder's files.
+		if out := attack(t, launch(t, w, nil), jsonArgs("op", "sh", "cmd", probe)); !strings.Contains(out, "size=") || !strings.Contains(out, "control") {
+			t.Fatalf("unconfined from data_dir the plugin does not see its files: %q", out)
+		}
+		out := attack(t, launch(t, w, &pol), jsonArgs("op", "sh", "cmd", probe))
+		if strings.Contains(out, "size=") || strings.Contains(out, "control") || strings.Contains(out, "permissions.json\n") {
+			t.Errorf("confined, a plugin started in the hidden data_dir sees what it holds: %q", out)
+		}
+		// Inside a hidden folder the path does not exist under the cover:
+		// the plugin starts in /.
+		t.Chdir(filepath.Join(w.dataDir, "control"))
+		out = attack(t, launch(t, w, &pol), jsonArgs("op", "sh", "cmd", "pwd; stat -c 'size=%s' h.sock"))
+		if !strings.Contains(out, "\n/\n") && !strings.HasPrefix(out, "ok: /\n") || strings.Contains(out, "size=") {
+			t.Errorf("confined, a plugin started inside the hidden data_dir does not start in / or sees what is there: %q", out)
+		}
+	})
+	t.Run("writable", func(t *testing.T) {
+		t.Chdir(w.project)
+		out := attack(t, launch(t, w, &pol), jsonArgs("op", "sh", "cmd", "echo relative > written.txt && cat written.txt"))
+		if !strings.Contains(out, "ok: relative") {
+			t.Errorf("confined, a plugin started in the project cannot write a relative path there: %q", out)
+		}
+		if b, err := os.ReadFile(filepath.Join(w.project, "written.txt")); err != nil || string(b) != "relative\n" {
+			t.Errorf("the relative write did not reach the project: %q %v", b, err)
+		}
+	})
 }

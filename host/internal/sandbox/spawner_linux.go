@@ -336,7 +336,15 @@ func (s *spawner) start(cmd *exec.Cmd) (p *spawned, err error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	req := sandboxinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: lastWins(env), Dir: cmd.Dir}
+	// An empty Dir is the caller's working directory now, as for
+	// exec.Cmd, not the one the spawner started in.
+	dir := cmd.Dir
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("sandbox: the host's working directory: %w", err)
+		}
+	}
+	req := sandboxinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: lastWins(env), Dir: dir}
 	if a := cmd.SysProcAttr; a != nil {
 		req.Cloneflags, req.AmbientCaps, req.Setpgid, req.Pdeathsig = a.Cloneflags, a.AmbientCaps, a.Setpgid, int(a.Pdeathsig)
 	}

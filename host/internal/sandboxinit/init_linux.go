@@ -74,9 +74,11 @@ func Run() int {
 	}
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if sp.Namespaces {
+		wd, _ := os.Getwd()
 		if err := setupMounts(sp); err != nil {
 			return fail(err)
 		}
+		reenter(wd)
 		if !sp.Network {
 			// The sandbox's own loopback: a tool may run a server and
 			// talk to it (a test suite), and nothing else is reachable.
@@ -233,6 +235,20 @@ func setupMounts(sp Spec) error {
 		}
 	}
 	return nil
+}
+
+// reenter makes the working directory the one the path wd names now that
+// the sandbox's mounts are in place. The directory inherited from the host
+// was looked up before them: where a mount now covers it (a hidden
+// data_dir the host was started from) it still reached what is underneath,
+// so names there could be probed; where a writable folder is bound back
+// over the read-only tree (a host started from the project) it was the
+// read-only view, so relative writes failed. Where wd no longer exists
+// (inside a hidden folder) the plugin starts in /.
+func reenter(wd string) {
+	if wd == "" || os.Chdir(wd) != nil {
+		_ = os.Chdir("/")
+	}
 }
 
 // readOnlySystem makes every mount read-only (Landlock does not cover
