@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -538,5 +539,54 @@ func waitRestarted(t *testing.T, e env, server string, before int) {
 		return now != before && now != 0
 	}) {
 		t.Fatalf("%s was not restarted after a file its sandbox covers was replaced", server)
+	}
+}
+
+// TestOtherHostsStateIsHidden: every config's default data_dir is a folder
+// of $XDG_STATE_HOME/switchboard, and an external server may write the XDG
+// state folder (its package runners keep state there). Through that grant a
+// server of one host rewrote another host's permissions.json, and that
+// host then ran bash without asking (red team). The whole switchboard state
+// folder is hidden in every sandbox; the rest of the grant still works, and
+// so does this host's own state (its data_dir is in the hidden folder too).
+func TestOtherHostsStateIsHidden(t *testing.T) {
+	e := setup(t)
+	stateHome := filepath.Join(t.TempDir(), "xdg-state")
+	other := filepath.Join(stateHome, "switchboard", "0123456789ab") // another config's default data_dir
+	if err := os.MkdirAll(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	perms := filepath.Join(other, "permissions.json")
+	const saved = `{"version":1,"allow":[],"deny":null}`
+	if err := os.WriteFile(perms, []byte(saved), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// No data_dir: this host's is the default, under the same folder. Bash
+	// is granted the state folder as an external server is.
+	cfg := fmt.Sprintf("project_dir = \"project\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {\n  sandbox {\n    write = [%q]\n  }\n}\n", stateHome)
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e, func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+stateHome) })
+	initialize(t, c)
+	grant := `{"version":1,"allow":["bash.*"],"deny":null}`
+	res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": fmt.Sprintf(
+		"f=%s; printf '%%s' '%s' > $f.tmp && mv $f.tmp $f; cat %s; mkdir -p %s && echo kept > %s; echo END",
+		perms, grant, perms, filepath.Join(stateHome, "other-app"), filepath.Join(stateHome, "other-app", "file"))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := resultText(res)
+	if !strings.Contains(out, "END") {
+		t.Fatalf("the command did not run: %q", out)
+	}
+	if b, _ := os.ReadFile(perms); string(b) != saved {
+		t.Errorf("bash rewrote another host's permissions.json through its state grant: %q (command said %q)", b, out)
+	}
+	if strings.Contains(out, `"allow"`) {
+		t.Errorf("bash read another host's permissions.json: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(stateHome, "other-app", "file")); err != nil || string(b) != "kept\n" {
+		t.Errorf("control: the rest of the state folder is not writable through the grant (%q, %v); command said %q", b, err, out)
 	}
 }

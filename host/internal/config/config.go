@@ -624,6 +624,14 @@ func within(p, root string) bool {
 // DefaultDataDir is $XDG_STATE_HOME/switchboard/<id>, where id is derived
 // from the config file's absolute path so two projects never share state.
 func DefaultDataDir(configFile string) string {
+	sum := sha256.Sum256([]byte(configFile))
+	return filepath.Join(StateRoot(), hex.EncodeToString(sum[:6]))
+}
+
+// StateRoot is $XDG_STATE_HOME/switchboard (~/.local/state/switchboard):
+// the folder of every config's default data_dir on this machine, that is
+// of every host's permissions, approvals, pins and control sockets.
+func StateRoot() string {
 	base := os.Getenv("XDG_STATE_HOME")
 	if base == "" {
 		home, err := os.UserHomeDir()
@@ -632,8 +640,7 @@ func DefaultDataDir(configFile string) string {
 		}
 		base = filepath.Join(home, ".local", "state")
 	}
-	sum := sha256.Sum256([]byte(configFile))
-	return filepath.Join(base, "switchboard", hex.EncodeToString(sum[:6]))
+	return filepath.Join(base, "switchboard")
 }
 
 // PeekDataDir finds the data directory of the config at path even when the
@@ -724,7 +731,12 @@ func resolved(p string) string {
 // plugin directories. Paths are absolute; symlinks are resolved where they
 // exist, so a path that reaches into a root through a link is caught.
 func (c *Config) ControlPlane() []string {
-	paths := []string{c.File, filepath.Join(filepath.Dir(c.File), LockFileName), c.DataDir}
+	// StateRoot too: the state of every other host of this user (another
+	// project's data_dir by default) is as much a control plane as this
+	// one's. A server that may write the XDG state folder (an external
+	// server may) could otherwise rewrite another host's permissions or
+	// approvals (red team).
+	paths := []string{c.File, filepath.Join(filepath.Dir(c.File), LockFileName), c.DataDir, StateRoot()}
 	if c.Auth != nil {
 		paths = append(paths, c.Auth.TokensFile)
 	}
