@@ -119,13 +119,32 @@ GORELEASER_VERSION := v2.15.1
 ## windows (amd64, arm64), with SHA256SUMS in dist/: goreleaser
 ## (.goreleaser.yaml) in snapshot mode, offline, nothing published; pinned,
 ## installed into bin/tools on first use. MINISIGN_SECRET_KEY=FILE also signs
-## SHA256SUMS (dist/SHA256SUMS.minisig). Then checks the sums, and the
-## plugin authors' template examples/hello/.goreleaser.yaml.
+## SHA256SUMS (dist/SHA256SUMS.minisig). switchboard-builtins is built for
+## each host platform first (bin/release-builtins/OS_ARCH): each host archive
+## ships it, and that platform's host is built with its SHA-256 (as make
+## build pins it). Then checks the sums, that every host archive holds the
+## built-ins' binary its host pins, and the plugin authors' template
+## examples/hello/.goreleaser.yaml.
+RELEASE_HOSTS := linux_amd64 linux_arm64 darwin_amd64 darwin_arm64
 release:
 	@$(BIN)/tools/goreleaser --version 2>/dev/null | grep -Eq 'GitVersion:[[:space:]]*v?$(GORELEASER_VERSION:v%=%)$$' || \
 		{ echo "installing goreleaser $(GORELEASER_VERSION) into $(BIN)/tools"; GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); }
-	$(BIN)/tools/goreleaser release --snapshot --clean --parallelism 2 $(if $(MINISIGN_SECRET_KEY),,--skip=sign)
+	@rm -rf $(BIN)/release-builtins
+	@for p in $(RELEASE_HOSTS); do \
+		echo "$(GO) build switchboard-builtins for $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} $(GO) build -trimpath -ldflags '-s -w' \
+			-o $(BIN)/release-builtins/$$p/switchboard-builtins ./host/cmd/switchboard-builtins || exit 1; \
+	done
+	env $$(for p in $(RELEASE_HOSTS); do printf 'BUILTINS_PIN_%s=%s ' $$p $$( (sha256sum $(BIN)/release-builtins/$$p/switchboard-builtins 2>/dev/null || shasum -a 256 $(BIN)/release-builtins/$$p/switchboard-builtins) | cut -c1-64); done) \
+		$(BIN)/tools/goreleaser release --snapshot --clean --parallelism 2 $(if $(MINISIGN_SECRET_KEY),,--skip=sign)
 	cd dist && sha256sum --strict -c SHA256SUMS
+	@for p in $(RELEASE_HOSTS); do \
+		d=$$(mktemp -d) && tar -xzf dist/switchboard_*_$$p.tar.gz -C $$d && \
+		test -x $$d/switchboard-builtins && \
+		grep -q "$$( (sha256sum $$d/switchboard-builtins 2>/dev/null || shasum -a 256 $$d/switchboard-builtins) | cut -c1-64)" $$d/switchboard || \
+		{ echo "release: dist/switchboard_*_$$p.tar.gz lacks switchboard-builtins, or its host is not pinned to it"; rm -rf $$d; exit 1; }; \
+		rm -rf $$d; \
+	done; echo "release: every host archive holds the built-ins' binary its host pins"
 	@n=$$(ls dist/*.tar.gz | wc -l); test "$$n" -eq 28 || { echo "release: $$n archives in dist/, want 28 (7 per platform)"; exit 1; }
 	@n=$$(ls dist/*_windows_*.zip | wc -l); test "$$n" -eq 6 || { echo "release: $$n Windows zips in dist/, want 6 (web, hello, conformance on amd64 and arm64)"; exit 1; }
 	cd examples/hello && ../../$(BIN)/tools/goreleaser check

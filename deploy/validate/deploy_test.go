@@ -383,7 +383,8 @@ func TestBinariesAreStatic(t *testing.T) {
 }
 
 // The Dockerfile: a static build, a distroless or scratch final stage, a
-// non-root user, both binaries side by side, and a default command that
+// non-root user, the three binaries side by side (the host pinned to the
+// built-ins' one), and a default command that
 // reads the config where the Deployment mounts it.
 func TestDockerfile(t *testing.T) {
 	b, err := os.ReadFile("../Dockerfile")
@@ -468,10 +469,16 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("USER %s, want a numeric non-root uid (Kubernetes runAsNonRoot checks it)", users[len(users)-1])
 	}
 	copies := strings.Join(find(final, "COPY"), " ")
-	for _, want := range []string{"/switchboard ", "/switchboard-sandbox "} {
+	for _, want := range []string{"/switchboard ", "/switchboard-sandbox ", "/switchboard-builtins "} {
 		if !strings.Contains(copies, want) {
 			t.Errorf("the final stage does not copy %s", strings.TrimSpace(want))
 		}
+	}
+	// The host is built with the SHA-256 of the built-ins' binary it ships
+	// beside (builtins.ServeBinaryPin), or it never runs that binary.
+	runs := strings.Join(find(build, "RUN"), " ")
+	if !strings.Contains(runs, "builtins.ServeBinaryPin=$(sha256sum /out/switchboard-builtins") {
+		t.Error("the build stage does not pin switchboard-builtins' SHA-256 into the host (-X …/builtins.ServeBinaryPin=…)")
 	}
 	if len(find(final, "ENTRYPOINT")) == 0 {
 		t.Error("the final stage has no ENTRYPOINT")
