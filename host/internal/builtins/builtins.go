@@ -59,6 +59,9 @@ type Grants struct {
 	// Processes is its process limit (processes and threads) where the
 	// host can make a cgroup, unless its sandbox block sets one.
 	Processes int64
+	// ExecOnly lets it execute Exec (and its own binary) alone.
+	ExecOnly bool
+	Exec     []string
 }
 
 // BashProcesses is bash's default limit on the processes and threads of
@@ -101,7 +104,19 @@ var all = []Builtin{
 		Name:        git.Name,
 		New:         git.New,
 		NewSettings: func() any { return &git.Settings{} },
-		Grants:      projectOnly,
+		// git and its own programs are all it runs: the plugin turns off
+		// every program a repository's config may name, and the kernel
+		// holds where that falls short (a config changed between the
+		// plugin's read of it and git's, red team). Unless the block lets
+		// hooks or filters run: those are programs of the repository's.
+		Grants: func(projectDir string, settings []byte) Grants {
+			var s git.Settings
+			_ = json.Unmarshal(settings, &s)
+			if s.AllowHooks || s.AllowFilters {
+				return Grants{Write: []string{projectDir}}
+			}
+			return Grants{Write: []string{projectDir}, ExecOnly: true, Exec: gitPrograms()}
+		},
 	},
 	{
 		Name:        web.Name,

@@ -114,6 +114,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 		if b, ok := builtins.Lookup(name); ok {
 			g := b.Grants(cfg.ProjectDir, settings)
 			p.Write, p.Network, p.DefaultProcesses = g.Write, g.Network, g.Processes
+			p.ExecOnly, p.Exec = g.ExecOnly, g.Exec
 		}
 	case registry.KindExternal:
 		// Package runners (npx, uvx) keep their caches in the home folder

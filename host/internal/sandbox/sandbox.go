@@ -110,6 +110,15 @@ type Policy struct {
 	// Env replaces variables in the plugin's environment inside the
 	// sandbox (HOME, TMPDIR point at a private folder by default).
 	Env map[string]string
+	// ExecOnly lets the plugin execute Exec and its own binary alone
+	// (where Landlock runs): whatever else it may read, a shell included,
+	// does not run. The git built-in's sandbox, so that no setting of a
+	// repository's config can make git run a program, however it got
+	// there.
+	ExecOnly bool
+	// Exec lists the files and folders whose programs may be executed
+	// with ExecOnly (each program's ELF interpreter among them).
+	Exec []string
 }
 
 // Sandbox confines one server's processes. It implements the launcher's
@@ -210,6 +219,7 @@ func (p Policy) CleanWith(home string, eval func(string) (string, error)) Policy
 	p.Hide = cleanPaths(p.Hide, home, eval)
 	p.ReadOnly = cleanPaths(p.ReadOnly, home, eval)
 	p.Make = cleanPaths(p.Make, home, eval)
+	p.Exec = cleanPaths(p.Exec, home, eval)
 	if p.State != "" {
 		p.State = filepath.Clean(p.State)
 	}

@@ -250,6 +250,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		Env:      map[string]string{"HOME": tmp, "TMPDIR": tmp},
 		ExtraFDs: len(cmd.ExtraFiles),
 		PinnedFD: pinnedELF,
+		ExecOnly: p.ExecOnly, Exec: p.Exec,
 	}
 	for k, v := range p.Env {
 		sp.Env[k] = v

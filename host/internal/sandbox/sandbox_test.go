@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
@@ -594,4 +595,48 @@ func TestWorkingDirectoryIsLookedUpInsideTheSandbox(t *testing.T) {
 			t.Errorf("the relative write did not reach the project: %q %v", b, err)
 		}
 	})
+}
+
+// TestExecOnlyRunsTheListedProgramsAlone: with ExecOnly (the git
+// built-in's sandbox) the plugin runs what Exec lists and nothing else it
+// can read, a shell included: the kernel's answer to a program named in a
+// repository's config that the plugin's own checks missed. The control:
+// without ExecOnly the same shell runs.
+func TestExecOnlyRunsTheListedProgramsAlone(t *testing.T) {
+	w := newWorld(t)
+	allowed, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true on PATH")
+	}
+	allowed, _ = filepath.EvalSymlinks(allowed)
+	shell, _ := filepath.EvalSymlinks("/bin/sh")
+	pol := w.policy()
+	pol.ExecOnly, pol.Exec = true, builtins.ExecWithInterpreter(allowed)
+	p := launch(t, w, &pol)
+	if out := attack(t, p, jsonArgs("op", "exec", "path", allowed)); !strings.HasPrefix(out, "ok:") {
+		t.Errorf("with ExecOnly, the listed %s did not run: %q", allowed, out)
+	}
+	for _, prog := range []string{shell, "/bin/sh", filepath.Join(w.project, "copy-of-true")} {
+		if prog == filepath.Join(w.project, "copy-of-true") {
+			// A copy of an allowed program in a folder the plugin may
+			// write is a different file: it does not run either.
+			b, err := os.ReadFile(allowed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(prog, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out := attack(t, p, jsonArgs("op", "exec", "path", prog)); !strings.Contains(out, "permission denied") {
+			t.Errorf("with ExecOnly, %s ran: %q", prog, out)
+		}
+	}
+	if out := attack(t, p, jsonArgs("op", "sh", "cmd", "echo ran")); !strings.Contains(out, "permission denied") {
+		t.Errorf("with ExecOnly, a shell command ran: %q", out)
+	}
+	open := w.policy()
+	if out := attack(t, launch(t, w, &open), jsonArgs("op", "sh", "cmd", "echo ran")); out != "ok: ran\n" {
+		t.Errorf("control: confined without ExecOnly, the shell did not run: %q", out)
+	}
 }

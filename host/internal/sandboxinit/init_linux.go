@@ -487,9 +487,14 @@ func restrict(sp Spec) error {
 		landlock.ROFiles(readFiles...).IgnoreIfMissing(),
 		landlock.RWDirs(writeDirs...).WithRefer().IgnoreIfMissing(),
 		landlock.RWFiles(writeFiles...).IgnoreIfMissing(),
+	}
+	if sp.ExecOnly {
+		rules = execOnlyRules(readDirs, readFiles, writeDirs, writeFiles, append(append([]string{}, sp.Exec...), sp.Binary))
+	}
+	rules = append(rules,
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx").WithIoctlDev().IgnoreIfMissing(),
 		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
-	}
+	)
 	if sp.Namespaces {
 		// Our own /proc: only this namespace's processes.
 		rules = append(rules, landlock.RODirs("/proc").IgnoreIfMissing())
@@ -506,6 +511,31 @@ func restrict(sp Spec) error {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
+}
+
+// Landlock's rights without the right to execute (RODirs and the others
+// include it).
+const (
+	readRights  = landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSReadDir)
+	writeRights = landlock.AccessFSSet(ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
+		ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym)
+	execRight = landlock.AccessFSSet(ll.AccessFSExecute)
+)
+
+// execOnlyRules are the read and write rules without the right to
+// execute, which only exec has (Spec.ExecOnly). The kernel asks for it at
+// every execve, of a program and of its ELF interpreter alike.
+func execOnlyRules(readDirs, readFiles, writeDirs, writeFiles, exec []string) []landlock.Rule {
+	execDirs, execFiles := split(exec)
+	fileRights := landlock.AccessFSSet(ll.AccessFSReadFile)
+	return []landlock.Rule{
+		landlock.PathAccess(readRights, readDirs...).IgnoreIfMissing(),
+		landlock.PathAccess(fileRights, readFiles...).IgnoreIfMissing(),
+		landlock.PathAccess(readRights|writeRights, writeDirs...).WithRefer().IgnoreIfMissing(),
+		landlock.PathAccess(fileRights|landlock.AccessFSSet(ll.AccessFSWriteFile|ll.AccessFSTruncate), writeFiles...).IgnoreIfMissing(),
+		landlock.PathAccess(readRights|execRight, execDirs...).IgnoreIfMissing(),
+		landlock.PathAccess(fileRights|execRight, execFiles...).IgnoreIfMissing(),
+	}
 }
 
 // split sorts existing paths into folders and files (a Landlock rule for a

@@ -47,6 +47,11 @@ type Spec struct {
 	// mode and times at once, its contents once it no longer runs) for
 	// every process the plugin starts.
 	PinnedFD bool `json:"pinned_fd,omitempty"`
+	// ExecOnly restricts what may be executed (Landlock's execute right)
+	// to Exec and the plugin's own Binary: nothing else the plugin may
+	// read runs, a shell included.
+	ExecOnly bool     `json:"exec_only,omitempty"`
+	Exec     []string `json:"exec,omitempty"`
 }
 
 // Within reports whether p is at or under dir.
