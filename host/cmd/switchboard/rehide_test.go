@@ -435,6 +435,10 @@ func TestApprovedMCPJSONScriptIsCovered(t *testing.T) {
 	}
 	if out, errOut, code := run(t, e, "approve", "scripted", "--config", e.config); code != 0 {
 		t.Fatalf("approve = %d %q %q", code, out, errOut)
+	} else if !strings.Contains(out, "what it loads from the project") {
+		// Only the named files are covered (red team: a module the
+		// approved script imported was edited, and ran unapproved).
+		t.Errorf("approve does not say that what the script loads from the project is not covered:\n%s", out)
 	}
 	c, _ := mcpClient(t, e)
 	initialize(t, c)

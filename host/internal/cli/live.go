@@ -550,6 +550,10 @@ func (a *app) approveCmd() *cobra.Command {
 				verb = "already approved"
 			}
 			fmt.Fprintf(a.stdout, "%s %s from %s:\n%s", verb, name, cfg.MCPJSON, describeEntry(entry))
+			if len(x.ProjectFiles) > 0 {
+				fmt.Fprintf(a.stdout, "note: %s, in the project, is approved by its content and read-only to every server; what it loads from the project (a module beside it, a file it reads) is not: a tool that may write the project can change what %s runs. Keep an approved server's code outside the project, or check what it loads.\n",
+					strings.Join(x.ProjectFiles, ", "), name)
+			}
 			// A reload applies the whole file: not a config change that
 			// waits for a person, on this person's yes to one server.
 			if st, err := control.Call(cmd.Context(), cfg.DataDir, "GET", "/v1/status"); err == nil {
