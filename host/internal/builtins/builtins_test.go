@@ -75,7 +75,9 @@ func TestGrants(t *testing.T) {
 		{"filesystem", `{"roots":["/extra"]}`, Grants{Write: []string{"/p", "/extra"}}},
 		{"filesystem", `{}`, Grants{Write: []string{"/p"}}},
 		{"bash", `{}`, Grants{Write: []string{"/p"}, Processes: BashProcesses}},
-		{"git", `{}`, Grants{Write: []string{"/p"}}},
+		{"git", `{}`, Grants{Write: []string{"/p"}, ExecOnly: true, Exec: gitPrograms()}},
+		{"git", `{"allow_hooks":true}`, Grants{Write: []string{"/p"}}},
+		{"git", `{"allow_filters":true}`, Grants{Write: []string{"/p"}}},
 		{"web", `{}`, Grants{Network: true}},
 		{"switchboard", `{}`, Grants{}},
 	}
