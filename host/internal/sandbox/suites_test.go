@@ -53,7 +53,7 @@ func TestBuiltinSuitesPassInsideTheirSandboxes(t *testing.T) {
 				Write: []string{gopaths[1]},
 				Env:   map[string]string{"GOMODCACHE": gopaths[0], "GOCACHE": gopaths[1], "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"},
 			}.Clean("/root")
-			runSuite(t, bins.Sandbox, name, bin, pol)
+			runSuite(t, bins.Sandbox, name, name, bin, pol)
 			if g.ExecOnly {
 				// git's sandbox runs git alone. The suite's set-up of
 				// submodules runs git submodule, a shell script of git's
@@ -62,20 +62,21 @@ func TestBuiltinSuitesPassInsideTheirSandboxes(t *testing.T) {
 				// those run in the sandbox above; the rest run again here
 				// with nothing to execute but git.
 				pol.ExecOnly, pol.Exec = true, g.Exec
-				runSuite(t, bins.Sandbox, name+"-exec-only", bin, pol,
+				runSuite(t, bins.Sandbox, name+" (executing git alone)", name, bin, pol,
 					"-test.skip=^(TestOptInHooks|TestGuardKeyFamilies|TestGuardCredentialHelper|TestGuardOptIns|TestGuardNoticesChanges)$")
 			}
 		})
 	}
 }
 
-// runSuite runs a compiled test suite inside a sandbox with pol.
-func runSuite(t *testing.T, helper, name, bin string, pol sandbox.Policy, args ...string) {
+// runSuite runs plugin's compiled test suite bin inside a sandbox with
+// pol; name says which run it is.
+func runSuite(t *testing.T, helper, name, plugin, bin string, pol sandbox.Policy, args ...string) {
 	t.Helper()
 	root := fixtures.RepoRoot()
-	sb := &sandbox.Sandbox{Name: name + "-suite", Policy: pol, Helper: helper}
+	sb := &sandbox.Sandbox{Name: plugin + "-suite", Policy: pol, Helper: helper}
 	cmd := exec.Command(bin, append([]string{"-test.count=1", "-test.timeout=5m"}, args...)...)
-	cmd.Dir = filepath.Join(root, "plugins", strings.TrimSuffix(name, "-exec-only")) // testdata, and ./cmd for the bash suite's build
+	cmd.Dir = filepath.Join(root, "plugins", plugin) // testdata, and ./cmd for the bash suite's build
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
 	conf, err := sb.Wrap(cmd, t.TempDir())
 	if err != nil {
