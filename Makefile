@@ -67,11 +67,12 @@ conformance:
 ## against each other, the ConfigMap's config through `switchboard validate`,
 ## the Nomad job parsed as HCL, the Dockerfile's shape, static binaries
 ## (deploy/validate is a module of its own: the host's module has no k8s deps)
+## (into bin/deploy-check/, so that make build's pinned host in bin/ stays)
 deploy-check:
-	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard ./host/cmd/switchboard
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-sandbox ./host/cmd/switchboard-sandbox
-	cd deploy/validate && SWITCHBOARD=$(CURDIR)/$(BIN)/switchboard SWITCHBOARD_SANDBOX=$(CURDIR)/$(BIN)/switchboard-sandbox $(GO) test -count=1 ./...
+	@mkdir -p $(BIN)/deploy-check
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/deploy-check/switchboard ./host/cmd/switchboard
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/deploy-check/switchboard-sandbox ./host/cmd/switchboard-sandbox
+	cd deploy/validate && SWITCHBOARD=$(CURDIR)/$(BIN)/deploy-check/switchboard SWITCHBOARD_SANDBOX=$(CURDIR)/$(BIN)/deploy-check/switchboard-sandbox $(GO) test -count=1 ./...
 
 ## bench: benchmarks (figures, not tests)
 bench: build
