@@ -158,6 +158,13 @@ func (s *Sandbox) Report() Report {
 	default:
 		r.Missing = append(r.Missing, "Landlock (needs Linux 5.13 with Landlock enabled)")
 	}
+	if s.Policy.ExecOnly {
+		if k.landlock >= 1 {
+			r.Enforced = append(r.Enforced, fmt.Sprintf("executes only its own binary and the programs it is granted (%d paths)", len(s.Policy.Exec)))
+		} else {
+			r.Missing = append(r.Missing, "the limit on what it may execute (needs Landlock)")
+		}
+	}
 	r.Enforced = append(r.Enforced, "no capabilities", "no_new_privs")
 	limits := s.Policy.withLimits(k)
 	if limits.Memory > 0 || limits.Processes > 0 {

@@ -343,6 +343,13 @@ func TestReport(t *testing.T) {
 	if !r.Confined() || len(r.Missing) > 0 {
 		t.Errorf("Report() on this machine = %s; want fully confined", r)
 	}
+	if strings.Contains(r.String(), "executes only") {
+		t.Errorf("Report() without ExecOnly says it limits execution: %s", r)
+	}
+	s.Policy.ExecOnly, s.Policy.Exec = true, []string{"/usr/bin/git"}
+	if r := s.Report(); !strings.Contains(r.String(), "executes only its own binary and the programs it is granted (1 paths)") {
+		t.Errorf("Report() with ExecOnly = %s", r)
+	}
 	off := (&sandbox.Sandbox{Policy: sandbox.Policy{Mode: sandbox.ModeOff}}).Report()
 	if off.Confined() || !strings.Contains(off.String(), "not confined") {
 		t.Errorf("Report() with mode off = %s", off)
