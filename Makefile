@@ -6,6 +6,9 @@ LDFLAGS   := -s -w -X github.com/switchboard-mcp/switchboard/host/internal/cli.V
 PLUGINS   := filesystem bash git web switchboard
 # Where make build pins bin/switchboard-builtins into the host.
 BUILTINS_PIN := github.com/switchboard-mcp/switchboard/host/internal/builtins.ServeBinaryPin
+# Where make build pins bin/switchboard-sandbox (the sandbox helper) into the host.
+HELPER_PIN   := github.com/switchboard-mcp/switchboard/host/internal/loader.HelperPin
+SHA256       = $$( (sha256sum $(1) 2>/dev/null || shasum -a 256 $(1)) | cut -c1-64)
 CONFIG    ?= config.hcl
 
 # Pinned generator versions for `make proto`.
@@ -27,15 +30,16 @@ all: build
 ## (the host, the sandbox helper and bin/switchboard-builtins static: the
 ## helper runs before every confined start, and a dynamic loader would add
 ## to each). switchboard-builtins (the built-ins without the host's code)
-## first: the host pins its SHA-256 (builtins.ServeBinaryPin) and starts
-## built-ins through it instead of re-executing itself, which takes about
-## twice the CPU time; a file there that does not match the pin is never run.
+## and switchboard-sandbox first: the host pins their SHA-256s
+## (builtins.ServeBinaryPin, loader.HelperPin) and runs each only when the
+## file beside it matches; otherwise it re-executes itself (about twice the
+## CPU time per start).
 build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-builtins ./host/cmd/switchboard-builtins
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -X $(BUILTINS_PIN)=$$( (sha256sum $(BIN)/switchboard-builtins 2>/dev/null || shasum -a 256 $(BIN)/switchboard-builtins) | cut -c1-64)" \
-		-o $(BIN)/switchboard ./host/cmd/switchboard
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-sandbox ./host/cmd/switchboard-sandbox
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -X $(BUILTINS_PIN)=$(call SHA256,$(BIN)/switchboard-builtins) -X $(HELPER_PIN)=$(call SHA256,$(BIN)/switchboard-sandbox)" \
+		-o $(BIN)/switchboard ./host/cmd/switchboard
 	@for p in $(PLUGINS); do \
 		echo "$(GO) build -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/switchboard-plugin-$$p ./plugins/$$p/cmd/switchboard-plugin-$$p || exit 1; \
@@ -120,32 +124,33 @@ GORELEASER_VERSION := v2.15.1
 ## windows (amd64, arm64), with SHA256SUMS in dist/: goreleaser
 ## (.goreleaser.yaml) in snapshot mode, offline, nothing published; pinned,
 ## installed into bin/tools on first use. MINISIGN_SECRET_KEY=FILE also signs
-## SHA256SUMS (dist/SHA256SUMS.minisig). switchboard-builtins is built for
-## each host platform first (bin/release-builtins/OS_ARCH): each host archive
-## ships it, and that platform's host is built with its SHA-256 (as make
-## build pins it). Then checks the sums, that every host archive holds the
-## built-ins' binary its host pins, and the plugin authors' template
-## examples/hello/.goreleaser.yaml.
+## SHA256SUMS (dist/SHA256SUMS.minisig). switchboard-builtins and
+## switchboard-sandbox are built for each host platform first
+## (bin/release-builtins/OS_ARCH): each host archive ships them, and that
+## platform's host is built with their SHA-256s (as make build pins them).
+## Then checks the sums, that every host archive holds the two binaries its
+## host pins, and the plugin authors' template examples/hello/.goreleaser.yaml.
 RELEASE_HOSTS := linux_amd64 linux_arm64 darwin_amd64 darwin_arm64
 release:
 	@$(BIN)/tools/goreleaser --version 2>/dev/null | grep -Eq 'GitVersion:[[:space:]]*v?$(GORELEASER_VERSION:v%=%)$$' || \
 		{ echo "installing goreleaser $(GORELEASER_VERSION) into $(BIN)/tools"; GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); }
 	@rm -rf $(BIN)/release-builtins
-	@for p in $(RELEASE_HOSTS); do \
-		echo "$(GO) build switchboard-builtins for $$p"; \
+	@for p in $(RELEASE_HOSTS); do for b in builtins sandbox; do \
+		echo "$(GO) build switchboard-$$b for $$p"; \
 		CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} $(GO) build -trimpath -ldflags '-s -w' \
-			-o $(BIN)/release-builtins/$$p/switchboard-builtins ./host/cmd/switchboard-builtins || exit 1; \
-	done
-	env $$(for p in $(RELEASE_HOSTS); do printf 'BUILTINS_PIN_%s=%s ' $$p $$( (sha256sum $(BIN)/release-builtins/$$p/switchboard-builtins 2>/dev/null || shasum -a 256 $(BIN)/release-builtins/$$p/switchboard-builtins) | cut -c1-64); done) \
+			-o $(BIN)/release-builtins/$$p/switchboard-$$b ./host/cmd/switchboard-$$b || exit 1; \
+	done; done
+	env $$(for p in $(RELEASE_HOSTS); do \
+		printf 'BUILTINS_PIN_%s=%s HELPER_PIN_%s=%s ' $$p $(call SHA256,$(BIN)/release-builtins/$$p/switchboard-builtins) $$p $(call SHA256,$(BIN)/release-builtins/$$p/switchboard-sandbox); done) \
 		$(BIN)/tools/goreleaser release --snapshot --clean --parallelism 2 $(if $(MINISIGN_SECRET_KEY),,--skip=sign)
 	cd dist && sha256sum --strict -c SHA256SUMS
 	@for p in $(RELEASE_HOSTS); do \
 		d=$$(mktemp -d) && tar -xzf dist/switchboard_*_$$p.tar.gz -C $$d && \
-		test -x $$d/switchboard-builtins && \
-		grep -q "$$( (sha256sum $$d/switchboard-builtins 2>/dev/null || shasum -a 256 $$d/switchboard-builtins) | cut -c1-64)" $$d/switchboard || \
-		{ echo "release: dist/switchboard_*_$$p.tar.gz lacks switchboard-builtins, or its host is not pinned to it"; rm -rf $$d; exit 1; }; \
-		rm -rf $$d; \
-	done; echo "release: every host archive holds the built-ins' binary its host pins"
+		for b in builtins sandbox; do \
+			test -x $$d/switchboard-$$b && grep -q $(call SHA256,$$d/switchboard-$$b) $$d/switchboard || \
+			{ echo "release: dist/switchboard_*_$$p.tar.gz lacks switchboard-$$b, or its host is not pinned to it"; rm -rf $$d; exit 1; }; \
+		done; rm -rf $$d; \
+	done; echo "release: every host archive holds the built-ins' binary and the sandbox helper its host pins"
 	@n=$$(ls dist/*.tar.gz | wc -l); test "$$n" -eq 28 || { echo "release: $$n archives in dist/, want 28 (7 per platform)"; exit 1; }
 	@n=$$(ls dist/*_windows_*.zip | wc -l); test "$$n" -eq 6 || { echo "release: $$n Windows zips in dist/, want 6 (web, hello, conformance on amd64 and arm64)"; exit 1; }
 	cd examples/hello && ../../$(BIN)/tools/goreleaser check

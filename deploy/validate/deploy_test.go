@@ -480,6 +480,9 @@ func TestDockerfile(t *testing.T) {
 	if !strings.Contains(runs, "builtins.ServeBinaryPin=$(sha256sum /out/switchboard-builtins") {
 		t.Error("the build stage does not pin switchboard-builtins' SHA-256 into the host (-X …/builtins.ServeBinaryPin=…)")
 	}
+	if !strings.Contains(runs, "loader.HelperPin=$(sha256sum /out/switchboard-sandbox") {
+		t.Error("the build stage does not pin switchboard-sandbox's SHA-256 into the host (-X …/loader.HelperPin=…)")
+	}
 	if len(find(final, "ENTRYPOINT")) == 0 {
 		t.Error("the final stage has no ENTRYPOINT")
 	}

@@ -594,3 +594,65 @@ func TestOtherHostsStateIsHidden(t *testing.T) {
 		t.Errorf("control: the rest of the state folder is not writable through the grant (%q, %v); command said %q", b, err, out)
 	}
 }
+
+// TestPlantedHelperNeverRuns: the sandbox helper runs before any sandbox
+// exists, as the host's user. A host whose folder a server may write (a
+// project's bin/) and that had no switchboard-sandbox beside it ran the
+// one a bash command wrote there at the next start, unconfined (red team).
+// The host runs the file beside it only when it hashes to the helper this
+// build pins, and else its own binary (`switchboard sandbox-exec`). The
+// control: the genuine helper copied there is used.
+func TestPlantedHelperNeverRuns(t *testing.T) {
+	e := setup(t)
+	binDir := filepath.Join(e.project, "bin")
+	if err := os.Mkdir(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	host := filepath.Join(binDir, "switchboard")
+	copyFile(t, e.bins.Switchboard, host, 0o755)
+	marker := filepath.Join(t.TempDir(), "planted-helper-ran")
+	planted := filepath.Join(binDir, "switchboard-sandbox")
+	script := fmt.Sprintf("#!/bin/sh\necho ran >> %s\nexec %s sandbox-exec \"$@\"\n", marker, host)
+	if err := os.WriteFile(planted, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	initComm := func() string {
+		cmd := exec.Command(host, "call", "--config", e.config, "bash.run", `{"command":"cat /proc/1/comm"}`)
+		cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("call: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := initComm()
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("the planted helper ran: %q", b)
+	}
+	if !strings.Contains(out, "switchboard\n") {
+		t.Errorf("with a planted helper beside it the host did not confine bash with its own binary; PID 1 in bash's sandbox: %q", out)
+	}
+	// The control: the helper this build pins is used.
+	copyFile(t, e.bins.Sandbox, planted, 0o755)
+	if out := initComm(); !strings.Contains(out, "switchboard-san") {
+		t.Errorf("control: with the genuine helper beside it, PID 1 in bash's sandbox is %q", out)
+	}
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to+".tmp", b, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(to+".tmp", to); err != nil {
+		t.Fatal(err)
+	}
+}

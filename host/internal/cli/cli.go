@@ -217,9 +217,10 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 	// environment.
 	hideErr := hideMemory()
 	// What the kernel offers the sandbox is probed while the config loads
-	// (a namespaced start of a tiny program, some 20 ms).
+	// (a namespaced start of a tiny program, some 20 ms), after the helper
+	// beside the binary is checked against its pin (a hash).
 	if exe, err := os.Executable(); err == nil {
-		sandbox.Prewarm(loader.HelperFor(exe))
+		go func() { sandbox.Prewarm(loader.HelperFor(exe)) }()
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 // defaultMode is the sandbox mode a server gets without a sandbox block:
@@ -252,14 +253,66 @@ func configFolderInReach(cfg *config.Config, p sandbox.Policy, links *linkMemo) 
 // binary.
 const HelperBinary = "switchboard-sandbox"
 
+// HelperPin is the SHA-256 (hex) of the switchboard-sandbox built with
+// this host, set at link time by make build (-X …/loader.HelperPin=…).
+// Empty in a plain `go build`: the host then runs its own binary as the
+// helper.
+var HelperPin string
+
 // HelperFor returns the sandbox helper to use with the switchboard binary
-// self: the small switchboard-sandbox beside it when it is there (a start in
-// a few milliseconds), else self, which runs the same code as
-// `switchboard sandbox-exec` after loading everything the host links.
+// self: the small switchboard-sandbox beside it (a start in a few
+// milliseconds) when that file hashes to HelperPin, else self, which runs
+// the same code as `switchboard sandbox-exec` after loading everything the
+// host links. The helper runs before any sandbox exists: a file there that
+// is not the one this build pins (from another build, or written by a
+// server that may write the folder while no helper was there to protect)
+// is never run. Red team: a bash command wrote one beside a host that had
+// none, and the next start ran it as the host's user, unconfined.
 func HelperFor(self string) string {
+	if HelperPin == "" {
+		return self
+	}
 	h := filepath.Join(filepath.Dir(self), HelperBinary)
-	if st, err := os.Stat(h); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+	st, err := os.Stat(h)
+	if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return self
+	}
+	if helperSums.matches(h, st) {
 		return h
 	}
 	return self
+}
+
+// helperSums remembers, by file identity, whether a helper hashed to the
+// pin: the host asks at start-up and at every config load.
+var helperSums sumMemo
+
+type sumMemo struct {
+	mu   sync.Mutex
+	seen map[string]helperSum
+}
+
+type helperSum struct {
+	id  FileIdentity
+	pin string
+	ok  bool
+}
+
+func (m *sumMemo) matches(path string, fi os.FileInfo) bool {
+	id, err := identityOf(path, fi)
+	if err != nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.seen[path]; ok && v.id == *id && v.pin == HelperPin {
+		return v.ok
+	}
+	sum, err := launcher.FileSHA256(path)
+	ok := err == nil && sum == HelperPin
+	if m.seen == nil {
+		m.seen = map[string]helperSum{}
+	}
+	m.seen[path] = helperSum{id: *id, pin: HelperPin, ok: ok}
+	return ok
 }

@@ -5,11 +5,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
 // TestBashHasADefaultProcessLimit: bash's sandbox carries its default
@@ -71,5 +73,49 @@ func TestGitRunsGitAlone(t *testing.T) {
 	}
 	if p := confinement(cfg, files, registry.KindBuiltin, "bash", config.Sandbox{}, nil, "", "/bin/true").Policy; p.ExecOnly {
 		t.Error("bash runs nothing but what Exec lists")
+	}
+}
+
+// TestHelperForRunsOnlyThePinnedHelper: the file beside the host is the
+// helper only when it hashes to the pin; a plain build (no pin) and any
+// other file, however named, leave the host's own binary as the helper.
+func TestHelperForRunsOnlyThePinnedHelper(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "switchboard")
+	helper := filepath.Join(dir, HelperBinary)
+	for _, f := range []string{self, helper} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n# "+filepath.Base(f)+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := launcher.FileSHA256(helper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := HelperPin
+	t.Cleanup(func() { HelperPin = old })
+	for _, tc := range []struct {
+		pin, want string
+	}{
+		{"", self},                      // a plain go build pins none
+		{sum, helper},                   // the helper this build pins
+		{strings.Repeat("0", 64), self}, // another file
+	} {
+		HelperPin = tc.pin
+		if got := HelperFor(self); got != tc.want {
+			t.Errorf("pin %q: HelperFor = %s, want %s", tc.pin, got, tc.want)
+		}
+	}
+	// Replaced after it was checked: checked again (the file's identity
+	// changed).
+	HelperPin = sum
+	if err := os.WriteFile(helper+".new", []byte("#!/bin/sh\n# planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(helper+".new", helper); err != nil {
+		t.Fatal(err)
+	}
+	if got := HelperFor(self); got != self {
+		t.Errorf("a helper replaced after its check is used: %s", got)
 	}
 }

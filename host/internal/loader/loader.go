@@ -148,7 +148,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		}
 		self = exe
 	}
-	sandbox.Prewarm(HelperFor(self))
+	go func() { sandbox.Prewarm(HelperFor(self)) }()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("loader: cannot create data_dir %s: %w", cfg.DataDir, err)
 	}
