@@ -165,7 +165,7 @@ func (s *Sandbox) Report() Report {
 			r.Missing = append(r.Missing, "the limit on what it may execute (needs Landlock)")
 		}
 	}
-	r.Enforced = append(r.Enforced, "no capabilities", "no_new_privs")
+	r.Enforced = append(r.Enforced, "no capabilities", "no_new_privs", "no kernel keyrings (seccomp)")
 	limits := s.Policy.withLimits(k)
 	if limits.Memory > 0 || limits.Processes > 0 {
 		if k.cgroup != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
@@ -645,5 +646,47 @@ func TestExecOnlyRunsTheListedProgramsAlone(t *testing.T) {
 	open := w.policy()
 	if out := attack(t, launch(t, w, &open), jsonArgs("op", "sh", "cmd", "echo ran")); out != "ok: ran\n" {
 		t.Errorf("control: confined without ExecOnly, the shell did not run: %q", out)
+	}
+}
+
+// TestKernelKeyringsAreOutOfReach: the kernel's keyrings are not
+// namespaced, and the sandbox maps the host's user to itself, so a key the
+// host's user may read was readable from a sandbox by its id (listed in
+// /proc/keys), and a key could be planted in the user's keyring (red
+// team). The sandbox refuses the keyring calls and covers /proc/keys. The
+// control: the same read unconfined returns the secret.
+func TestKernelKeyringsAreOutOfReach(t *testing.T) {
+	w := newWorld(t)
+	secret := "keyring-secret-" + strconv.Itoa(os.Getpid())
+	id, err := unix.AddKey("user", "switchboard-test-"+strconv.Itoa(os.Getpid()), []byte(secret), unix.KEY_SPEC_USER_KEYRING)
+	if err != nil {
+		t.Skipf("no kernel keyrings here: %v", err)
+	}
+	t.Cleanup(func() { _, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0) })
+	// Readable by the user, not only by a possessor: as a credential
+	// cache is.
+	if err := unix.KeyctlSetperm(id, 0x3f3f0000); err != nil {
+		t.Fatal(err)
+	}
+	if out := attack(t, launch(t, w, nil), jsonArgs("op", "key", "path", strconv.Itoa(id))); out != "ok: "+secret {
+		t.Fatalf("control: unconfined, the plugin could not read the user's key: %q", out)
+	}
+	pol := w.policy()
+	p := launch(t, w, &pol)
+	if out := attack(t, p, jsonArgs("op", "key", "path", strconv.Itoa(id))); strings.Contains(out, secret) || !strings.Contains(out, "denied") {
+		t.Errorf("confined, the plugin read the host user's key: %q", out)
+	}
+	if out := attack(t, p, jsonArgs("op", "read", "path", "/proc/keys")); strings.Contains(out, "switchboard-test-") {
+		t.Errorf("confined, /proc/keys lists the host user's keys: %q", out)
+	}
+	ring, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_USER_KEYRING, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := "switchboard-planted-" + strconv.Itoa(os.Getpid())
+	_ = attack(t, p, jsonArgs("op", "addkey", "path", planted, "addr", strconv.Itoa(ring)))
+	if pid, err := unix.KeyctlSearch(ring, "user", planted, 0); err == nil {
+		_, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, pid, 0, 0, 0)
+		t.Error("confined, the plugin planted a key in the host user's keyring")
 	}
 }
