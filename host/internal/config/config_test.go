@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -380,6 +382,45 @@ func TestSwitchboardOnByDefault(t *testing.T) {
 			off := slices.ContainsFunc(res.Config.Disabled, func(d Disabled) bool { return d.Name == "switchboard" })
 			if off != tt.disabled {
 				t.Errorf("switchboard disabled = %v, want %v", off, tt.disabled)
+			}
+		})
+	}
+}
+
+// TestMCPJSONMustBeARegularFile: a repository's .mcp.json linked to
+// /dev/zero was read until the host's memory ran out, a FIFO there made the
+// load wait forever (red team). Both are refused with a diagnostic at
+// once, as is a file too large to be one.
+func TestMCPJSONMustBeARegularFile(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		want string
+	}{
+		{"zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file"},
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "not a regular file"},
+		{"huge", func(p string) error {
+			return os.WriteFile(p, []byte(`{"mcpServers":{}}`+strings.Repeat(" ", maxMCPJSON)), 0o600)
+		}, "larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.make(filepath.Join(dir, ".mcp.json")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte("import_mcp_json = true\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan *Result, 1)
+			go func() { done <- Load(filepath.Join(dir, "config.hcl")) }()
+			select {
+			case res := <-done:
+				if !res.Diags.HasErrors() || !strings.Contains(res.Diags.Error(), tc.want) {
+					t.Errorf("Load with a .mcp.json that is %s: %v, want an error saying %q", tc.name, res.Diags, tc.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("Load with a .mcp.json that is %s did not return", tc.name)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
@@ -22,7 +23,7 @@ import (
 // ${VAR} and ${VAR:-default} in strings are expanded from the environment.
 // A missing file is no servers.
 func readMCPJSON(path string, restart Restart) ([]*External, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path, maxMCPJSON)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -147,10 +148,52 @@ func projectFiles(dir string, words []string) []string {
 	return out
 }
 
+// maxMCPJSON bounds the .mcp.json the host reads (real ones are a few KB).
+const maxMCPJSON = 4 << 20
+
+// readRegular reads the regular file at path, at most limit bytes. A
+// project's .mcp.json comes with whatever a repository holds: as a link to
+// /dev/zero the host read it until its memory ran out, as a FIFO its open
+// never returned (red team). The open does not wait (O_NONBLOCK), and
+// anything but a regular file of at most limit bytes is refused.
+func readRegular(path string, limit int64) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than the %d bytes the host reads from it", path, limit)
+	}
+	return b, nil
+}
+
+// openRegular opens path for reading without waiting (a FIFO), and only
+// when it is a regular file (after any link).
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%v): the host reads only a regular file there", path, st.Mode().Type())
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // fileSHA256 is the hex SHA-256 of a file's content ("unreadable" when it
-// cannot be read, which no approval matches).
+// cannot be read or is not a regular file, which no approval matches).
 func fileSHA256(path string) string {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return "unreadable"
 	}
