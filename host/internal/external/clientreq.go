@@ -97,7 +97,7 @@ func (s *Server) logToCall(n mcp.JSONRPCNotification) bool {
 	select {
 	case logs <- l:
 	default:
-		s.log.Warn("log message of a call dropped: too many waiting")
+		s.drops.dropped(s.log, "log messages of a call dropped: too many waiting")
 	}
 	return true
 }

@@ -69,6 +69,7 @@ type Server struct {
 	cmd    *exec.Cmd
 	conf   launcher.Confinement // the sandbox of a stdio server's process
 	nextID atomic.Int64
+	drops  dropReport // notifications and call logs that did not fit
 
 	progressMu sync.Mutex
 	progress   map[string]chan toolcall.Progress

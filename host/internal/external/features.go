@@ -250,7 +250,7 @@ func (s *Server) queueEvent(n mcp.JSONRPCNotification) {
 	select {
 	case s.events <- n:
 	default:
-		s.log.Warn("notification dropped: too many waiting", "method", n.Method)
+		s.drops.dropped(s.log, "notifications dropped: too many waiting", "method", n.Method)
 	}
 }
 
