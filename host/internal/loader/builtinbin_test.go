@@ -23,6 +23,14 @@ import (
 // pinBuiltins sets this process's pin of switchboard-builtins
 // (builtins.ServeBinaryPin, which make build sets at link time) for the
 // test.
+// pinHelper sets the helper's pin (HelperPin) for the test.
+func pinHelper(t *testing.T, pin string) {
+	t.Helper()
+	old := helperPin.Load()
+	helperPin.Store(&pin)
+	t.Cleanup(func() { helperPin.Store(old) })
+}
+
 func pinBuiltins(t *testing.T, pin string) {
 	t.Helper()
 	old := builtins.ServeBinaryPin
@@ -149,6 +157,9 @@ func TestBuiltinBinaryRunsOnlyWhenPinned(t *testing.T) {
 func TestBuiltinsServedByTheirBinary(t *testing.T) {
 	bins := fixtures.Build(t)
 	pinBuiltins(t, sha256Of(t, bins.Builtins))
+	// The helper too, as make build pins it (HelperPin): this test
+	// binary's loader is the host's.
+	pinHelper(t, sha256Of(t, bins.Sandbox))
 	exes := func(self string) map[string][]string {
 		t.Helper()
 		dir := t.TempDir()

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
@@ -259,6 +260,15 @@ const HelperBinary = "switchboard-sandbox"
 // helper.
 var HelperPin string
 
+// helperPin is HelperPin as HelperFor reads it (tests set it, while the
+// goroutines of hosts started before may still read it).
+var helperPin atomic.Pointer[string]
+
+func init() {
+	p := HelperPin
+	helperPin.Store(&p)
+}
+
 // HelperFor returns the sandbox helper to use with the switchboard binary
 // self: the small switchboard-sandbox beside it (a start in a few
 // milliseconds) when that file hashes to HelperPin, else self, which runs
@@ -269,7 +279,8 @@ var HelperPin string
 // is never run. Red team: a bash command wrote one beside a host that had
 // none, and the next start ran it as the host's user, unconfined.
 func HelperFor(self string) string {
-	if HelperPin == "" {
+	pin := *helperPin.Load()
+	if pin == "" {
 		return self
 	}
 	h := filepath.Join(filepath.Dir(self), HelperBinary)
@@ -277,7 +288,7 @@ func HelperFor(self string) string {
 	if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
 		return self
 	}
-	if helperSums.matches(h, st) {
+	if helperSums.matches(h, st, pin) {
 		return h
 	}
 	return self
@@ -298,21 +309,21 @@ type helperSum struct {
 	ok  bool
 }
 
-func (m *sumMemo) matches(path string, fi os.FileInfo) bool {
+func (m *sumMemo) matches(path string, fi os.FileInfo, pin string) bool {
 	id, err := identityOf(path, fi)
 	if err != nil {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if v, ok := m.seen[path]; ok && v.id == *id && v.pin == HelperPin {
+	if v, ok := m.seen[path]; ok && v.id == *id && v.pin == pin {
 		return v.ok
 	}
 	sum, err := launcher.FileSHA256(path)
-	ok := err == nil && sum == HelperPin
+	ok := err == nil && sum == pin
 	if m.seen == nil {
 		m.seen = map[string]helperSum{}
 	}
-	m.seen[path] = helperSum{id: *id, pin: HelperPin, ok: ok}
+	m.seen[path] = helperSum{id: *id, pin: pin, ok: ok}
 	return ok
 }

@@ -92,8 +92,6 @@ func TestHelperForRunsOnlyThePinnedHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := HelperPin
-	t.Cleanup(func() { HelperPin = old })
 	for _, tc := range []struct {
 		pin, want string
 	}{
@@ -101,14 +99,14 @@ func TestHelperForRunsOnlyThePinnedHelper(t *testing.T) {
 		{sum, helper},                   // the helper this build pins
 		{strings.Repeat("0", 64), self}, // another file
 	} {
-		HelperPin = tc.pin
+		pinHelper(t, tc.pin)
 		if got := HelperFor(self); got != tc.want {
 			t.Errorf("pin %q: HelperFor = %s, want %s", tc.pin, got, tc.want)
 		}
 	}
 	// Replaced after it was checked: checked again (the file's identity
 	// changed).
-	HelperPin = sum
+	pinHelper(t, sum)
 	if err := os.WriteFile(helper+".new", []byte("#!/bin/sh\n# planted\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
