@@ -71,11 +71,6 @@ const BashProcesses = 4096
 // Binary is the name of the built-in's standalone plugin binary.
 func (b Builtin) Binary() string { return BinaryPrefix + b.Name }
 
-// projectOnly grants read and write access to the project folder only.
-func projectOnly(projectDir string, _ []byte) Grants {
-	return Grants{Write: []string{projectDir}}
-}
-
 // all is the list, in the order `switchboard` documents and starts them.
 var all = []Builtin{
 	{

@@ -668,13 +668,19 @@ func TestKernelKeyringsAreOutOfReach(t *testing.T) {
 	if err := unix.KeyctlSetperm(id, 0x3f3f0000); err != nil {
 		t.Fatal(err)
 	}
-	if out := attack(t, launch(t, w, nil), jsonArgs("op", "key", "path", strconv.Itoa(id))); out != "ok: "+secret {
+	open := launch(t, w, nil)
+	if out := attack(t, open, jsonArgs("op", "key", "path", strconv.Itoa(id))); out != "ok: "+secret {
 		t.Fatalf("control: unconfined, the plugin could not read the user's key: %q", out)
 	}
+	uringOpen := attack(t, open, jsonArgs("op", "uring"))
 	pol := w.policy()
 	p := launch(t, w, &pol)
 	if out := attack(t, p, jsonArgs("op", "key", "path", strconv.Itoa(id))); strings.Contains(out, secret) || !strings.Contains(out, "denied") {
 		t.Errorf("confined, the plugin read the host user's key: %q", out)
+	}
+	// io_uring too (red team, round 3), where the kernel offers it.
+	if out := attack(t, p, jsonArgs("op", "uring")); strings.HasPrefix(uringOpen, "ok") && !strings.Contains(out, "operation not permitted") {
+		t.Errorf("confined, the plugin set up an io_uring: %q", out)
 	}
 	if out := attack(t, p, jsonArgs("op", "read", "path", "/proc/keys")); strings.Contains(out, "switchboard-test-") {
 		t.Errorf("confined, /proc/keys lists the host user's keys: %q", out)

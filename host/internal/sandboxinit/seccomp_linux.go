@@ -17,9 +17,9 @@ import (
 // Landlock and the mounts do not cover them; a seccomp filter refuses the
 // three system calls that reach them, as Docker's default profile does.
 
-// The keyring calls' numbers for 32-bit x86 programs on amd64 (int 0x80),
+// The refused calls' numbers for 32-bit x86 programs on amd64 (int 0x80),
 // which reach the kernel under their own architecture.
-var keyring386 = []uint32{286, 287, 288} // add_key, request_key, keyctl
+var denied386 = []uint32{286, 287, 288, 425, 426, 427} // add_key, request_key, keyctl, io_uring_setup, _enter, _register
 
 const (
 	auditArch386  = 0x40000003 // AUDIT_ARCH_I386
@@ -53,7 +53,7 @@ func assemble(prog []insn) ([]unix.SockFilter, error) {
 		if !ok || to <= from || to-from-1 > 255 {
 			return 0, fmt.Errorf("seccomp: bad jump to %q", label)
 		}
-		return uint8(to - from - 1), nil
+		return uint8(to - from - 1), nil //nolint:gosec // G115: checked to be 0 to 255 above
 	}
 	out := make([]unix.SockFilter, len(prog))
 	for i, in := range prog {
@@ -71,8 +71,9 @@ func assemble(prog []insn) ([]unix.SockFilter, error) {
 }
 
 // keyringFilter is the seccomp program: EPERM for add_key, request_key
-// and keyctl, native or 32-bit, and for the x32 ABI's calls on amd64
-// (which nothing here uses); every other call allowed.
+// and keyctl, native or 32-bit, for io_uring's three calls, and for the
+// x32 ABI's calls on amd64 (which nothing here uses); every other call
+// allowed.
 func keyringFilter() ([]unix.SockFilter, error) {
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -98,7 +99,14 @@ func keyringFilter() ([]unix.SockFilter, error) {
 	if runtime.GOARCH == "amd64" {
 		prog = append(prog, insn{code: jge, k: x32SyscallBit, jt: "deny"})
 	}
-	for _, nr := range []uint32{unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL} {
+	// io_uring: a way around this filter's checks (its operations are not
+	// system calls) and a frequent route of kernel exploits; Docker's
+	// default profile refuses it too (red team).
+	denied := []uint32{
+		unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL,
+		unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+	}
+	for _, nr := range denied {
 		prog = append(prog, insn{code: jeq, k: nr, jt: "deny"})
 	}
 	prog = append(prog, insn{code: ret, k: allow}, insn{code: ret, k: allow, label: "other"})
@@ -108,7 +116,7 @@ func keyringFilter() ([]unix.SockFilter, error) {
 		prog = append(prog,
 			insn{code: jeq, k: auditArch386, jf: "allow", label: "other"},
 			insn{code: ld, k: seccompNr})
-		for _, nr := range keyring386 {
+		for _, nr := range denied386 {
 			prog = append(prog, insn{code: jeq, k: nr, jt: "deny"})
 		}
 		prog = append(prog, insn{code: ret, k: allow, label: "allow"})
@@ -124,8 +132,8 @@ func denyKeyrings() error {
 	if err != nil {
 		return err
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]} //nolint:gosec // G115: a few instructions
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}                                                        //nolint:gosec // G115: a few instructions
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil { //nolint:gosec // G103: the kernel reads the program it points at
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	runtime.KeepAlive(prog)
