@@ -656,3 +656,61 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestHelperReplacedWhileTheHostRunsNeverRuns: the host checks the helper
+// beside it against its pin, but ran it by path at every later start; a
+// rebuild gives the file a new inode (which the read-only mounts of running
+// sandboxes do not cover), a server writes its own there, and the next
+// start ran it unconfined (red team, round 3). The spawner is executed from
+// the file checked, through its descriptor, and executes its own binary
+// for every helper. The control: the restart happens, and bash is confined
+// by the genuine helper.
+func TestHelperReplacedWhileTheHostRunsNeverRuns(t *testing.T) {
+	e := setup(t)
+	binDir := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	host := filepath.Join(binDir, "switchboard")
+	copyFile(t, e.bins.Switchboard, host, 0o755)
+	copyFile(t, e.bins.Sandbox, filepath.Join(binDir, "switchboard-sandbox"), 0o755)
+	copyFile(t, e.bins.Builtins, filepath.Join(binDir, "switchboard-builtins"), 0o755)
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.bins.Switchboard = host
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	comm := func(when string) string {
+		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "cat /proc/1/comm; echo " + when}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resultText(res)
+	}
+	if out := comm("before"); !strings.Contains(out, "switchboard-san") {
+		t.Fatalf("before: PID 1 in bash's sandbox is %q", out)
+	}
+	marker := filepath.Join(t.TempDir(), "replaced-helper-ran")
+	evil := fmt.Sprintf("#!/bin/sh\necho ran >> %s\nexec %s sandbox-exec \"$@\"\n", marker, host)
+	planted := filepath.Join(binDir, "switchboard-sandbox")
+	if err := os.WriteFile(planted+".new", []byte(evil), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(planted+".new", planted); err != nil {
+		t.Fatal(err)
+	}
+	before := pids(status(t, e))["bash"]
+	if out, errOut, code := run(t, e, "restart", "bash", "--config", e.config); code != 0 {
+		t.Fatalf("restart = %d %q %q", code, out, errOut)
+	}
+	waitRestarted(t, e, "bash", before)
+	out := comm("after")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("the helper put in place while the host ran was run: %q", b)
+	}
+	if !strings.Contains(out, "switchboard-san") {
+		t.Errorf("after the restart PID 1 in bash's sandbox is %q, want the genuine helper", out)
+	}
+}

@@ -1,6 +1,9 @@
 package loader
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -267,6 +270,20 @@ var helperPin atomic.Pointer[string]
 func init() {
 	p := HelperPin
 	helperPin.Store(&p)
+	// The spawner is started from the helper file it checks here, through
+	// its descriptor (sandbox.startSpawner): the file HelperFor chose may
+	// have been replaced since.
+	sandbox.VerifyHelper = func(path string, f *os.File) bool {
+		if filepath.Base(path) != HelperBinary {
+			return true // a switchboard binary serving as its own helper
+		}
+		pin := *helperPin.Load()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return false
+		}
+		return pin != "" && hex.EncodeToString(h.Sum(nil)) == pin
+	}
 }
 
 // HelperFor returns the sandbox helper to use with the switchboard binary

@@ -215,6 +215,30 @@ func StopSpawners() {
 	}
 }
 
+// VerifyHelper, when set, says whether the file at path, open in f, may
+// be run as the helper: the one this build pins (the loader sets it).
+// Unset, any file is taken.
+var VerifyHelper func(path string, f *os.File) bool
+
+// openHelper opens helper for the spawner's start, or returns nil for the
+// host's own binary (/proc/self/exe): when helper is that binary, or is not
+// a file VerifyHelper accepts.
+func openHelper(helper string) *os.File {
+	self, err := os.Executable()
+	if err == nil && self == helper {
+		return nil
+	}
+	f, err := os.Open(helper)
+	if err != nil {
+		return nil
+	}
+	if VerifyHelper != nil && !VerifyHelper(helper, f) {
+		_ = f.Close()
+		return nil
+	}
+	return f
+}
+
 func startSpawner(helper string) (*spawner, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -222,10 +246,23 @@ func startSpawner(helper string) (*spawner, error) {
 	}
 	theirs := os.NewFile(uintptr(pair[1]), "spawner") //nolint:gosec // G115: a descriptor
 	defer func() { _ = theirs.Close() }()
-	cmd := exec.Command(helper, HelperCommand)
-	cmd.Env = []string{EnvSpec + "=spawner", "GOMAXPROCS=1"}
+	// The spawner is executed from the file checked here, through its
+	// descriptor (its fd 4, looked up before the exec closes it), and it
+	// executes its own binary for every helper: a file put at the
+	// helper's path later (a rebuild lifts the read-only mount that
+	// sandboxes have over the old one, and a server may then write a new
+	// one) is never run (red team). A helper that is not the one this build
+	// pins is not run at all: the host's own binary is the spawner then.
+	cmd := exec.Command("/proc/self/exe", HelperCommand)
 	cmd.ExtraFiles = []*os.File{theirs} // its fd 3: sandboxinit.SpawnerFD
-	cmd.Stderr = os.Stderr              // what it cannot report on the socket
+	if f := openHelper(helper); f != nil {
+		defer func() { _ = f.Close() }()
+		cmd.Path = "/proc/self/fd/4"
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	}
+	cmd.Args[0] = helper // its name in ps
+	cmd.Env = []string{EnvSpec + "=spawner", "GOMAXPROCS=1", sandboxinit.EnvSpawnerFor + "=" + helper}
+	cmd.Stderr = os.Stderr // what it cannot report on the socket
 	// Its own process group (a terminal's ^C is for the host, which stops
 	// its plugins in order), and it dies with the host, its helpers with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -17,6 +17,13 @@ import (
 // SpawnerFD is the spawner's end of its socket with the host.
 const SpawnerFD = 3
 
+// EnvSpawnerFor names, in the spawner's environment, the helper path the
+// host's requests use: the spawner executes its own binary for them
+// (/proc/self/exe, the file the host checked and started it from), never
+// the file that path names by the time of a start, which a server may
+// have replaced since (red team).
+const EnvSpawnerFor = "SWITCHBOARD_SPAWNER_FOR"
+
 // SpawnRequest asks the spawner to start one sandbox helper. The child's
 // descriptors (0, 1, 2, then any extra ones, in order) come with the
 // message (SCM_RIGHTS).
@@ -96,6 +103,7 @@ func runSpawner() int {
 			}
 		}
 	}()
+	helper := os.Getenv(EnvSpawnerFor)
 	buf := make([]byte, MaxSpawnRequest)
 	oob := make([]byte, unix.CmsgSpace(4*maxSpawnFDs))
 	for {
@@ -107,7 +115,7 @@ func runSpawner() int {
 			return 0 // the host is gone, or done
 		}
 		fds, ferr := rights(oob[:oobn])
-		pid, serr := spawn(buf[:n], fds)
+		pid, serr := spawn(buf[:n], fds, helper)
 		for _, fd := range fds {
 			_ = unix.Close(fd)
 		}
@@ -143,8 +151,9 @@ func rights(oob []byte) ([]int, error) {
 	return fds, nil
 }
 
-// spawn starts the helper a request describes.
-func spawn(raw []byte, fds []int) (int, error) {
+// spawn starts the helper a request describes; a request for helper runs
+// this process's own binary.
+func spawn(raw []byte, fds []int, helper string) (int, error) {
 	var req SpawnRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return 0, fmt.Errorf("sandbox spawner: bad request: %w", err)
@@ -156,7 +165,11 @@ func spawn(raw []byte, fds []int) (int, error) {
 	for i, fd := range fds {
 		files[i] = uintptr(fd) //nolint:gosec // G115: a descriptor
 	}
-	return syscall.ForkExec(req.Path, req.Args, &syscall.ProcAttr{
+	path := req.Path
+	if helper != "" && path == helper {
+		path = "/proc/self/exe"
+	}
+	return syscall.ForkExec(path, req.Args, &syscall.ProcAttr{
 		Dir: req.Dir, Env: req.Env, Files: files,
 		Sys: &syscall.SysProcAttr{
 			Cloneflags: req.Cloneflags, AmbientCaps: req.AmbientCaps,
