@@ -328,3 +328,8 @@ func ParseBytes(s string) (int64, error) {
 }
 
 func sleepBriefly() { time.Sleep(20 * time.Millisecond) }
+
+// VerifyHelper, when set, says whether the file at path, open in f, may
+// be run as the helper: the one this build pins (the loader sets it).
+// Unset, any file is taken.
+var VerifyHelper func(path string, f *os.File) bool

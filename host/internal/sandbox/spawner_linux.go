@@ -215,11 +215,6 @@ func StopSpawners() {
 	}
 }
 
-// VerifyHelper, when set, says whether the file at path, open in f, may
-// be run as the helper: the one this build pins (the loader sets it).
-// Unset, any file is taken.
-var VerifyHelper func(path string, f *os.File) bool
-
 // openHelper opens helper for the spawner's start, or returns nil for the
 // host's own binary (/proc/self/exe): when helper is that binary, or is not
 // a file VerifyHelper accepts.
