@@ -278,11 +278,19 @@ func init() {
 			return true // a switchboard binary serving as its own helper
 		}
 		pin := *helperPin.Load()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
+		fi, err := f.Stat()
+		if pin == "" || err != nil {
 			return false
 		}
-		return pin != "" && hex.EncodeToString(h.Sum(nil)) == pin
+		// The descriptor's file: hashed unless HelperFor already hashed
+		// a file of this identity.
+		return helperSums.matches(path, fi, pin, func() (string, error) {
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err != nil {
+				return "", err
+			}
+			return hex.EncodeToString(h.Sum(nil)), nil
+		})
 	}
 }
 
@@ -305,7 +313,7 @@ func HelperFor(self string) string {
 	if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
 		return self
 	}
-	if helperSums.matches(h, st, pin) {
+	if helperSums.matches(h, st, pin, func() (string, error) { return launcher.FileSHA256(h) }) {
 		return h
 	}
 	return self
@@ -326,7 +334,9 @@ type helperSum struct {
 	ok  bool
 }
 
-func (m *sumMemo) matches(path string, fi os.FileInfo, pin string) bool {
+// matches says whether the file at path that fi describes hashes to pin,
+// hashing it (sum) only when no file of its identity was hashed before.
+func (m *sumMemo) matches(path string, fi os.FileInfo, pin string, sum func() (string, error)) bool {
 	id, err := identityOf(path, fi)
 	if err != nil {
 		return false
@@ -336,8 +346,8 @@ func (m *sumMemo) matches(path string, fi os.FileInfo, pin string) bool {
 	if v, ok := m.seen[path]; ok && v.id == *id && v.pin == pin {
 		return v.ok
 	}
-	sum, err := launcher.FileSHA256(path)
-	ok := err == nil && sum == pin
+	got, err := sum()
+	ok := err == nil && got == pin
 	if m.seen == nil {
 		m.seen = map[string]helperSum{}
 	}
