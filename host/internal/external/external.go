@@ -67,6 +67,7 @@ type Server struct {
 	info   atomic.Pointer[toolcall.Description] // replaced when the server's lists change
 	caps   mcp.ServerCapabilities
 	cmd    *exec.Cmd
+	pid    int                  // a stdio server's process, once started
 	conf   launcher.Confinement // the sandbox of a stdio server's process
 	nextID atomic.Int64
 	drops  dropReport // notifications and call logs that did not fit
@@ -153,10 +154,10 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 		if err != nil {
 			return fail(err)
 		}
-		if s.conf != nil && s.cmd != nil && s.cmd.Process != nil {
+		if s.conf != nil && s.pid > 0 {
 			// Before initialize: a sandbox with limits holds the server
 			// until it is in its cgroup.
-			if err := s.conf.Started(s.cmd.Process.Pid); err != nil {
+			if err := s.conf.Started(s.pid); err != nil {
 				return fail(err)
 			}
 		}
@@ -183,8 +184,8 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 		return fail(err)
 	}
 	s.info.Store(info)
-	if s.cmd != nil && s.cmd.Process != nil {
-		go s.watchProcess(s.cmd.Process.Pid)
+	if s.pid > 0 {
+		go s.watchProcess(s.pid)
 	}
 	return s, nil
 }
@@ -538,12 +539,7 @@ func (s *Server) Ping(ctx context.Context) error {
 }
 
 // PID is the stdio server's process id (0 for HTTP).
-func (s *Server) PID() int {
-	if s.cmd != nil && s.cmd.Process != nil {
-		return s.cmd.Process.Pid
-	}
-	return 0
-}
+func (s *Server) PID() int { return s.pid }
 
 // ProtocolVersion is 0: external servers speak MCP, not the plugin
 // protocol.

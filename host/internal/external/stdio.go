@@ -31,37 +31,72 @@ func (s *Server) startStdio() (*transport.Stdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := cmd.StdinPipe()
+	// Pipes of our own, not StdinPipe and StdoutPipe: cmd.Wait (the
+	// reaper below) would close StdoutPipe's end with output still
+	// unread, and a start through the sandbox's spawner passes files.
+	var ends []*os.File // the child's, closed once it has them
+	closeAll := func(fs ...*os.File) {
+		for _, f := range fs {
+			_ = f.Close()
+		}
+	}
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	// An os.Pipe of ours, not StdoutPipe: cmd.Wait (the reaper below)
-	// would close StdoutPipe's end with output still unread.
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		_ = stdin.Close()
+		closeAll(inR, inW)
 		return nil, err
 	}
-	cmd.Stdout = outW
+	ends = append(ends, inR, outW)
+	cmd.Stdin, cmd.Stdout = inR, outW
 	// Its stderr goes to the log with a plugin's limits (rate, line length).
-	cmd.Stderr = launcher.LimitedLogger(s.log).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
-	// A child of the server that keeps stderr open must not hold the
-	// reaper for ever.
-	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
-		_ = stdin.Close()
-		_ = outR.Close()
-		_ = outW.Close()
-		return nil, err
+	logw := launcher.LimitedLogger(s.log).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	if ps, ok := s.conf.(launcher.ProcessStarter); ok {
+		// Confined in namespaces: the sandbox's spawner starts it, as it
+		// starts plugins (the host does not fork itself into new
+		// namespaces, which copies its page tables).
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			closeAll(inR, inW, outR, outW)
+			return nil, err
+		}
+		cmd.Stderr = errW
+		p, err := ps.StartProcess(cmd)
+		closeAll(append(ends, errW)...)
+		if err != nil {
+			closeAll(inW, outR, errR)
+			return nil, err
+		}
+		s.pid = p.Pid()
+		go func() {
+			// Until every process holding it is gone: all of them end
+			// with the sandbox's PID namespace.
+			_, _ = io.Copy(logw, errR)
+			_ = errR.Close()
+		}()
+		go func() { _ = p.Wait() }() // the spawner reaps it; watchProcess notices the exit
+	} else {
+		cmd.Stderr = logw
+		// A child of the server that keeps stderr open must not hold the
+		// reaper for ever.
+		cmd.WaitDelay = 2 * time.Second
+		err := cmd.Start()
+		closeAll(ends...)
+		if err != nil {
+			closeAll(inW, outR)
+			return nil, err
+		}
+		s.pid = cmd.Process.Pid
+		go func() { _ = cmd.Wait() }() // reaps it; watchProcess notices the exit
 	}
-	_ = outW.Close()
-	go func() { _ = cmd.Wait() }() // reaps it; watchProcess notices the exit
 	out := &lineCap{r: outR, max: MaxLineBytes, onCut: func() {
 		s.log.Warn(fmt.Sprintf("the server wrote a line of more than %d MB on stdout; the rest of it was dropped (no MCP message is that long)", MaxLineBytes>>20))
 	}}
 	// The transport's Close closes stdin and what it takes for stderr:
 	// give it the stdout pipe there, so that Close also ends the read.
-	return transport.NewIO(out, stdin, outR), nil
+	return transport.NewIO(out, inW, outR), nil
 }
 
 // lineCap passes a stdio server's output on, cutting every line longer
