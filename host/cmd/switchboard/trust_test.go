@@ -112,6 +112,44 @@ func TestConfigWatchAppliesWhenOutOfReach(t *testing.T) {
 	}
 }
 
+// TestConfigWatchAppliesDuringContinuousEdits: a file written again and
+// again (an editor's autosave, a tool's loop) is applied within a bounded
+// time, not only once the writes stop: each write used to restart the
+// wait.
+func TestConfigWatchAppliesDuringContinuousEdits(t *testing.T) {
+	e := trustSetup(t, "required")
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	if readAllowed(t, c) {
+		t.Fatal("read_text_file is allowed before the change; the config denies it")
+	}
+	trustConfig(t, e.config, "required", "", "")
+	changed, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				_ = os.WriteFile(e.config, changed, 0o600)
+			}
+		}
+	}()
+	defer func() { close(stop); <-stopped }()
+	// Writes every 100 ms for 12 s: the change must be applied while
+	// they go on.
+	if !eventually(12*time.Second, func() bool { return readAllowed(t, c) }) {
+		t.Fatalf("the change was not applied while the file kept being written; status: %+v", statusNotices(t, e))
+	}
+}
+
 // TestConfigWatchHoldsWhenInReach: bash runs unconfined, so it could have
 // written the config: the agent's change (lifting a deny) stays unapplied,
 // and status says why, until a person runs `switchboard reload`.

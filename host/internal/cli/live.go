@@ -222,6 +222,14 @@ func (a *app) disconnectCmd() *cobra.Command {
 	}
 }
 
+// A changed config file is applied once it has been quiet for
+// reloadSettle (editors write in steps), and at most reloadMaxWait after
+// the first change of a burst.
+const (
+	reloadSettle  = 300 * time.Millisecond
+	reloadMaxWait = 2 * time.Second
+)
+
 // watchReload reloads the config on SIGHUP, and when the file changes
 // (debounced) while no tool can have written it (loader.Host.
 // ConfigOutOfReach); otherwise the change waits for `switchboard reload`
@@ -267,6 +275,7 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 			events, errs = w.Events, w.Errors
 		}
 		var debounce, rehide <-chan time.Time
+		var due time.Time // the latest a burst of changes waits until
 		for {
 			select {
 			case <-ctx.Done():
@@ -277,7 +286,13 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 				switch filepath.Clean(ev.Name) {
 				case file:
 					if ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename) != 0 {
-						debounce = time.After(300 * time.Millisecond)
+						// Quiet for a moment, or at most reloadMaxWait
+						// after the first change: a file written again
+						// and again is still applied.
+						if debounce == nil {
+							due = time.Now().Add(reloadMaxWait)
+						}
+						debounce = time.After(max(0, min(reloadSettle, time.Until(due))))
 					}
 				case lockFile:
 					// `switchboard plugin lock` replaces the lock file:
