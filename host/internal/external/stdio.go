@@ -16,8 +16,9 @@ import (
 
 // MaxLineBytes is the longest line a stdio server may write: one JSON-RPC
 // message, as large as the host takes from its own clients. A longer line
-// is cut there and the rest of it dropped (the call it answered, if any,
-// then ends at its call_timeout), and the host says so in its log.
+// is cut there and the rest of it dropped, and the host says so in its
+// log; the call it answered fails at once (lineCap), or, where the line's
+// head does not show which call it answered, at its call_timeout.
 const MaxLineBytes = 16 << 20
 
 // startStdio starts a stdio server's process on pipes of the host's own
@@ -102,18 +103,39 @@ func (s *Server) startStdio() (*transport.Stdio, error) {
 // lineCap passes a stdio server's output on, cutting every line longer
 // than max bytes at max (a newline ends what was passed on) and dropping
 // the rest of it, so a reader that collects whole lines holds at most max
-// bytes of one.
+// bytes of one. A cut line that answered a request (its top-level "id" is
+// in its first headKeep bytes, where servers put it) is followed by an
+// error answer to that request, so the call fails at once, saying why,
+// instead of waiting for its timeout.
 type lineCap struct {
 	r        io.Reader
 	max      int
-	n        int  // bytes of the current line passed on
-	skipping bool // in a cut line: drop until its newline
+	n        int    // bytes of the current line passed on
+	skipping bool   // in a cut line: drop until its newline
+	head     []byte // the current line's first headKeep bytes
+	pending  []byte // an error answer to pass on next
+	carry    []byte // input read but not yet passed on (after a cut answer)
 	onCut    func()
 }
 
+// headKeep is how much of each line lineCap keeps to find a cut answer's id.
+const headKeep = 1024
+
 func (c *lineCap) Read(p []byte) (int, error) {
 	for {
-		n, err := c.r.Read(p)
+		if len(c.pending) > 0 {
+			n := copy(p, c.pending)
+			c.pending = c.pending[n:]
+			return n, nil
+		}
+		var n int
+		var err error
+		if len(c.carry) > 0 {
+			n = copy(p, c.carry)
+			c.carry = c.carry[n:]
+		} else {
+			n, err = c.r.Read(p)
+		}
 		if out := c.filter(p[:n]); out > 0 || err != nil {
 			return out, err
 		}
@@ -134,21 +156,115 @@ func (c *lineCap) filter(p []byte) int {
 		switch {
 		case c.skipping:
 		case c.n+content > c.max:
-			out += copy(p[out:], rest[:c.max-c.n])
+			kept := rest[:c.max-c.n]
+			c.keepHead(kept)
+			// What follows the cut, before the newline below overwrites
+			// its first byte.
+			after := rest[len(kept):]
+			if topLevelID(c.head) != nil {
+				after = bytes.Clone(after)
+			}
+			out += copy(p[out:], kept)
 			p[out] = '\n'
 			out++
 			c.skipping = true
 			if c.onCut != nil {
 				c.onCut()
 			}
+			if id := topLevelID(c.head); id != nil {
+				c.pending = fmt.Appendf(c.pending, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"the server's answer is longer than %d MB, more than the host takes in one message; it was dropped"}}`+"\n", id, c.max>>20)
+				// The answer goes next, before any line after the cut
+				// one: what is left of the input waits.
+				c.carry = append(after, c.carry...)
+				return out
+			}
 		default:
+			c.keepHead(rest[:content])
 			out += copy(p[out:], rest[:next])
 			c.n += content
 		}
 		if nl >= 0 {
-			c.n, c.skipping = 0, false
+			c.n, c.skipping, c.head = 0, false, c.head[:0]
 		}
 		pos += next
 	}
 	return out
+}
+
+// keepHead adds b to the current line's head, up to headKeep bytes.
+func (c *lineCap) keepHead(b []byte) {
+	if room := headKeep - len(c.head); room > 0 {
+		c.head = append(c.head, b[:min(room, len(b))]...)
+	}
+}
+
+// topLevelID finds the value of the "id" member of the JSON object that
+// b begins (b may end anywhere): a number or a string, as JSON-RPC ids
+// are, returned as it was written.
+func topLevelID(b []byte) []byte {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(b, i)
+			if end < 0 {
+				return nil
+			}
+			if depth == 1 && string(b[i:end+1]) == `"id"` {
+				j := skipSpace(b, end+1)
+				if j < len(b) && b[j] == ':' {
+					return idValue(b, skipSpace(b, j+1))
+				}
+			}
+			i = end
+		}
+	}
+	return nil
+}
+
+// stringEnd returns the index of the quote that ends the JSON string
+// starting at b[i], or -1 when b ends first.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	return -1
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// idValue returns the JSON string or number at b[i], or nil.
+func idValue(b []byte, i int) []byte {
+	if i >= len(b) {
+		return nil
+	}
+	if b[i] == '"' {
+		end := stringEnd(b, i)
+		if end < 0 {
+			return nil
+		}
+		return b[i : end+1]
+	}
+	j := i
+	for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || (b[j] >= '0' && b[j] <= '9')) {
+		j++
+	}
+	if j == i || j == len(b) {
+		return nil // not a number, or it may go on past the head
+	}
+	return b[i:j]
 }

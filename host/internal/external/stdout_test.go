@@ -1,6 +1,7 @@
 package external
 
 import (
+	"context"
 	"io"
 	"runtime/metrics"
 	"strings"
@@ -75,6 +76,76 @@ func TestLineCap(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A cut line that answered a request is followed by an error answer to
+// it (the request's id found in the line's head), so the call fails at
+// once instead of waiting for its timeout; a cut line without an id in
+// its head is only cut.
+func TestLineCapAnswersACutAnswer(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"number id", `{"jsonrpc":"2.0","id":7,"result":"xxxxxxxxxxxxxxxxxxxxxxxxxxxx"}` + "\n" + `{"id":8}` + "\n",
+			`{"jsonrpc":"2.0","id":7,"result":"xxxxxx` + "\n" + `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"the server's answer is longer than 0 MB, more than the host takes in one message; it was dropped"}}` + "\n" + `{"id":8}` + "\n"},
+		{"string id", `{"id":"sb-\"3","result":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}` + "\n",
+			`{"id":"sb-\"3","result":"xxxxxxxxxxxxxxx` + "\n" + `{"jsonrpc":"2.0","id":"sb-\"3","error":{"code":-32603,"message":"the server's answer is longer than 0 MB, more than the host takes in one message; it was dropped"}}` + "\n"},
+		{"no id in the head", strings.Repeat("x", 50) + "\n", strings.Repeat("x", 40) + "\n"},
+	} {
+		for _, split := range []string{"whole", "byte by byte"} {
+			t.Run(tc.name+"/"+split, func(t *testing.T) {
+				var r io.Reader = strings.NewReader(tc.in)
+				if split != "whole" {
+					r = iotest.OneByteReader(r)
+				}
+				got, err := io.ReadAll(&lineCap{r: r, max: 40})
+				if err != nil || string(got) != tc.want {
+					t.Errorf("lineCap(%q) =\n%q, %v; want\n%q", tc.in, got, err, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// topLevelID finds the id member of the object a line begins, not one
+// nested in it, nor a string "id" that is a value, and only when all of
+// it is in the head.
+func TestTopLevelID(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":12,"result":{}}`:     "12",
+		`{"result":{"id":1,"x":[{"id":5}]},"id":2}`: "2",
+		`{"method":"id","id":"a\"b\\"}`:             `"a\"b\\"`,
+		` { "id" : -3.5e2 , "x":1}`:                 "-3.5e2",
+		`{"id":12`:                                  "",
+		`{"id":"unterminated`:                       "",
+		`[{"id":1}]`:                                "",
+		`{"result":"{\"id\":9}","id":null}`:         "",
+		`{"jsonrpc":"2.0","result":"xxxxxxxxxxxxx`:  "",
+	} {
+		if got := topLevelID([]byte(in)); string(got) != want || (got == nil) != (want == "") {
+			t.Errorf("topLevelID(%s) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+// An answer longer than the host takes (a tool returning 20 MB of text)
+// fails its call at once, saying why, and the server goes on answering.
+func TestStdioServerHugeAnswerFailsItsCall(t *testing.T) {
+	s, err := Connect(t.Context(), Spec{Name: "ext", Command: fixtures.Build(t).MCPServer, Timeout: 30 * time.Second}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(t.Context()) })
+	// Far less than a timeout would take: the call ends with the host's
+	// own error answer, not with this context.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := s.Call(ctx, "fault", []byte(`{"kind":"huge","mb":20}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "longer than 16 MB") {
+		t.Fatalf("a 20 MB answer: %v, %v; want the call to fail saying the answer is longer than 16 MB", res, err)
+	}
+	res, err = s.Call(t.Context(), "echo", []byte(`{"text":"still here"}`), nil)
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].Text, "still here") {
+		t.Errorf("echo after the huge answer: %v, %v", res, err)
 	}
 }
 
