@@ -190,6 +190,36 @@ func TestConfigWatchHoldsWhenInReach(t *testing.T) {
 	}
 }
 
+// TestBrokenMCPJSONDoesNotStopTheHost: the project's .mcp.json is a file
+// tools may write; written broken (the attack: an agent that wants the
+// host down at its next start, or its next reload refused), it is left
+// out with a warning, and the host starts, reloads and serves the rest.
+func TestBrokenMCPJSONDoesNotStopTheHost(t *testing.T) {
+	e := trustSetup(t, "required")
+	mcpJSON := filepath.Join(e.project, ".mcp.json")
+	if err := os.WriteFile(mcpJSON, []byte(`{"mcpServers": {"half": {"comm`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trustConfig(t, e.config, "required", "", "import_mcp_json = true\n")
+	out, errOut, code := run(t, e, "validate", "--config", e.config)
+	if code != 0 || !strings.Contains(errOut, "warning: Cannot import all of .mcp.json") || !strings.Contains(errOut, "not valid JSON") {
+		t.Fatalf("validate = %d\n%s%s; want valid with a warning about .mcp.json", code, out, errOut)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	if got, isErr := mustCall(t, c, "filesystem__list_directory", map[string]any{"path": "."}); isErr || !strings.Contains(got, "notes.txt") {
+		t.Fatalf("the host does not serve its built-ins with a broken .mcp.json: %q", got)
+	}
+	// Broken again while it runs: the reload is applied, with a note.
+	if err := os.WriteFile(mcpJSON, []byte(`not json`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = run(t, e, "reload", "--config", e.config)
+	if code != 0 || !strings.Contains(out, "note: Cannot import all of .mcp.json") {
+		t.Fatalf("reload = %d\n%s%s; want it applied with a note about .mcp.json", code, out, errOut)
+	}
+}
+
 // TestMCPJSONNeedsApproval: a .mcp.json the agent wrote starts nothing
 // until a person approves the entry, and a changed entry waits again.
 func TestMCPJSONNeedsApproval(t *testing.T) {

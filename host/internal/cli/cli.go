@@ -227,6 +227,9 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 		return nil, nil, nil, err
 	}
 	log := a.logger(cfg, oneShot)
+	for _, w := range cfg.Warnings {
+		log.Warn("config: " + w)
+	}
 	if hideErr != nil {
 		log.Warn("the host's memory and environment stay readable by this user's other processes", "error", hideErr)
 	}

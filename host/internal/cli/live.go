@@ -334,8 +334,13 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 				return
 			case why := <-trigger:
 				log.Info("reloading the config", "because", why)
-				if _, err := watch.reload(ctx, h); err != nil {
+				res, err := watch.reload(ctx, h)
+				if err != nil {
 					log.Error("reload refused", "error", err)
+					continue
+				}
+				for _, w := range res.Warnings {
+					log.Warn("config: " + w)
 				}
 			}
 		}

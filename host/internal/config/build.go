@@ -500,9 +500,20 @@ func (b *builder) importMCPJSON(on *bool) {
 		return
 	}
 	b.cfg.MCPJSON = filepath.Join(b.cfg.ProjectDir, ".mcp.json")
+	// The file is the project's, which tools may write: what is wrong
+	// with it is a warning (its servers, or the broken entries, are left
+	// out), never a config the host refuses to start or reload with.
 	mj, err := readMCPJSON(b.cfg.MCPJSON, b.cfg.Restart)
 	if err != nil {
-		b.errAt(b.at("import_mcp_json"), "Cannot import .mcp.json", err.Error())
+		r := b.at("import_mcp_json")
+		left := "the entries named are not imported; the rest are"
+		if mj == nil {
+			left = "none of its servers are imported"
+		}
+		b.diags = append(b.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning, Summary: "Cannot import all of .mcp.json",
+			Detail: fmt.Sprintf("%v: %s, and the rest of the config is used. Fix the file, then run `switchboard reload`.", err, left), Subject: &r,
+		})
 	}
 	for _, x := range mj {
 		if _, dup := b.seen["external "+x.Name]; dup {

@@ -43,6 +43,9 @@ type Config struct {
 	File string
 	// MCPJSON is the imported .mcp.json ("" when import_mcp_json is off).
 	MCPJSON string
+	// Warnings are what Load found wrong but not fatal (a .mcp.json it
+	// could not import), for the host to log at start and on reload.
+	Warnings []string
 	// ProjectDir is the directory every built-in is confined to.
 	ProjectDir string
 	// DataDir holds host state (audit log, permission decisions, saved
@@ -542,6 +545,11 @@ func LoadBytes(abs string, src []byte, parser *hclparse.Parser) *Result {
 	res.Diags = append(res.Diags, d...)
 	if !res.Diags.HasErrors() {
 		res.Config = cfg
+		for _, d := range res.Diags {
+			if d.Severity == hcl.DiagWarning {
+				cfg.Warnings = append(cfg.Warnings, d.Summary+": "+d.Detail)
+			}
+		}
 	}
 	return res
 }

@@ -250,6 +250,49 @@ func TestImportMCPJSON(t *testing.T) {
 	}
 }
 
+// A .mcp.json the host cannot use (a tool in the project may write it)
+// leaves its servers, or its broken entries, out with a warning: the
+// config itself stays valid, so a broken file cannot stop the host from
+// starting or reloading.
+func TestBrokenMCPJSONIsAWarning(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, tc := range []struct {
+		name, file, warning string
+		imported            []string
+	}{
+		{"not JSON", `{"mcpServers": {`, "is not valid JSON", nil},
+		{"a broken entry", `{"mcpServers": {"good": {"command": "x"}, "bad name!": {"command": "y"}, "neither": {}}}`,
+			`"bad name!" is not a valid server name; neither needs exactly one of command and url`, []string{"good"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte("import_mcp_json = true\nbuiltin \"git\" {}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res := Load(filepath.Join(dir, "config.hcl"))
+			if res.Diags.HasErrors() || res.Config == nil {
+				t.Fatalf("Load = %v; want a valid config", res.Diags)
+			}
+			if len(res.Config.Warnings) != 1 || !strings.Contains(res.Config.Warnings[0], tc.warning) {
+				t.Errorf("warnings = %q; want one saying %q", res.Config.Warnings, tc.warning)
+			}
+			var got []string
+			for _, x := range res.Config.Externals {
+				got = append(got, x.Name)
+			}
+			if !slices.Equal(got, tc.imported) {
+				t.Errorf("imported %v; want %v", got, tc.imported)
+			}
+			if !slices.ContainsFunc(res.Config.Builtins, func(b *Builtin) bool { return b.Name == "git" }) {
+				t.Errorf("the rest of the config was not used: builtins %v", res.Config.Builtins)
+			}
+		})
+	}
+}
+
 // TestREADMEExamples keeps the README's config examples valid.
 func TestREADMEExamples(t *testing.T) {
 	b, err := os.ReadFile("../../../README.md")
@@ -416,8 +459,8 @@ func TestMCPJSONMustBeARegularFile(t *testing.T) {
 			go func() { done <- Load(filepath.Join(dir, "config.hcl")) }()
 			select {
 			case res := <-done:
-				if !res.Diags.HasErrors() || !strings.Contains(res.Diags.Error(), tc.want) {
-					t.Errorf("Load with a .mcp.json that is %s: %v, want an error saying %q", tc.name, res.Diags, tc.want)
+				if res.Config == nil || len(res.Config.Warnings) != 1 || !strings.Contains(res.Config.Warnings[0], tc.want) {
+					t.Errorf("Load with a .mcp.json that is %s: %v, want the config with a warning saying %q", tc.name, res.Diags, tc.want)
 				}
 			case <-time.After(20 * time.Second):
 				t.Fatalf("Load with a .mcp.json that is %s did not return", tc.name)

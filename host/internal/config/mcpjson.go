@@ -84,6 +84,9 @@ func readMCPJSON(path string, restart Restart) ([]*External, error) {
 		out = append(out, x)
 	}
 	if len(problems) > 0 {
+		if out == nil {
+			out = []*External{} // the file was read: some entries stand
+		}
 		return out, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))
 	}
 	return out, nil

@@ -700,7 +700,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 		return nil, &InvalidConfigError{Result: res}
 	}
 	next := res.Config
-	out := &ReloadResult{}
+	out := &ReloadResult{Warnings: slices.Clone(next.Warnings)}
 	if next.DataDir != h.cfg.DataDir {
 		out.Warnings = append(out.Warnings, "data_dir changed: the host keeps using "+h.cfg.DataDir+" until it restarts")
 	}
