@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -712,5 +714,82 @@ func TestHelperReplacedWhileTheHostRunsNeverRuns(t *testing.T) {
 	}
 	if !strings.Contains(out, "switchboard-san") {
 		t.Errorf("after the restart PID 1 in bash's sandbox is %q, want the genuine helper", out)
+	}
+}
+
+// socketRoots lists the hosts' socket folders in dir.
+func socketRoots(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "switchboard-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestKilledHostsSocketFoldersAreRemoved: go-plugin makes a folder for
+// each plugin's socket, and the sandbox a private temporary folder for
+// each server, removed when the server stops, which never happens for a
+// killed host's; they piled up in the temporary folder. Each host keeps
+// them in one folder of its own, named after its pid, removes it at its
+// exit, and removes those of hosts that are gone when it starts.
+func TestKilledHostsSocketFoldersAreRemoved(t *testing.T) {
+	e := setup(t)
+	// A short path: under a long one the host keeps go-plugin's default
+	// (a socket's path is limited to about 100 bytes).
+	tmp, err := os.MkdirTemp("", "sbt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	withTmp := func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, "TMPDIR="+tmp) }
+	// Another host of this user's that is still running keeps its folder.
+	live := filepath.Join(tmp, fmt.Sprintf("switchboard-%d-1", os.Getpid()))
+	if err := os.MkdirAll(filepath.Join(live, "plugin-dir1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	c, cmd := mcpClient(t, e, withTmp)
+	initialize(t, c)
+	killed := socketRoots(t, tmp)
+	if len(killed) != 2 {
+		t.Fatalf("socket folders while the host runs: %v; want the running test's and the host's own", killed)
+	}
+	own := filepath.Join(tmp, fmt.Sprintf("switchboard-%d-*", cmd.Process.Pid))
+	if entries, _ := filepath.Glob(filepath.Join(own, "plugin-dir*")); len(entries) == 0 {
+		t.Fatalf("the host's plugins have no socket folders in its own folder under %s", tmp)
+	}
+	if entries, _ := filepath.Glob(filepath.Join(own, "switchboard-bash-*")); len(entries) != 1 {
+		t.Fatalf("bash's sandbox has no private temporary folder in the host's own folder under %s", tmp)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close() // reaps it: a zombie still counts as running
+	if !eventually(10*time.Second, func() bool { return syscall.Kill(cmd.Process.Pid, 0) != nil }) {
+		t.Fatal("the killed host is still there")
+	}
+	if got := socketRoots(t, tmp); len(got) != 2 {
+		t.Fatalf("after the kill: %v; the killed host's folder should still be there for the test to prove anything", got)
+	}
+
+	// The next host removes the killed one's folder, not the live one's,
+	// and its own at its exit.
+	c2, cmd2 := mcpClient(t, e, withTmp)
+	initialize(t, c2)
+	got := socketRoots(t, tmp)
+	for _, d := range killed {
+		if d != live && slices.Contains(got, d) {
+			out, _ := exec.Command("ls", "-laR", d).CombinedOutput()
+			t.Errorf("the killed host's socket folder %s is still there after the next host started:\n%s", d, out)
+		}
+	}
+	if !slices.Contains(got, live) {
+		t.Errorf("the socket folder of a host that still runs was removed: %v", got)
+	}
+	_ = c2.Close()
+	_ = cmd2.Wait()
+	if got := socketRoots(t, tmp); len(got) != 1 || got[0] != live {
+		t.Errorf("after a clean exit: %v; want only the running host's folder", got)
 	}
 }

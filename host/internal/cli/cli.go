@@ -226,6 +226,9 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The folder for the servers' temporary folders, made now so that
+	// those a killed host left are removed even when no server starts.
+	go launcher.TempDir()
 	log := a.logger(cfg, oneShot)
 	for _, w := range cfg.Warnings {
 		log.Warn("config: " + w)
@@ -279,6 +282,7 @@ func hostService(h *loader.Host) launcher.HostService {
 func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
 	_ = reg.Shutdown(context.Background(), cfg.ShutdownGrace)
 	sandbox.StopSpawners()
+	launcher.RemoveTempDir()
 	a.flushTraces()
 }
 
@@ -366,6 +370,7 @@ func (a *app) serve(opts serveOptions) error {
 		}
 		_ = reg.Shutdown(context.Background(), grace)
 		sandbox.StopSpawners()
+		launcher.RemoveTempDir()
 		a.flushTraces()
 	}()
 	watch := newConfigWatch()

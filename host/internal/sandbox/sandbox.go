@@ -131,7 +131,8 @@ type Sandbox struct {
 	// Helper is the switchboard binary that runs `sandbox-exec`.
 	Helper string
 	// TempRoot is where private temporary folders are made (default
-	// os.TempDir()).
+	// launcher.TempDir(), the host's folder in the system's temporary
+	// folder).
 	TempRoot string
 }
 

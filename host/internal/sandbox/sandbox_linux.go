@@ -225,7 +225,11 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		_ = os.MkdirAll(d, 0o700) // best effort: the server says what it misses
 	}
 	c := &confinement{}
-	tmp, err := os.MkdirTemp(s.TempRoot, "switchboard-"+s.Name+"-")
+	root := s.TempRoot
+	if root == "" {
+		root = launcher.TempDir() // the host's own: a killed host's is removed by the next
+	}
+	tmp, err := os.MkdirTemp(root, "switchboard-"+s.Name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: private temp folder: %w", err)
 	}

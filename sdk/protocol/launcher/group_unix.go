@@ -2,7 +2,10 @@
 
 package launcher
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // signalGroup sends sig to the process group led by pid (0 only checks
 // that the group has a process left).
@@ -10,3 +13,10 @@ func signalGroup(pid int, sig syscall.Signal) error { return syscall.Kill(-pid, 
 
 // alive reports whether process pid still runs.
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// ownedByMe reports whether this process's user owns the file fi
+// describes.
+func ownedByMe(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}

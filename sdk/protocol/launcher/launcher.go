@@ -281,6 +281,7 @@ func (p *Plugin) start(log hclog.Logger) error {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCDialOptions:  protocol.GRPCDialOptions(),
 		StartTimeout:     spec.StartTimeout,
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: TempDir()},
 		Logger:           pluginLog,
 		Stderr:           &p.stderr,
 		SyncStdout:       pluginLog.Named(spec.Name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),
