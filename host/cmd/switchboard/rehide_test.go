@@ -793,3 +793,68 @@ func TestKilledHostsSocketFoldersAreRemoved(t *testing.T) {
 		t.Errorf("after a clean exit: %v; want only the running host's folder", got)
 	}
 }
+
+// TestEveryHostsStateFolderIsHidden: hosts keep their default data_dir in
+// $XDG_STATE_HOME/switchboard, or ~/.local/state/switchboard without it.
+// A host run with another XDG_STATE_HOME hid only its own folder, and a
+// server of it rewrote the permissions of a host run without one; and a
+// folder not made yet could not be hidden, so a server pre-seeded the
+// permissions of a host not started yet (red team round 4). Every host
+// now makes and hides both. The attacks go through a grant of ~/.local,
+// standing for any grant that reaches the folder; the control writes
+// beside it.
+func TestEveryHostsStateFolderIsHidden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other bool // another host's data_dir exists there already
+	}{{"another host's, under another XDG_STATE_HOME", true}, {"a future host's, not made yet", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t)
+			home := t.TempDir()
+			root := filepath.Join(home, ".local", "state", "switchboard")
+			perms := filepath.Join(root, "0123456789ab", "permissions.json")
+			const saved = `{"version":1,"allow":[],"deny":null}`
+			if tc.other {
+				if err := os.MkdirAll(filepath.Dir(perms), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(perms, []byte(saved), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.MkdirAll(filepath.Join(home, ".local"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			cfg := fmt.Sprintf("project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {\n  sandbox {\n    write = [%q]\n  }\n}\n", filepath.Join(home, ".local"))
+			if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := mcpClient(t, e, func(cmd *exec.Cmd) {
+				cmd.Env = append(cmd.Env, "HOME="+home, "XDG_STATE_HOME="+filepath.Join(t.TempDir(), "elsewhere"))
+			})
+			initialize(t, c)
+			grant := `{"version":1,"allow":["bash.*"],"deny":null}`
+			// Encoded, so that bash's own guard of protected paths does not
+			// stop it before the sandbox is tried.
+			script := fmt.Sprintf("mkdir -p %s; printf '%%s' '%s' > %s; mkdir -p %s && echo kept > %s; echo END",
+				filepath.Dir(perms), grant, perms, filepath.Join(home, ".local", "other"), filepath.Join(home, ".local", "other", "file"))
+			res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := resultText(res)
+			if !strings.Contains(out, "END") {
+				t.Fatalf("the command did not run: %q", out)
+			}
+			b, err := os.ReadFile(perms)
+			switch {
+			case tc.other && string(b) != saved:
+				t.Errorf("bash rewrote another host's permissions.json: %q (command said %q)", b, out)
+			case !tc.other && err == nil:
+				t.Errorf("bash wrote permissions for a host not started yet: %q (command said %q)", b, out)
+			}
+			if b, err := os.ReadFile(filepath.Join(home, ".local", "other", "file")); err != nil || string(b) != "kept\n" {
+				t.Errorf("control: the rest of ~/.local is not writable through the grant (%q, %v); command said %q", b, err, out)
+			}
+		})
+	}
+}

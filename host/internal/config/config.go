@@ -651,6 +651,30 @@ func StateRoot() string {
 	return filepath.Join(base, "switchboard")
 }
 
+// StateRoots are the folders every host of this user keeps its default
+// data_dir in: StateRoot, and ~/.local/state/switchboard too, where hosts
+// started without $XDG_STATE_HOME keep theirs (a host with another
+// XDG_STATE_HOME hid only its own, and a server of it rewrote the other
+// hosts' permissions: red team round 4). MakeStateRoots makes them, so
+// that they can be hidden before any host's data_dir exists there (a
+// server pre-seeded the permissions of a host not started yet).
+func StateRoots() []string {
+	roots := []string{StateRoot()}
+	if home, err := os.UserHomeDir(); err == nil {
+		if d := filepath.Join(home, ".local", "state", "switchboard"); d != roots[0] {
+			roots = append(roots, d)
+		}
+	}
+	return roots
+}
+
+// MakeStateRoots makes StateRoots (0700) where they are missing.
+func MakeStateRoots() {
+	for _, r := range StateRoots() {
+		_ = os.MkdirAll(r, 0o700)
+	}
+}
+
 // PeekDataDir finds the data directory of the config at path even when the
 // file is otherwise invalid (so the CLI can still reach a host running on
 // its previous version): a data_dir attribute that evaluates on its own is
@@ -739,12 +763,12 @@ func resolved(p string) string {
 // plugin directories. Paths are absolute; symlinks are resolved where they
 // exist, so a path that reaches into a root through a link is caught.
 func (c *Config) ControlPlane() []string {
-	// StateRoot too: the state of every other host of this user (another
+	// StateRoots too: the state of every other host of this user (another
 	// project's data_dir by default) is as much a control plane as this
 	// one's. A server that may write the XDG state folder (an external
 	// server may) could otherwise rewrite another host's permissions or
 	// approvals (red team).
-	paths := []string{c.File, filepath.Join(filepath.Dir(c.File), LockFileName), c.DataDir, StateRoot()}
+	paths := append([]string{c.File, filepath.Join(filepath.Dir(c.File), LockFileName), c.DataDir}, StateRoots()...)
 	if c.Auth != nil {
 		paths = append(paths, c.Auth.TokensFile)
 	}

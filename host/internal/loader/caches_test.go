@@ -1,10 +1,10 @@
 package loader
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,14 +14,17 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
 
-// An external stdio server could write the whole of ~/.cache, which holds
-// Go's build cache: an entry planted there is linked by the person's next
-// `go build`, outside any sandbox (red team round 5). The test runs a
-// command in an external server's default sandbox that plants a file in
-// ~/.cache/go-build and writes to uv's cache; the plant must fail and the
-// package cache stay writable. The control runs the same command
-// unconfined, where both writes succeed.
-func TestExternalServerCannotWriteGoBuildCache(t *testing.T) {
+// An external stdio server could write the person's package caches,
+// whose contents programs outside any sandbox run unchecked: Go's build
+// cache (a planted entry is linked by the next `go build`, red team round
+// 5), npx's packages in ~/.npm/_npx and uv's tools in ~/.local/share/uv
+// (a server edited a cached package's script and the person's next `npx`
+// ran it unconfined, red team round 4). The test performs those writes
+// from an external server's default sandbox: each must fail, while the
+// same writes into the server's own home folder (its HOME, in its state
+// folder, where its runners keep their caches) succeed. The control runs
+// the command unconfined, where the writes into the person's home succeed.
+func TestExternalServerCannotWriteTheUsersCaches(t *testing.T) {
 	bins := fixtures.Build(t)
 	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
 		t.Skipf("nothing confines here: %s", r)
@@ -29,9 +32,10 @@ func TestExternalServerCannotWriteGoBuildCache(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CACHE_HOME", "")
-	goBuild := filepath.Join(home, ".cache", "go-build")
-	for _, d := range []string{goBuild, filepath.Join(home, ".cache", "uv"), filepath.Join(home, ".npm")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	t.Setenv("XDG_STATE_HOME", "")
+	planted := []string{".cache/go-build/ab-d", ".cache/uv/entry", ".npm/_npx/0123/node_modules/cowsay/cli.js", ".local/share/uv/tools/ruff/bin/ruff"}
+	for _, f := range planted {
+		if err := os.MkdirAll(filepath.Join(home, filepath.Dir(f)), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,58 +44,70 @@ func TestExternalServerCannotWriteGoBuildCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := writeConfig(t, dir, "project_dir = \"project\"\nexternal \"x\" {\n command = \"/bin/sh\"\n}\n")
-	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{}, nil, "", bins.Switchboard)
+	state := ExternalState(cfg, "x")
+	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{}, nil, state, bins.Switchboard)
 	sb.TempRoot = t.TempDir()
 
-	const script = `echo planted > "$1/.cache/go-build/ab-d"; echo ok > "$1/.cache/uv/entry"; echo npm > "$1/.npm/entry"; true`
-	run := func(confined bool) string {
-		for _, f := range []string{filepath.Join(goBuild, "ab-d"), filepath.Join(home, ".cache", "uv", "entry"), filepath.Join(home, ".npm", "entry")} {
-			_ = os.Remove(f)
-		}
-		shIn(t, sb, confined, script, home)
+	script := ""
+	for _, f := range planted {
+		script += fmt.Sprintf("echo planted > \"$1/%s\"; ", f)
+	}
+	// Its own caches, where its runners put them: through HOME and the
+	// variables npm and the XDG runners read.
+	script += `mkdir -p "$HOME/.npm" && echo own > "$HOME/.npm/entry"; mkdir -p "$npm_config_cache/_npx" && echo own > "$npm_config_cache/_npx/entry"; mkdir -p "$XDG_CACHE_HOME/uv" && echo own > "$XDG_CACHE_HOME/uv/entry"; true`
+	written := func() []string {
 		var got []string
-		for _, f := range []string{filepath.Join(goBuild, "ab-d"), filepath.Join(home, ".cache", "uv", "entry"), filepath.Join(home, ".npm", "entry")} {
-			if _, err := os.Stat(f); err == nil {
-				got = append(got, strings.TrimPrefix(f, home+"/"))
+		for _, f := range planted {
+			if b, err := os.ReadFile(filepath.Join(home, f)); err == nil && string(b) == "planted\n" {
+				got = append(got, f)
 			}
+			_ = os.Remove(filepath.Join(home, f))
 		}
-		return strings.Join(got, " ")
+		return got
 	}
-	if got := run(false); got != ".cache/go-build/ab-d .cache/uv/entry .npm/entry" {
-		t.Fatalf("control (unconfined) wrote %q, want all three", got)
+	shIn(t, sb, false, script, home)
+	if got := written(); len(got) != len(planted) {
+		t.Fatalf("control (unconfined) wrote %v, want all of %v", got, planted)
 	}
-	if got := run(true); got != ".cache/uv/entry .npm/entry" {
-		t.Errorf("confined external server wrote %q, want the package caches only (not go-build)", got)
+	shIn(t, sb, true, script, home)
+	if got := written(); len(got) > 0 {
+		t.Errorf("a confined external server wrote into the person's caches: %v", got)
+	}
+	for _, f := range []string{".npm/entry", ".npm/_npx/entry", ".cache/uv/entry"} {
+		if b, err := os.ReadFile(filepath.Join(state, "home", f)); err != nil || string(b) != "own\n" {
+			t.Errorf("the server's own %s was not written in its home folder: %q, %v", f, b, err)
+		}
 	}
 }
 
-// A first `npx` or `uvx` needs its cache folder, which the sandbox does not
-// let it create (the home folder is not writable): the sandbox makes the
-// two at the server's start, not when a command only reads the config.
-func TestExternalServerPackageCachesMade(t *testing.T) {
+// An external server's home folder is made at its start (npx and uvx need
+// their cache folders, and the server may not create folders in the
+// person's home), in its state folder; nothing of the person's home is
+// writable.
+func TestExternalServerHomeMade(t *testing.T) {
 	bins := fixtures.Build(t)
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "project"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := writeConfig(t, dir, "project_dir = \"project\"\nexternal \"x\" {\n command = \"/bin/sh\"\n sandbox { mode = \"best-effort\" }\n}\n")
-	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{Mode: "best-effort"}, nil, "", bins.Switchboard)
+	state := ExternalState(cfg, "x")
+	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{Mode: "best-effort"}, nil, state, bins.Switchboard)
 	sb.TempRoot = t.TempDir()
-	made := []string{filepath.Join(home, ".npm"), filepath.Join(cache, "uv")}
-	for _, d := range made {
-		if _, err := os.Stat(d); err == nil {
-			t.Errorf("%s was made before any start", d)
-		}
-		if !slices.Contains(sb.Policy.Write, d) {
-			t.Errorf("%s is not writable: %v", d, sb.Policy.Write)
+	own := filepath.Join(state, "home")
+	if sb.Policy.Env["HOME"] != own || sb.Policy.Env["npm_config_cache"] != filepath.Join(own, ".npm") {
+		t.Errorf("the server's environment does not point at its own home: %v", sb.Policy.Env)
+	}
+	for _, w := range sb.Policy.Write {
+		if w != cfg.ProjectDir && within(w, home) {
+			t.Errorf("%s in the person's home is writable: %v", w, sb.Policy.Write)
 		}
 	}
-	if slices.Contains(sb.Policy.Write, filepath.Join(home, ".cache")) || slices.Contains(sb.Policy.Write, cache) {
-		t.Errorf("the whole cache folder is writable: %v", sb.Policy.Write)
+	if _, err := os.Stat(own); err == nil {
+		t.Errorf("%s was made before any start", own)
 	}
 	conf, err := sb.Wrap(exec.Command("/bin/true"), "")
 	if err != nil {
@@ -100,10 +116,8 @@ func TestExternalServerPackageCachesMade(t *testing.T) {
 	if conf != nil {
 		defer conf.Stopped()
 	}
-	for _, d := range made {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			t.Errorf("%s was not made at the start: %v", d, err)
-		}
+	if st, err := os.Stat(own); err != nil || !st.IsDir() {
+		t.Errorf("%s was not made at the start: %v", own, err)
 	}
 }
 
@@ -132,7 +146,7 @@ func TestExternalServerCannotReadOtherProgramsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := writeConfig(t, dir, "project_dir = \"project\"\nexternal \"x\" {\n command = \"/bin/sh\"\n}\n")
-	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{}, nil, "", bins.Switchboard)
+	sb := confinement(cfg, hostFilesOf(cfg), registry.KindExternal, "x", config.Sandbox{}, nil, ExternalState(cfg, "x"), bins.Switchboard)
 	sb.TempRoot = t.TempDir()
 	const script = `cat "$1/.config/uv/uv.toml" "$1/.config/gh/hosts.yml" 2>/dev/null; true`
 	run := func(confined bool) string {

@@ -122,14 +122,22 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 			p.ExecOnly, p.Exec = g.ExecOnly, g.Exec
 		}
 	case registry.KindExternal:
-		// Package runners (npx, uvx) keep their caches in the home folder
-		// and fetch packages from the network.
+		// Package runners (npx, uvx) fetch packages from the network and
+		// keep them under the home folder, from one start to the next.
+		// Not in the person's own caches: programs outside any sandbox run
+		// what is there unchecked (npx runs ~/.npm/_npx's code, uv's
+		// tools and Pythons run from ~/.local/share/uv), so a server that
+		// wrote them had its code run unconfined later (red team round 4).
+		// Each server has a home folder of its own in its state folder;
+		// the runners' settings are read where the person keeps them.
 		p.Network = true
-		caches := packageCaches(home)
-		p.Write = append([]string{cfg.ProjectDir}, caches...)
-		p.Make = caches[:min(2, len(caches))] // ~/.npm and uv's cache
+		p.Write = []string{cfg.ProjectDir}
 		p.Read = append([]string{filepath.Join(home, ".npmrc")}, packageConfigs(home)...)
-		p.Env = map[string]string{"HOME": home}
+		if stateDir != "" {
+			own := filepath.Join(stateDir, "home")
+			p.Make = []string{own}
+			p.Env = privateHome(own, home)
+		}
 	default: // third-party plugins: read the project, write their own folder
 		p.Read = []string{cfg.ProjectDir}
 	}
@@ -171,27 +179,32 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper}
 }
 
-// packageCacheNames are the folders under the cache folder ($XDG_CACHE_HOME
-// or ~/.cache) that an external stdio server may write: the caches of the
-// package runners and the browser downloads such servers use. Not the
-// cache folder as a whole: it holds caches that programs outside the
-// sandbox trust, above all Go's build cache (~/.cache/go-build), whose
-// entries a person's next `go build` links without checking (red team
-// round 5). A server that needs another one is granted it with
-// sandbox { write = [...] }.
-var packageCacheNames = []string{"uv", "pip", "pipx", "pypoetry", "node", "pnpm", "yarn", "deno", "ms-playwright", "puppeteer"}
-
-// packageCaches returns the folders an external stdio server may write in
-// the home folder: npm's and uv's first (the sandbox makes those two when
-// missing, so that a first `npx` or `uvx` does not fail for want of a
-// folder it may not create), the other package caches, and uv's data and
-// the XDG state folders.
-func packageCaches(home string) []string {
-	if home == "" {
-		return nil
+// privateHome is the environment that makes own an external server's home
+// folder: its caches, data and state there, and the package runners'
+// settings (npm's, uv's, pip's) read from the person's home where they
+// exist.
+func privateHome(own, home string) map[string]string {
+	env := map[string]string{
+		"HOME":             own,
+		"XDG_CACHE_HOME":   filepath.Join(own, ".cache"),
+		"XDG_DATA_HOME":    filepath.Join(own, ".local", "share"),
+		"XDG_STATE_HOME":   filepath.Join(own, ".local", "state"),
+		"npm_config_cache": filepath.Join(own, ".npm"),
 	}
-	out := append([]string{filepath.Join(home, ".npm")}, under(xdgDir(home, "XDG_CACHE_HOME", ".cache"), packageCacheNames)...) // uv first
-	return append(out, filepath.Join(home, ".local", "share", "uv"), filepath.Join(home, ".local", "state"))
+	if home == "" {
+		return env
+	}
+	configDir := xdgDir(home, "XDG_CONFIG_HOME", ".config")
+	for name, f := range map[string]string{
+		"npm_config_userconfig": filepath.Join(home, ".npmrc"),
+		"UV_CONFIG_FILE":        filepath.Join(configDir, "uv", "uv.toml"),
+		"PIP_CONFIG_FILE":       filepath.Join(configDir, "pip", "pip.conf"),
+	} {
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+			env[name] = f
+		}
+	}
+	return env
 }
 
 // xdgDir returns the folder the XDG variable env names when it is an

@@ -149,6 +149,9 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		self = exe
 	}
 	go func() { sandbox.Prewarm(HelperFor(self)) }()
+	// Before any server starts: the sandboxes hide them (ControlPlane), and
+	// a folder that does not exist cannot be hidden.
+	config.MakeStateRoots()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("loader: cannot create data_dir %s: %w", cfg.DataDir, err)
 	}
@@ -1202,7 +1205,19 @@ func externalSandbox(cfg *config.Config, files hostFiles, x *config.External, se
 	if x.Command == "" {
 		return nil
 	}
-	return confinement(cfg, files, registry.KindExternal, x.Name, x.Sandbox, nil, "", self)
+	sb := confinement(cfg, files, registry.KindExternal, x.Name, x.Sandbox, nil, ExternalState(cfg, x.Name), self)
+	// What the server's own env block sets, it keeps (a cache it names
+	// is granted with sandbox { write = [...] }).
+	for k := range x.Env {
+		delete(sb.Policy.Env, k)
+	}
+	return sb
+}
+
+// ExternalState is an external stdio server's own folder under data_dir
+// (its home folder, with its package caches, is in it).
+func ExternalState(cfg *config.Config, name string) string {
+	return filepath.Join(cfg.DataDir, "externals", name)
 }
 
 // The instances the loader hands the supervisor, with the optional
