@@ -248,10 +248,24 @@ func (f *Frontend) searchTools(ctx context.Context, req mcp.CallToolRequest) (*m
 		k = 5
 	}
 	k = min(k, maxSearchK)
-	hits := f.searchIndex().Search(in.Query, k)
-	found := make([]foundTool, 0, len(hits))
+	// The index holds every tool served; a caller finds only those its
+	// access level lets it see, as tools/list shows it (listReady): a
+	// read-only caller was offered the write tools with their schemas
+	// (red team round 4).
+	who := registry.CallerFrom(ctx)
+	hidden := map[string]bool{}
+	for _, t := range f.reg.Tools() {
+		if !who.Visible(t.Access()) {
+			hidden[t.Name] = true
+		}
+	}
+	hits := f.searchIndex().Search(in.Query, k+len(hidden))
+	found := make([]foundTool, 0, k)
 	f.exMu.Lock()
 	for _, h := range hits {
+		if hidden[h.Doc.Name] || len(found) == k {
+			continue
+		}
 		srv, tool, _ := cutCanonical(h.Doc.Name)
 		name := MCPName(f.reg.Prefix(srv), tool, DefaultNameBudget)
 		if t, ok := f.listed[name]; ok {

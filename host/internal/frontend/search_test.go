@@ -1,11 +1,16 @@
 package frontend
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 )
 
 func searchSettings(mode string, budget int, pinned ...string) func(*Frontend) {
@@ -106,5 +111,47 @@ func TestSearchPinned(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "fx__echo switchboard__call_tool switchboard__search_tools" {
 		t.Errorf("listing = %v, want the pinned tool and the search tools", got)
+	}
+}
+
+// A caller whose access level is read finds only the read tools, as its
+// tools/list shows only those: the search offered a read-only caller the
+// write tools with their schemas (red team round 4). The control: a
+// caller with write access finds the write tool with the same words.
+func TestSearchHonoursTheCallersAccess(t *testing.T) {
+	s := newStdioSession(t, nil)
+	defer s.close()
+	searchSettings(config.ExposeSearch, 1)(s.f)
+	find := func(c *registry.Caller) []string {
+		t.Helper()
+		ctx := registry.WithCaller(t.Context(), c)
+		req := mcp.CallToolRequest{}
+		req.Params.Name = SearchToolName
+		req.Params.Arguments = map[string]any{"query": "starts a long-lived child process", "k": 3}
+		res, err := s.f.searchTools(ctx, req)
+		if err != nil || res.IsError {
+			t.Fatalf("search: %v, %v", res, err)
+		}
+		var body struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &body); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range body.Tools {
+			names = append(names, tl.Name)
+		}
+		return names
+	}
+	if got := find(&registry.Caller{Name: "dev", Access: registry.AccessWrite}); !slices.Contains(got, "fx__child") {
+		t.Fatalf("control: a caller with write access did not find fx__child: %v", got)
+	}
+	got := find(&registry.Caller{Name: "ro", Access: registry.AccessRead})
+	if slices.Contains(got, "fx__child") {
+		t.Errorf("a read-only caller found the write tool fx__child: %v", got)
+	}
+	if len(got) == 0 {
+		t.Errorf("a read-only caller found nothing: the read tools should fill its answer")
 	}
 }
