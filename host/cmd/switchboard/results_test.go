@@ -244,3 +244,28 @@ func TestResultsFit(t *testing.T) {
 		}
 	})
 }
+
+// TestSavedResultsStayWithTheirHost: two stdio hosts on one config share
+// data_dir, and every stdio session is the same to mcp-go: the second
+// host read the first one's saved result (red team round 4). The control:
+// the first host reads it.
+func TestSavedResultsStayWithTheirHost(t *testing.T) {
+	bins, cfg, _ := resultsSetup(t)
+	c1, _ := featureMCPClientWith(t, bins, cfg, make(chan mcp.JSONRPCNotification, 64), false)
+	c2, _ := featureMCPClientWith(t, bins, cfg, make(chan mcp.JSONRPCNotification, 64), false)
+	ls := resultLinks(fitCall(t, c1, "fx__big", map[string]any{"chars": 1500}))
+	if len(ls) != 1 {
+		t.Fatalf("links = %+v, want one saved result", ls)
+	}
+	if whole, _ := readPages(t, c1, ls[0].URI); len(whole) != 1500 {
+		t.Fatalf("control: the first host read back %d characters, want 1500", len(whole))
+	}
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = ls[0].URI
+	res, err := c2.ReadResource(t.Context(), req)
+	if err == nil {
+		t.Errorf("the second host's client read the first host's saved result: %d contents", len(res.Contents))
+	} else if !strings.Contains(err.Error(), "belongs to another client session") {
+		t.Errorf("the second host's refusal = %v", err)
+	}
+}

@@ -75,6 +75,26 @@ func (s *savedStore) setDir(dataDir string) {
 
 var savedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
+// hostInstance tells this host process's saved results from those of the
+// other hosts that share its data_dir.
+var hostInstance = func() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+// resultOwner is whom a saved result belongs to: an authenticated caller
+// (across its sessions and the hosts that know it), else the client's
+// session in this host process. Every stdio session is the same "mcp:stdio"
+// to mcp-go, so without the process a second host on the same config read
+// the first one's results (red team round 4).
+func resultOwner(client string) string {
+	if strings.HasPrefix(client, "caller:") {
+		return client
+	}
+	return client + "@" + hostInstance
+}
+
 // save writes c's whole text and returns the resource link to it.
 func (s *savedStore) save(owner, tool string, c cutRef, page int) (toolcall.Content, error) {
 	s.mu.Lock()
@@ -94,7 +114,7 @@ func (s *savedStore) save(owner, tool string, c cutRef, page int) (toolcall.Cont
 		mime = "application/json"
 	}
 	chars := utf8.RuneCountInString(c.text)
-	meta, err := json.Marshal(savedMeta{Owner: owner, Tool: tool, MIMEType: mime, Chars: chars, Page: page, Created: time.Now().UTC()})
+	meta, err := json.Marshal(savedMeta{Owner: resultOwner(owner), Tool: tool, MIMEType: mime, Chars: chars, Page: page, Created: time.Now().UTC()})
 	if err != nil {
 		return toolcall.Content{}, err
 	}
@@ -189,7 +209,7 @@ func (s *savedStore) read(owner, id string, offset, limit int) (page, error) {
 	if err := json.Unmarshal(mb, &meta); err != nil {
 		return page{}, fmt.Errorf("saved result %s is damaged: call the tool again", id)
 	}
-	if meta.Owner != owner {
+	if meta.Owner != resultOwner(owner) {
 		return page{}, fmt.Errorf("saved result %s belongs to another client session", id)
 	}
 	if limit <= 0 {
