@@ -301,7 +301,7 @@ func serve(t *testing.T, e env) (*exec.Cmd, *os.File, []int) {
 	cmd := exec.Command(e.bins.Switchboard, "serve", "--config", e.config)
 	cmd.Stdin = r
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=info")
-	var stderr syncBuffer
+	var stderr fixtures.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

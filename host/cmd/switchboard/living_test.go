@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"regexp"
@@ -127,7 +126,7 @@ func TestCrashLoopBacksOffAndFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs fixtures.Buffer
 	cmd.Stderr = &logs
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=info")
 	if err := cmd.Start(); err != nil {
@@ -192,23 +191,6 @@ func TestInterruptCancelsCalls(t *testing.T) {
 	if _, err := os.Stat(e.marker); err != nil {
 		t.Error("the in-flight call's handler never saw the cancellation")
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestHungPluginIsReplaced: a plugin that stops answering (SIGSTOP) fails

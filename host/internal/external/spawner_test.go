@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +15,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 )
-
-// syncBuffer is a log output read while the host writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // parentOf reads a process's parent from /proc.
 func parentOf(t *testing.T, pid int) int {
@@ -57,7 +38,7 @@ func parentOf(t *testing.T, pid int) int {
 // of its processes behind.
 func TestConfinedStdioServerStartsThroughTheSpawner(t *testing.T) {
 	bins := fixtures.Build(t)
-	out := &syncBuffer{}
+	out := &fixtures.Buffer{}
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: out})
 	box := &sandbox.Sandbox{Name: "ext", Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}.Clean(os.Getenv("HOME"))}
 	s, err := Connect(t.Context(), Spec{Name: "ext", Command: bins.MCPServer, Timeout: 30 * time.Second, Sandbox: box}, log)

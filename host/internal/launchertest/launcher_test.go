@@ -1,7 +1,6 @@
 package launchertest
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -366,29 +364,11 @@ func TestErrorCodesSurviveEveryRPC(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A plugin flooding stderr (50 MB of 10 KB lines) costs the host's log a
 // bounded number of lines, each cut short, and the host says lines were
 // dropped; the plugin keeps answering.
 func TestStderrFloodIsLimited(t *testing.T) {
-	var out lockedBuffer
+	var out fixtures.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug})
 	start := time.Now()
 	p, err := launcher.Launch(t.Context(), launcher.Spec{
