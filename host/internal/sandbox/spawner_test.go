@@ -20,17 +20,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
-// parentOf reads a process's parent from /proc.
+// parentOf is the parent of process pid.
 func parentOf(t *testing.T, pid int) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		t.Fatal(err)
+	ppid := fixtures.ParentOf(pid)
+	if ppid == 0 {
+		t.Fatalf("process %d is gone", pid)
 	}
 	return ppid
 }
