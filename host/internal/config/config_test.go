@@ -261,8 +261,11 @@ func TestBrokenMCPJSONIsAWarning(t *testing.T) {
 		imported            []string
 	}{
 		{"not JSON", `{"mcpServers": {`, "is not valid JSON", nil},
-		{"a broken entry", `{"mcpServers": {"good": {"command": "x"}, "bad name!": {"command": "y"}, "neither": {}}}`,
-			`"bad name!" is not a valid server name; neither needs exactly one of command and url`, []string{"good"}},
+		{
+			"a broken entry", `{"mcpServers": {"good": {"command": "x"}, "bad name!": {"command": "y"}, "neither": {}}}`,
+			`"bad name!" is not a valid server name; neither needs exactly one of command and url`,
+			[]string{"good"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

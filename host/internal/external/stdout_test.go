@@ -85,10 +85,14 @@ func TestLineCap(t *testing.T) {
 // its head is only cut.
 func TestLineCapAnswersACutAnswer(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
-		{"number id", `{"jsonrpc":"2.0","id":7,"result":"xxxxxxxxxxxxxxxxxxxxxxxxxxxx"}` + "\n" + `{"id":8}` + "\n",
-			`{"jsonrpc":"2.0","id":7,"result":"xxxxxx` + "\n" + `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"the server's answer is longer than 0 MB, more than the host takes in one message; it was dropped"}}` + "\n" + `{"id":8}` + "\n"},
-		{"string id", `{"id":"sb-\"3","result":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}` + "\n",
-			`{"id":"sb-\"3","result":"xxxxxxxxxxxxxxx` + "\n" + `{"jsonrpc":"2.0","id":"sb-\"3","error":{"code":-32603,"message":"the server's answer is longer than 0 MB, more than the host takes in one message; it was dropped"}}` + "\n"},
+		{
+			"number id", `{"jsonrpc":"2.0","id":7,"result":"xxxxxxxxxxxxxxxxxxxxxxxxxxxx"}` + "\n" + `{"id":8}` + "\n",
+			`{"jsonrpc":"2.0","id":7,"result":"xxxxxx` + "\n" + `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"the server's answer is longer than 0 MB, more than the host takes in one message; it was dropped"}}` + "\n" + `{"id":8}` + "\n",
+		},
+		{
+			"string id", `{"id":"sb-\"3","result":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}` + "\n",
+			`{"id":"sb-\"3","result":"xxxxxxxxxxxxxxx` + "\n" + `{"jsonrpc":"2.0","id":"sb-\"3","error":{"code":-32603,"message":"the server's answer is longer than 0 MB, more than the host takes in one message; it was dropped"}}` + "\n",
+		},
 		{"no id in the head", strings.Repeat("x", 50) + "\n", strings.Repeat("x", 40) + "\n"},
 	} {
 		for _, split := range []string{"whole", "byte by byte"} {

@@ -31,5 +31,5 @@ func nameAfterArgv0() {
 	if err != nil {
 		return
 	}
-	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0)
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0) //nolint:gosec // G103: the kernel copies the name
 }
