@@ -160,6 +160,9 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	// may write its folder cannot change it.
 	p.ReadOnly = append(p.ReadOnly, builtinBinaryPaths(self)...)
 	p = p.CleanWith(home, files.links.eval)
+	// What the person's git runs, in the work trees the server may write.
+	ro, mk := gitProtected(p.Write)
+	p.ReadOnly, p.Make = append(p.ReadOnly, ro...), append(p.Make, mk...)
 	// The control plane: hidden where a grant would show it; binaries
 	// (and the host's own) read-only. Its paths are resolved already, once
 	// for every server (hostFiles).

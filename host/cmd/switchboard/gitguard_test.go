@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPersonsGitRunsNothingAServerWrote: a server that may write the
+// project (bash, the filesystem's write tools, any external server) could
+// write a hook in the project's repository, or a program into its config
+// (core.fsmonitor, an alias, a pager) or into the folder core.hooksPath
+// names (husky's .husky), and the person's next `git commit` in a terminal
+// ran it, outside any sandbox: an agent allowed only the filesystem's
+// tools could run any command. The sandboxes bind those read-only (as
+// Codex and Claude Code protect .git). The test writes them through the
+// filesystem and bash built-ins, then runs git itself, as the person
+// would, and checks that nothing ran; the control: the project's other
+// files are written, and the git built-in still commits.
+func TestPersonsGitRunsNothingAServerWrote(t *testing.T) {
+	e := setup(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = e.project
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q")
+	git("config", "user.email", "p@example.com")
+	git("config", "user.name", "Person")
+	git("config", "core.hooksPath", ".husky") // a repository that uses husky
+	git("add", "notes.txt")
+	git("commit", "-qm", "first")
+	configBefore, err := os.ReadFile(filepath.Join(e.project, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"filesystem\" {}\nbuiltin \"bash\" {}\nbuiltin \"git\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+
+	hook := fmt.Sprintf("#!/bin/sh\ntouch %s\n", marker)
+	for _, p := range []string{".git/hooks/pre-commit", ".husky/pre-commit"} {
+		if got, isErr := mustCall(t, c, "filesystem__write_file", map[string]any{"path": p, "content": hook}); !isErr {
+			t.Errorf("filesystem wrote %s: %q", p, got)
+		}
+	}
+	// Encoded, so that bash's own guards do not stop it before the
+	// sandbox is tried.
+	script := fmt.Sprintf(`printf '%%s' '%s' > .git/hooks/post-commit; chmod +x .git/hooks/post-commit
+mkdir -p .husky; printf '%%s' '%s' > .husky/post-commit; chmod +x .husky/post-commit
+printf '[core]\n\tfsmonitor = "touch %s; false"\n[alias]\n\tst = "!touch %s"\n' >> .git/config
+git config core.pager "touch %s; cat"
+echo changed > other.txt; echo END`, hook, hook, marker, marker, marker)
+	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+	if !strings.Contains(out, "END") {
+		t.Fatalf("the command did not run: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.project, "other.txt")); err != nil || string(b) != "changed\n" {
+		t.Fatalf("control: bash could not write the project (%q, %v): the test proves nothing; it said %q", b, err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.project, ".git", "config")); string(b) != string(configBefore) {
+		t.Errorf("the repository's config was changed:\n%s", b)
+	}
+	// The git built-in still stages and commits (its sandbox has the same
+	// read-only hooks and config).
+	if got, isErr := mustCall(t, c, "git__git_add", map[string]any{"files": []string{"other.txt"}}); isErr {
+		t.Fatalf("git_add: %s", got)
+	}
+	if got, isErr := mustCall(t, c, "git__git_commit", map[string]any{"message": "by the agent"}); isErr || !strings.Contains(got, "Committed") {
+		t.Fatalf("git_commit: %s", got)
+	}
+	// The person's git, unconfined.
+	if err := os.WriteFile(filepath.Join(e.project, "mine.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "mine.txt")
+	git("commit", "-qm", "by the person")
+	git("status")
+	git("log", "-1")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the person's git ran a program a server wrote into the repository")
+	}
+	if log := git("log", "--format=%s"); !strings.Contains(log, "by the agent") {
+		t.Errorf("the git built-in's commit is not in the log:\n%s", log)
+	}
+}

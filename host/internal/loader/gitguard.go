@@ -1,0 +1,145 @@
+package loader
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// gitProtected lists what a person's own git runs programs from, in the
+// repositories whose work trees are the writable roots: each repository's
+// hooks folder and config (which names fsmonitor, pager, editor, aliases,
+// filter drivers, credential helpers, core.hooksPath…), the folder its
+// core.hooksPath names, and the same for the repositories of its
+// submodules. A server that may write a work tree could otherwise write a
+// hook, and the person's next `git commit` in a terminal would run it,
+// outside any sandbox: an agent allowed only the filesystem's tools would
+// run any command it liked. The sandbox binds these read-only (as Codex and
+// Claude Code protect .git's hooks and config); make lists the folders to
+// create first when missing, since a folder that does not exist cannot be
+// bound, and a hook written into a new one would run. Only the roots
+// themselves are looked at (a repository deeper in a root is not).
+func gitProtected(roots []string) (readOnly, make []string) {
+	add := func(p string, mk bool) {
+		readOnly = append(readOnly, p)
+		if mk {
+			make = append(make, p)
+		}
+	}
+	for _, root := range roots {
+		gitDir, common := repoDirs(root)
+		if gitDir == "" {
+			continue
+		}
+		// The hooks and config of the repository proper (a linked work
+		// tree keeps them in the common folder).
+		add(filepath.Join(common, "hooks"), true)
+		add(filepath.Join(common, "config"), false)
+		if hp := hooksPath(filepath.Join(common, "config")); hp != "" {
+			if !filepath.IsAbs(hp) {
+				hp = filepath.Join(root, hp)
+			}
+			add(filepath.Clean(hp), true)
+		}
+		for _, m := range submoduleRepos(filepath.Join(common, "modules"), 4) {
+			add(filepath.Join(m, "hooks"), true)
+			add(filepath.Join(m, "config"), false)
+		}
+		if gitDir != common {
+			add(filepath.Join(gitDir, "config.worktree"), false)
+		}
+	}
+	return readOnly, make
+}
+
+// repoDirs returns the git folder of the work tree at root (root/.git, or
+// where a .git file points) and its common folder (the main repository's,
+// for a linked work tree), or "" when root is not a work tree's top.
+func repoDirs(root string) (gitDir, common string) {
+	dot := filepath.Join(root, ".git")
+	st, err := os.Lstat(dot)
+	switch {
+	case err != nil:
+		return "", ""
+	case st.IsDir():
+		return dot, dot
+	case !st.Mode().IsRegular() || st.Size() > 4096:
+		return "", ""
+	}
+	b, err := os.ReadFile(dot)
+	if err != nil {
+		return "", ""
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return "", ""
+	}
+	gitDir = strings.TrimSpace(target)
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(root, gitDir)
+	}
+	gitDir = filepath.Clean(gitDir)
+	common = gitDir
+	if c, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		if cd := strings.TrimSpace(string(c)); cd != "" {
+			if !filepath.IsAbs(cd) {
+				cd = filepath.Join(gitDir, cd)
+			}
+			common = filepath.Clean(cd)
+		}
+	}
+	return gitDir, common
+}
+
+// hooksPath reads core.hooksPath from a repository's config file (git's
+// own format: [core] then hooksPath = …; names are case-insensitive).
+func hooksPath(config string) string {
+	b, err := os.ReadFile(config)
+	if err != nil || len(b) > 1<<20 {
+		return ""
+	}
+	section, found := "", ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			name, _, _ := strings.Cut(strings.Trim(line, "[]"), " ")
+			section = strings.ToLower(strings.TrimSpace(name))
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if section == "core" && ok && strings.EqualFold(strings.TrimSpace(k), "hookspath") {
+			found = strings.Trim(strings.TrimSpace(v), `"`) // the last one wins, as in git
+		}
+	}
+	return found
+}
+
+// submoduleRepos lists the repositories under a modules folder (each has a
+// config file), depth levels down (submodules of submodules).
+func submoduleRepos(dir string, depth int) []string {
+	if depth == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(sub, "config")); err == nil {
+			out = append(out, sub)
+			out = append(out, submoduleRepos(filepath.Join(sub, "modules"), depth-1)...)
+		} else {
+			// A submodule at a nested path (modules/a/b).
+			out = append(out, submoduleRepos(sub, depth-1)...)
+		}
+	}
+	return out
+}

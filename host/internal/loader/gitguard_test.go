@@ -1,0 +1,65 @@
+package loader
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// gitProtected finds the hooks and config of a work tree's repository,
+// through a .git file (a linked work tree, whose common folder holds
+// them), the folder core.hooksPath names, and submodules' repositories.
+func TestGitProtected(t *testing.T) {
+	write := func(p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	main := filepath.Join(dir, "main")
+	write(filepath.Join(main, ".git", "config"), "[core]\n\tbare = false\n[Core]\n\tHooksPath = \"tools/hooks\"\n")
+	write(filepath.Join(main, ".git", "modules", "lib", "config"), "")
+	write(filepath.Join(main, ".git", "modules", "lib", "modules", "deep", "config"), "")
+	write(filepath.Join(main, ".git", "modules", "vendor", "x", "config"), "")
+	linked := filepath.Join(dir, "linked")
+	write(filepath.Join(main, ".git", "worktrees", "linked", "commondir"), "../..\n")
+	write(filepath.Join(linked, ".git"), "gitdir: "+filepath.Join(main, ".git", "worktrees", "linked")+"\n")
+	plain := filepath.Join(dir, "plain")
+	if err := os.Mkdir(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	ro, mk := gitProtected([]string{main, plain})
+	g := filepath.Join(main, ".git")
+	want := []string{
+		filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(main, "tools", "hooks"),
+		filepath.Join(g, "modules", "lib", "hooks"), filepath.Join(g, "modules", "lib", "config"),
+		filepath.Join(g, "modules", "lib", "modules", "deep", "hooks"), filepath.Join(g, "modules", "lib", "modules", "deep", "config"),
+		filepath.Join(g, "modules", "vendor", "x", "hooks"), filepath.Join(g, "modules", "vendor", "x", "config"),
+	}
+	for _, w := range want {
+		if !slices.Contains(ro, w) {
+			t.Errorf("%s is not read-only: %v", w, ro)
+		}
+	}
+	if !slices.Contains(mk, filepath.Join(g, "hooks")) || !slices.Contains(mk, filepath.Join(main, "tools", "hooks")) || slices.Contains(mk, filepath.Join(g, "config")) {
+		t.Errorf("folders made = %v, want the hooks folders (not the config file)", mk)
+	}
+	for _, p := range ro {
+		if filepath.Dir(p) == plain || p == plain {
+			t.Errorf("a folder that is no work tree got %s", p)
+		}
+	}
+
+	ro, _ = gitProtected([]string{linked})
+	for _, w := range []string{filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(g, "worktrees", "linked", "config.worktree")} {
+		if !slices.Contains(ro, w) {
+			t.Errorf("linked work tree: %s is not read-only: %v", w, ro)
+		}
+	}
+}
