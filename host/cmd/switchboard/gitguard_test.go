@@ -98,3 +98,54 @@ echo changed > other.txt; echo END`, hook, hook, marker, marker, marker)
 		t.Errorf("the git built-in's commit is not in the log:\n%s", log)
 	}
 }
+
+// TestProgramsPlantedOnPATHNeverRun: a folder servers may write is often
+// first on the PATH a person starts the host with (an activated
+// virtualenv's bin, node_modules/.bin). An agent put `true`, `git` and an
+// external server's command there, and the host ran `true` unconfined at
+// every start (its namespace probe), the git built-in ran that `git` for
+// every call, and the external server's command was that program, with
+// the server's network (red team round 5). The host now finds programs
+// on PATH outside the folders servers may write. The test plants all
+// three, first on PATH, and checks that none runs while the built-in and
+// the external server work with the real programs.
+func TestProgramsPlantedOnPATHNeverRun(t *testing.T) {
+	e := setup(t)
+	planted := filepath.Join(e.project, ".venv", "bin")
+	trusted := t.TempDir()
+	markers := t.TempDir()
+	if err := os.MkdirAll(planted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"true", "git", "mcpserver"} {
+		script := fmt.Sprintf("#!/bin/sh\ntouch %s\nexit 1\n", filepath.Join(markers, name))
+		if err := os.WriteFile(filepath.Join(planted, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, e.bins.MCPServer, filepath.Join(trusted, "mcpserver"), 0o755)
+	cmd := exec.Command("git", "init", "-q")
+	cmd.Dir = e.project
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"git\" {}\nexternal \"ext\" {\n  command = \"mcpserver\"\n}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e, func(cmd *exec.Cmd) {
+		cmd.Env = append(cmd.Env, "PATH="+planted+string(filepath.ListSeparator)+trusted+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	})
+	initialize(t, c)
+	if got, isErr := mustCall(t, c, "git__git_status", map[string]any{}); isErr || !strings.Contains(got, "branch") {
+		t.Errorf("git_status with a planted git first on PATH: %q", got)
+	}
+	if got, isErr := mustCall(t, c, "ext__echo", map[string]any{"text": "real"}); isErr || got != "real" {
+		t.Errorf("the external server is not the real program: %q", got)
+	}
+	for _, name := range []string{"true", "git", "mcpserver"} {
+		if _, err := os.Stat(filepath.Join(markers, name)); err == nil {
+			t.Errorf("the host ran the %s an agent planted in the project's .venv/bin", name)
+		}
+	}
+}

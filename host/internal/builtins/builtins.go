@@ -10,8 +10,10 @@ package builtins
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 
+	"github.com/switchboard-mcp/switchboard/host/internal/pathguard"
 	"github.com/switchboard-mcp/switchboard/plugins/bash"
 	"github.com/switchboard-mcp/switchboard/plugins/filesystem"
 	"github.com/switchboard-mcp/switchboard/plugins/git"
@@ -62,6 +64,8 @@ type Grants struct {
 	// ExecOnly lets it execute Exec (and its own binary) alone.
 	ExecOnly bool
 	Exec     []string
+	// Env is set in its environment.
+	Env map[string]string
 }
 
 // BashProcesses is bash's default limit on the processes and threads of
@@ -107,10 +111,16 @@ var all = []Builtin{
 		Grants: func(projectDir string, settings []byte) Grants {
 			var s git.Settings
 			_ = json.Unmarshal(settings, &s)
+			// git is found on PATH, but never in the project, which the
+			// agent may write: a `git` in an activated .venv/bin ran for
+			// every call (red team round 5). Its PATH leaves such folders
+			// out, so that the plugin finds the git the host granted.
+			untrusted := []string{projectDir}
+			env := map[string]string{"PATH": pathguard.PathOutside(os.Getenv("PATH"), untrusted)}
 			if s.AllowHooks || s.AllowFilters {
-				return Grants{Write: []string{projectDir}}
+				return Grants{Write: []string{projectDir}, Env: env}
 			}
-			return Grants{Write: []string{projectDir}, ExecOnly: true, Exec: gitPrograms()}
+			return Grants{Write: []string{projectDir}, ExecOnly: true, Exec: gitPrograms(untrusted), Env: env}
 		},
 	},
 	{

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/pathguard"
 )
 
 // repoRoot is the module's root, three folders up.
@@ -67,6 +69,7 @@ func TestTable(t *testing.T) {
 }
 
 func TestGrants(t *testing.T) {
+	gitEnv := map[string]string{"PATH": pathguard.PathOutside(os.Getenv("PATH"), []string{"/p"})}
 	tests := []struct {
 		name     string
 		settings string
@@ -75,9 +78,9 @@ func TestGrants(t *testing.T) {
 		{"filesystem", `{"roots":["/extra"]}`, Grants{Write: []string{"/p", "/extra"}}},
 		{"filesystem", `{}`, Grants{Write: []string{"/p"}}},
 		{"bash", `{}`, Grants{Write: []string{"/p"}, Processes: BashProcesses}},
-		{"git", `{}`, Grants{Write: []string{"/p"}, ExecOnly: true, Exec: gitPrograms()}},
-		{"git", `{"allow_hooks":true}`, Grants{Write: []string{"/p"}}},
-		{"git", `{"allow_filters":true}`, Grants{Write: []string{"/p"}}},
+		{"git", `{}`, Grants{Write: []string{"/p"}, ExecOnly: true, Exec: gitPrograms([]string{"/p"}), Env: gitEnv}},
+		{"git", `{"allow_hooks":true}`, Grants{Write: []string{"/p"}, Env: gitEnv}},
+		{"git", `{"allow_filters":true}`, Grants{Write: []string{"/p"}, Env: gitEnv}},
 		{"web", `{}`, Grants{Network: true}},
 		{"switchboard", `{}`, Grants{}},
 	}

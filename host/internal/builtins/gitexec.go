@@ -3,18 +3,19 @@ package builtins
 import (
 	"debug/elf"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/pathguard"
 )
 
 // gitPrograms lists what the git built-in may execute: the git binary on
-// PATH, the folder of git's own programs (git-core) beside it, and the ELF
+// PATH (not in untrusted folders), the folder of git's own programs (git-core) beside it, and the ELF
 // interpreter each program needs (the kernel asks for the right to execute
 // it too). Empty without git: the built-in then runs nothing but itself.
-func gitPrograms() []string {
-	p, err := exec.LookPath("git")
+func gitPrograms(untrusted []string) []string {
+	p, err := pathguard.LookPath("git", untrusted)
 	if err != nil {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/auth"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/loader"
+	"github.com/switchboard-mcp/switchboard/host/internal/pathguard"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
@@ -170,7 +171,17 @@ func doctorTool(add addFunc, cfg *config.Config, name string, args ...string) {
 			enabled = enabled || b.Name == name
 		}
 	}
-	path, err := exec.LookPath(name)
+	// Not from a folder a server may write (a project's .venv/bin on
+	// PATH): doctor runs it, unconfined.
+	var untrusted []string
+	if cfg != nil {
+		untrusted = loader.WritableFolders(cfg)
+	}
+	path, err := pathguard.LookPath(name, untrusted)
+	if err != nil && !errors.Is(err, exec.ErrNotFound) {
+		add(name, verdictWarn, "%v", err)
+		return
+	}
 	if err != nil {
 		if enabled {
 			add(name, verdictFail, "%s is not on PATH and the %s built-in needs it; install it or turn the built-in off", name, name)

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +34,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/host/internal/pathguard"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/sysproc"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
@@ -53,6 +53,9 @@ type Spec struct {
 	Timeout time.Duration
 	// Sandbox, if set, confines a stdio server's process.
 	Sandbox launcher.Sandbox
+	// Untrusted are the folders servers may write: a command named
+	// without a path is not looked up in them on PATH.
+	Untrusted []string
 }
 
 // EnvAllowlist is what a stdio server inherits from the host.
@@ -193,7 +196,15 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 // command builds the stdio server's process: a clean environment, its own
 // process group, and death with the host.
 func (s *Server) command(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-	cmd := exec.Command(command, args...)
+	// A name is looked up on PATH, but not in a folder a server may write
+	// (a project's .venv/bin or node_modules/.bin first on the host's
+	// PATH): an agent's python3 there ran with the server's grants, the
+	// network among them (red team round 5).
+	resolved, err := pathguard.LookPath(command, s.spec.Untrusted)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(resolved, args...)
 	for _, k := range EnvAllowlist {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)
@@ -205,12 +216,6 @@ func (s *Server) command(ctx context.Context, command string, _ []string, args [
 	cmd.Dir = s.spec.Dir
 	cmd.SysProcAttr = sysproc.Attr(syscall.SIGTERM)
 	if s.spec.Sandbox != nil {
-		if !filepath.IsAbs(cmd.Path) {
-			// The sandbox execs the path it is given.
-			if p, err := exec.LookPath(cmd.Path); err == nil {
-				cmd.Path = p
-			}
-		}
 		conf, err := s.spec.Sandbox.Wrap(cmd, "")
 		if err != nil {
 			return nil, err

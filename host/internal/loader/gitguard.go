@@ -6,7 +6,38 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
+	"github.com/switchboard-mcp/switchboard/host/internal/config"
 )
+
+// WritableFolders lists the folders some server of cfg may write: the
+// project, data_dir (the servers' state folders, external servers' homes),
+// the built-ins' grants (the filesystem's roots) and every sandbox block's
+// write list. Programs the host runs by name are not looked up there
+// (sandbox.LookPath): a server could have put them there.
+func WritableFolders(cfg *config.Config) []string {
+	out := []string{cfg.ProjectDir, cfg.DataDir}
+	for _, b := range cfg.Builtins {
+		if bi, ok := builtins.Lookup(b.Name); ok {
+			out = append(out, bi.Grants(cfg.ProjectDir, b.Settings).Write...)
+		}
+		out = append(out, b.Sandbox.Write...)
+	}
+	for _, p := range cfg.Plugins {
+		out = append(out, p.Sandbox.Write...)
+	}
+	for _, x := range cfg.Externals {
+		out = append(out, x.Sandbox.Write...)
+	}
+	home, _ := os.UserHomeDir()
+	for i, p := range out {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+			out[i] = filepath.Join(home, rest)
+		}
+	}
+	return out
+}
 
 // gitProtected lists what a person's own git runs programs from, in the
 // repositories whose work trees are the writable roots: each repository's

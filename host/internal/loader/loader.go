@@ -632,7 +632,8 @@ func externalJob(cfg *config.Config, files hostFiles, x *config.External, source
 		ext: &external.Spec{
 			Name: x.Name, Command: x.Command, Args: x.Args, Env: x.Env, Dir: cfg.ProjectDir,
 			URL: x.URL, Headers: x.Headers, Timeout: x.Timeout,
-			Sandbox: externalSandbox(cfg, files, x, self),
+			Sandbox:   externalSandbox(cfg, files, x, self),
+			Untrusted: WritableFolders(cfg),
 		},
 		kind:    registry.KindExternal,
 		source:  source,

@@ -51,7 +51,7 @@ func probe(helper string) kernel {
 		// large binary); the helper reports anything else when it runs.
 		cmd := exec.Command(helper, HelperCommand)
 		cmd.Env = []string{EnvSpec + "=probe"}
-		if t, err := exec.LookPath("true"); err == nil {
+		if t := systemTrue(); t != "" {
 			cmd = exec.Command(t)
 		}
 		cmd.SysProcAttr = nsAttr(true)
@@ -72,6 +72,23 @@ func probe(helper string) kernel {
 		}
 	})
 	return probed
+}
+
+// systemTrue returns the system's true(1) from the folders only root
+// writes, or "". Never through $PATH: the probe runs in a user namespace
+// only, without the sandbox's mounts, Landlock or seccomp, so a `true` in
+// a folder a server may write that comes first in the host's PATH (an
+// activated virtualenv's bin, node_modules/.bin) ran the agent's program
+// unconfined at every host start (red team round 5).
+func systemTrue() string {
+	for _, t := range []string{"/usr/bin/true", "/bin/true"} {
+		if st, err := os.Stat(t); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 && st.Mode()&0o022 == 0 {
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid == 0 {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 // Prewarm finds out in the background what this machine offers, so that
