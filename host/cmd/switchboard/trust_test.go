@@ -358,3 +358,65 @@ const (
 	StartServerForTest = "start"
 	KeepStoppedForTest = "keep_stopped"
 )
+
+// TestAnotherHostsServersHoldTheReload: host B keeps its config in the
+// project (a folder of its own bound read-only to its servers), so it
+// applies changes to it without a person; host A, on the same project
+// with another config, runs bash, which may write the project: A's agent
+// rewrote B's config and B applied it by itself (red team round 5). B now
+// knows from A's record that A's servers may write its config, holds the
+// change, and says why; a person's reload applies it.
+func TestAnotherHostsServersHoldTheReload(t *testing.T) {
+	b := trustSetup(t, "required")
+	b.config = filepath.Join(b.project, ".sb", "config.hcl")
+	if err := os.Mkdir(filepath.Dir(b.config), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stateB := filepath.Join(t.TempDir(), "stateB")
+	writeB := func(deny string) string {
+		return fmt.Sprintf("project_dir = \"..\"\ndata_dir = %q\nbuiltin \"filesystem\" {}\npermissions {\n  deny = [%s]\n}\n", stateB, deny)
+	}
+	if err := os.WriteFile(b.config, []byte(writeB(`"filesystem.read_text_file"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := mcpClient(t, b)
+	initialize(t, cb)
+	if readAllowed(t, cb) {
+		t.Fatal("B allows read_text_file before the change; its config denies it")
+	}
+	if n := statusNotices(t, b).Notices; len(n) > 0 {
+		t.Fatalf("B's notices before host A runs: %q", n)
+	}
+
+	a := b
+	a.config = filepath.Join(t.TempDir(), "a.hcl")
+	srcA := fmt.Sprintf("project_dir = %q\ndata_dir = %q\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", b.project, filepath.Join(t.TempDir(), "stateA"))
+	if err := os.WriteFile(a.config, []byte(srcA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := mcpClient(t, a)
+	initialize(t, ca)
+	// A's agent replaces B's config, as an editor would.
+	cfgText := writeB("")
+	out, _ := mustCall(t, ca, "bash__run", map[string]any{"command": fmt.Sprintf("printf '%s' > .sb/config.hcl.tmp && mv .sb/config.hcl.tmp .sb/config.hcl && echo END", strings.ReplaceAll(cfgText, "\n", `\n`))})
+	if !strings.Contains(out, "END") {
+		t.Fatalf("A's bash did not rewrite B's config, so the test proves nothing: %q", out)
+	}
+	var st statusWithNotices
+	eventually(15*time.Second, func() bool {
+		st = statusNotices(t, b)
+		return len(st.Notices) > 0
+	})
+	if len(st.Notices) != 1 || !strings.Contains(st.Notices[0], "another host on this machine") {
+		t.Fatalf("B's notices = %q, want the change held because another host's servers may write it", st.Notices)
+	}
+	if readAllowed(t, cb) {
+		t.Fatal("B applied a config another host's agent wrote, without a person")
+	}
+	if o, errOut, code := run(t, b, "reload", "--config", b.config); code != 0 {
+		t.Fatalf("reload = %d %s %s", code, o, errOut)
+	}
+	if !readAllowed(t, cb) {
+		t.Error("control: read_text_file is still denied after the person's `switchboard reload`")
+	}
+}

@@ -283,6 +283,7 @@ func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
 	_ = reg.Shutdown(context.Background(), cfg.ShutdownGrace)
 	sandbox.StopSpawners()
 	launcher.RemoveTempDir()
+	loader.ForgetHost()
 	a.flushTraces()
 }
 
@@ -371,6 +372,7 @@ func (a *app) serve(opts serveOptions) error {
 		_ = reg.Shutdown(context.Background(), grace)
 		sandbox.StopSpawners()
 		launcher.RemoveTempDir()
+		loader.ForgetHost()
 		a.flushTraces()
 	}()
 	watch := newConfigWatch()

@@ -188,6 +188,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	}
 	h.placeholdLock(cfg, jobs)
 	h.placeholdMCPJSON(cfg, jobs)
+	h.publish()
 	return h, h.startJobs(ctx, jobs, opts.WaitAll)
 }
 
@@ -799,6 +800,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	}
 	h.log.Info("config reloaded", "added", strings.Join(out.Added, ","), "removed", strings.Join(out.Removed, ","),
 		"restarted", strings.Join(out.Restarted, ","), "permissions_changed", out.PermissionsChanged)
+	go h.publish() // h.mu is held here
 	return out, nil
 }
 

@@ -48,6 +48,9 @@ func (h *Host) ConfigOutOfReach() (ok bool, reason string) {
 			return false, why
 		}
 	}
+	if why := otherHostReaches(file); why != "" {
+		return false, why
+	}
 	return true, ""
 }
 
