@@ -641,7 +641,10 @@ func DefaultDataDir(configFile string) string {
 // of every host's permissions, approvals, pins and control sockets.
 func StateRoot() string {
 	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
+	// A relative value is to be ignored (the XDG base directory
+	// specification): it put data_dir inside the folder the host was
+	// started from, a project (red team round 5).
+	if !filepath.IsAbs(base) {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			home = os.TempDir()

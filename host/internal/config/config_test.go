@@ -471,3 +471,20 @@ func TestMCPJSONMustBeARegularFile(t *testing.T) {
 		})
 	}
 }
+
+// A relative XDG_STATE_HOME is ignored, as the XDG specification asks: it
+// put every default data_dir inside the folder the host was started from,
+// a project its servers may write (red team round 5).
+func TestRelativeXDGStateHomeIsIgnored(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_STATE_HOME", "relstate")
+	if got, want := StateRoot(), filepath.Join(home, ".local", "state", "switchboard"); got != want {
+		t.Errorf("StateRoot with XDG_STATE_HOME=relstate = %s, want %s", got, want)
+	}
+	abs := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", abs)
+	if got := StateRoot(); got != filepath.Join(abs, "switchboard") {
+		t.Errorf("StateRoot with an absolute XDG_STATE_HOME = %s", got)
+	}
+}
