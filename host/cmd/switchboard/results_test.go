@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -267,5 +268,49 @@ func TestSavedResultsStayWithTheirHost(t *testing.T) {
 		t.Errorf("the second host's client read the first host's saved result: %d contents", len(res.Contents))
 	} else if !strings.Contains(err.Error(), "belongs to another client session") {
 		t.Errorf("the second host's refusal = %v", err)
+	}
+}
+
+// TestServersCannotOfferTheHostsScheme: switchboard:// is the host's own
+// (its saved results). A plugin offered a resource and a template in it,
+// so a result could link to a "saved result" the plugin made up (red team
+// round 5): both are refused, and reading such a URI reaches the host.
+func TestServersCannotOfferTheHostsScheme(t *testing.T) {
+	bins := fixtures.Build(t)
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "project"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("project_dir = \"project\"\ndata_dir = \"state\"\nplugin \"fx\" {\n  path = %q\n  env = { FIXTURE_FEATURES = \"1\", FIXTURE_HOST_SCHEME = \"1\" }\n}\n", bins.TestPlugin)
+	path := filepath.Join(dir, "config.hcl")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := featureMCPClientWith(t, bins, path, make(chan mcp.JSONRPCNotification, 64), false)
+	list, err := c.ListResources(t.Context(), mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+	}
+	if !slices.Contains(uris, "fixture://static") {
+		t.Fatalf("control: the plugin's own resource is not listed: %v", uris)
+	}
+	for _, u := range uris {
+		if strings.HasPrefix(u, "switchboard:") {
+			t.Errorf("a plugin's resource in the host's scheme is listed: %s", u)
+		}
+	}
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = "switchboard://results/00000000000000000000000000000000"
+	res, err := c.ReadResource(t.Context(), req)
+	if err == nil {
+		for _, ct := range res.Contents {
+			if tc, ok := ct.(mcp.TextResourceContents); ok && strings.Contains(tc.Text, "FORGED") {
+				t.Fatal("reading a switchboard:// URI returned the plugin's forged content")
+			}
+		}
 	}
 }

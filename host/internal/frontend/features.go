@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -203,6 +204,10 @@ func (f *Frontend) buildFeatures() featureSet {
 		}
 		name, d := e.Server.Name(), e.Server.Describe()
 		for _, r := range d.Resources {
+			if hostScheme(r.URI) {
+				refusals = append(refusals, Refusal{What: "resource", Tool: r.URI + " of " + name, Reason: "the switchboard: scheme is the host's own (its saved results)"})
+				continue
+			}
 			if prev, dup := uris[r.URI]; dup {
 				refusals = append(refusals, Refusal{What: "resource", Tool: r.URI + " of " + name, Reason: "the URI is already offered by " + prev})
 				continue
@@ -214,6 +219,10 @@ func (f *Frontend) buildFeatures() featureSet {
 		}
 		for _, t := range d.ResourceTemplates {
 			raw := t.URITemplate
+			if hostScheme(raw) {
+				refusals = append(refusals, Refusal{What: "resource template", Tool: raw + " of " + name, Reason: "the switchboard: scheme is the host's own (its saved results)"})
+				continue
+			}
 			if prev := ownerOfTemplate(owners, raw); prev != "" {
 				refusals = append(refusals, Refusal{What: "resource template", Tool: raw + " of " + name, Reason: "the URI template is already offered by " + prev})
 				continue
@@ -254,6 +263,15 @@ func (f *Frontend) FeatureRefusals() []Refusal {
 	f.featMu.Lock()
 	defer f.featMu.Unlock()
 	return slices.Clone(f.featRefusals)
+}
+
+// hostScheme reports whether a resource URI or URI template is in the
+// host's own scheme, which no server may offer: a plugin served
+// switchboard://results/… and a tool result could link to a forged saved
+// result (red team round 5).
+func hostScheme(uri string) bool {
+	scheme, _, ok := strings.Cut(uri, ":")
+	return ok && strings.EqualFold(strings.TrimSpace(scheme), "switchboard")
 }
 
 func ownerOfTemplate(owners []templateOwner, raw string) string {
