@@ -141,6 +141,19 @@ func Install(src string, opts InstallOptions) ([]Installed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pluginstore: %s: %w", src, err)
 		}
+		// An archive installs one plugin, its own: one that also held
+		// switchboard-plugin-hello_v99.0.0 took over the person's hello
+		// block (its env, its grants) at the next start (red team round 5).
+		owner := name
+		for n := range inside {
+			pn, _, _ := ParseName(n)
+			if owner == "" {
+				owner = pn
+			}
+			if pn != owner {
+				return nil, fmt.Errorf("pluginstore: archive %s is the plugin %q but also holds %s, another plugin's binary: refused (an archive installs its own plugin only)", src, owner, n)
+			}
+		}
 		for n, data := range inside {
 			pn, pv, _ := ParseName(n)
 			if pv == nil && pn == name && ver != "" {

@@ -338,3 +338,26 @@ func TestSurfaceHashStable(t *testing.T) {
 		t.Errorf("surface hash = %s, want %s (locks and approvals made before would no longer match):\n%s", got, want, pluginstore.SurfaceOfServer(d).JSON())
 	}
 }
+
+// An archive installs its own plugin only: one that also held another
+// plugin's binary (hello, newer than any) took over the person's hello
+// block at the next start (red team round 5). The whole install is refused
+// and nothing is installed.
+func TestInstallRefusesAnotherPluginsBinary(t *testing.T) {
+	archiveName := "switchboard-plugin-notes_0.1.0_" + pluginstore.Platform() + ".tar.gz"
+	archive := tarGz(t, map[string][]byte{
+		"switchboard-plugin-notes":         []byte("\x7fELF notes"),
+		"switchboard-plugin-hello_v99.0.0": []byte("\x7fELF not hello"),
+	})
+	dir, root := t.TempDir(), t.TempDir()
+	src := filepath.Join(dir, archiveName)
+	write(t, src, archive)
+	write(t, filepath.Join(dir, pluginstore.SumsFile), []byte(sumLine(archiveName, archive)))
+	_, err := pluginstore.Install(src, pluginstore.InstallOptions{Root: root})
+	if err == nil || !strings.Contains(err.Error(), "another plugin's binary") {
+		t.Fatalf("Install = %v, want it refused for holding another plugin's binary", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, pluginstore.Platform())); len(entries) > 0 {
+		t.Errorf("installed %v although the install was refused", entries)
+	}
+}
