@@ -303,13 +303,25 @@ func TestServersCannotOfferTheHostsScheme(t *testing.T) {
 			t.Errorf("a plugin's resource in the host's scheme is listed: %s", u)
 		}
 	}
-	req := mcp.ReadResourceRequest{}
-	req.Params.URI = "switchboard://results/00000000000000000000000000000000"
-	res, err := c.ReadResource(t.Context(), req)
-	if err == nil {
+	templates, err := c.ListResourceTemplates(t.Context(), mcp.ListResourceTemplatesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range templates.ResourceTemplates {
+		if raw := tl.URITemplate.Raw(); raw != "fixture://notes/{id}" && !strings.HasPrefix(raw, "switchboard://results/") {
+			t.Errorf("a plugin's template that may expand into the host's scheme is listed: %s", raw)
+		}
+	}
+	for _, uri := range []string{"switchboard://results/00000000000000000000000000000000", "SWITCHBOARD://results/0", "switchboard:results/0"} {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = uri
+		res, err := c.ReadResource(t.Context(), req)
+		if err != nil {
+			continue
+		}
 		for _, ct := range res.Contents {
 			if tc, ok := ct.(mcp.TextResourceContents); ok && strings.Contains(tc.Text, "FORGED") {
-				t.Fatal("reading a switchboard:// URI returned the plugin's forged content")
+				t.Errorf("reading %s returned the plugin's forged content", uri)
 			}
 		}
 	}

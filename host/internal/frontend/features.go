@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -205,7 +206,7 @@ func (f *Frontend) buildFeatures() featureSet {
 		name, d := e.Server.Name(), e.Server.Describe()
 		for _, r := range d.Resources {
 			if hostScheme(r.URI) {
-				refusals = append(refusals, Refusal{What: "resource", Tool: r.URI + " of " + name, Reason: "the switchboard: scheme is the host's own (its saved results)"})
+				refusals = append(refusals, Refusal{What: "resource", Tool: r.URI + " of " + name, Reason: "the switchboard: scheme is the host's own (its saved results); a server's URIs begin with a scheme of their own"})
 				continue
 			}
 			if prev, dup := uris[r.URI]; dup {
@@ -220,7 +221,7 @@ func (f *Frontend) buildFeatures() featureSet {
 		for _, t := range d.ResourceTemplates {
 			raw := t.URITemplate
 			if hostScheme(raw) {
-				refusals = append(refusals, Refusal{What: "resource template", Tool: raw + " of " + name, Reason: "the switchboard: scheme is the host's own (its saved results)"})
+				refusals = append(refusals, Refusal{What: "resource template", Tool: raw + " of " + name, Reason: "the switchboard: scheme is the host's own (its saved results); a server's URIs begin with a scheme of their own"})
 				continue
 			}
 			if prev := ownerOfTemplate(owners, raw); prev != "" {
@@ -265,13 +266,23 @@ func (f *Frontend) FeatureRefusals() []Refusal {
 	return slices.Clone(f.featRefusals)
 }
 
-// hostScheme reports whether a resource URI or URI template is in the
-// host's own scheme, which no server may offer: a plugin served
+// literalScheme matches a URI or URI template that begins with a scheme
+// written out (not a template variable).
+var literalScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+
+// hostScheme reports whether a server's resource URI or URI template could
+// be in the host's own scheme, which no server may offer: a plugin served
 // switchboard://results/… and a tool result could link to a forged saved
-// result (red team round 5).
+// result (red team round 5); a template that begins with a variable
+// ({+anything}) could expand to any scheme, and answered reads of the
+// host's saved results (round 6). Schemes are compared without case, as
+// URIs' are.
 func hostScheme(uri string) bool {
-	scheme, _, ok := strings.Cut(uri, ":")
-	return ok && strings.EqualFold(strings.TrimSpace(scheme), "switchboard")
+	if !literalScheme.MatchString(uri) {
+		return true
+	}
+	scheme, _, _ := strings.Cut(uri, ":")
+	return strings.EqualFold(scheme, "switchboard")
 }
 
 func ownerOfTemplate(owners []templateOwner, raw string) string {
