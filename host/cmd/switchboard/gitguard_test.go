@@ -17,7 +17,9 @@ import (
 // names (husky's .husky), and the person's next `git commit` in a terminal
 // ran it, outside any sandbox: an agent allowed only the filesystem's
 // tools could run any command. The sandboxes bind those read-only (as
-// Codex and Claude Code protect .git). The test writes them through the
+// Codex and Claude Code protect .git), and the whole git folder for every
+// server but the git built-in (a .git/commondir sent git to the agent's
+// config and hooks, red team round 6). The test writes them through the
 // filesystem and bash built-ins, then runs git itself, as the person
 // would, and checks that nothing ran; the control: the project's other
 // files are written, and the git built-in still commits.
@@ -58,13 +60,23 @@ func TestPersonsGitRunsNothingAServerWrote(t *testing.T) {
 			t.Errorf("filesystem wrote %s: %q", p, got)
 		}
 	}
+	// A commondir file sends git to another folder's config and hooks
+	// (red team round 6): the agent's, in the project.
+	evil := fmt.Sprintf("[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch %s; false\"\n", marker)
+	for p, content := range map[string]string{"evil/config": evil, "evil/HEAD": "ref: refs/heads/main\n", ".git/commondir": "../evil\n"} {
+		_, _ = mustCall(t, c, "filesystem__write_file", map[string]any{"path": p, "content": content})
+	}
+	if _, err := os.Stat(filepath.Join(e.project, ".git", "commondir")); err == nil {
+		t.Error("filesystem wrote .git/commondir")
+	}
 	// Encoded, so that bash's own guards do not stop it before the
 	// sandbox is tried.
 	script := fmt.Sprintf(`printf '%%s' '%s' > .git/hooks/post-commit; chmod +x .git/hooks/post-commit
 mkdir -p .husky; printf '%%s' '%s' > .husky/post-commit; chmod +x .husky/post-commit
 printf '[core]\n\tfsmonitor = "touch %s; false"\n[alias]\n\tst = "!touch %s"\n' >> .git/config
 git config core.pager "touch %s; cat"
-echo changed > other.txt; echo END`, hook, hook, marker, marker, marker)
+cp -r .git evil2; git --git-dir=evil2 config core.fsmonitor "touch %s; false"; echo ../evil2 > .git/commondir
+echo changed > other.txt; echo END`, hook, hook, marker, marker, marker, marker)
 	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
 	if !strings.Contains(out, "END") {
 		t.Fatalf("the command did not run: %q", out)
@@ -74,6 +86,9 @@ echo changed > other.txt; echo END`, hook, hook, marker, marker, marker)
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.project, ".git", "config")); string(b) != string(configBefore) {
 		t.Errorf("the repository's config was changed:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(e.project, ".git", "commondir")); err == nil {
+		t.Error("bash wrote .git/commondir")
 	}
 	// The git built-in still stages and commits (its sandbox has the same
 	// read-only hooks and config).

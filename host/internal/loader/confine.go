@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/plugins/git"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
@@ -160,8 +161,14 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	// may write its folder cannot change it.
 	p.ReadOnly = append(p.ReadOnly, builtinBinaryPaths(self)...)
 	p = p.CleanWith(home, files.links.eval)
-	// What the person's git runs, in the work trees the server may write.
+	// What the person's git runs, in the work trees the server may write:
+	// hooks, config and the hooksPath folder for the git built-in (which
+	// runs git alone and must commit), the whole git folder for every
+	// other server.
 	ro, mk := gitProtected(p.Write)
+	if kind != registry.KindBuiltin || name != git.Name {
+		ro = append(ro, repoFolders(p.Write)...)
+	}
 	p.ReadOnly, p.Make = append(p.ReadOnly, ro...), append(p.Make, mk...)
 	// The control plane: hidden where a grant would show it; binaries
 	// (and the host's own) read-only. Its paths are resolved already, once

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
@@ -83,6 +84,25 @@ func gitProtected(roots []string) (readOnly, make []string) {
 		}
 	}
 	return readOnly, make
+}
+
+// repoFolders lists the git folders of the work trees at the roots (each
+// repository's own and, for a linked work tree, the common one). Every
+// server but the git built-in sees them read-only: git reads more of them
+// than hooks and config (a `commondir` file written into .git sent the
+// person's git to a config and hooks of the agent's, red team round 6),
+// and only git, run by the git built-in, has any business writing there.
+func repoFolders(roots []string) []string {
+	var out []string
+	for _, root := range roots {
+		gitDir, common := repoDirs(root)
+		for _, d := range []string{gitDir, common} {
+			if d != "" && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 // repoDirs returns the git folder of the work tree at root (root/.git, or
