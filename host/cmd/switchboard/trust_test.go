@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -367,6 +368,17 @@ const (
 // knows from A's record that A's servers may write its config, holds the
 // change, and says why; a person's reload applies it.
 func TestAnotherHostsServersHoldTheReload(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		stopping bool
+	}{{"while it runs", false}, {"as it stops", true}} {
+		t.Run(tc.name, func(t *testing.T) { anotherHostWrites(t, tc.stopping) })
+	}
+}
+
+// anotherHostWrites is TestAnotherHostsServersHoldTheReload's attack, made
+// while host A runs or by a job of A's as A stops.
+func anotherHostWrites(t *testing.T, stopping bool) {
 	b := trustSetup(t, "required")
 	b.config = filepath.Join(b.project, ".sb", "config.hcl")
 	if err := os.Mkdir(filepath.Dir(b.config), 0o700); err != nil {
@@ -394,13 +406,30 @@ func TestAnotherHostsServersHoldTheReload(t *testing.T) {
 	if err := os.WriteFile(a.config, []byte(srcA), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ca, _ := mcpClient(t, a)
+	ca, cmdA := mcpClient(t, a)
 	initialize(t, ca)
-	// A's agent replaces B's config, as an editor would.
 	cfgText := writeB("")
-	out, _ := mustCall(t, ca, "bash__run", map[string]any{"command": fmt.Sprintf("printf '%s' > .sb/config.hcl.tmp && mv .sb/config.hcl.tmp .sb/config.hcl && echo END", strings.ReplaceAll(cfgText, "\n", `\n`))})
-	if !strings.Contains(out, "END") {
-		t.Fatalf("A's bash did not rewrite B's config, so the test proves nothing: %q", out)
+	if stopping {
+		// A's agent leaves a job that rewrites B's config when A stops
+		// (its SIGTERM), so that A's record is gone by the time B's
+		// watcher looks (red team round 6).
+		job := fmt.Sprintf("trap 'echo %s | base64 -d > .sb/config.hcl.tmp && mv .sb/config.hcl.tmp .sb/config.hcl; exit 0' TERM HUP INT; echo READY; while true; do sleep 0.1; done", base64.StdEncoding.EncodeToString([]byte(cfgText)))
+		out, _ := mustCall(t, ca, "bash__start", map[string]any{"command": job})
+		if !strings.Contains(out, "READY") && !strings.Contains(out, "job") {
+			t.Fatalf("bash__start: %q", out)
+		}
+		time.Sleep(500 * time.Millisecond) // the trap is set
+		_ = ca.Close()
+		_ = cmdA.Wait()
+		if b, _ := os.ReadFile(b.config); !strings.Contains(string(b), "deny = []") {
+			t.Fatalf("A's job did not rewrite B's config as A stopped, so the test proves nothing:\n%s", b)
+		}
+	} else {
+		// A's agent replaces B's config, as an editor would.
+		out, _ := mustCall(t, ca, "bash__run", map[string]any{"command": fmt.Sprintf("printf '%s' > .sb/config.hcl.tmp && mv .sb/config.hcl.tmp .sb/config.hcl && echo END", strings.ReplaceAll(cfgText, "\n", `\n`))})
+		if !strings.Contains(out, "END") {
+			t.Fatalf("A's bash did not rewrite B's config, so the test proves nothing: %q", out)
+		}
 	}
 	var st statusWithNotices
 	eventually(15*time.Second, func() bool {

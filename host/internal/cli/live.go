@@ -276,6 +276,10 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 		}
 		var debounce, rehide <-chan time.Time
 		var due time.Time // the latest a burst of changes waits until
+		// taint is why a change of this burst may not be a person's, as
+		// seen when it was made: by the end of the wait the server that
+		// made it may be gone (another host's, stopping: red team round 6).
+		var taint string
 		for {
 			select {
 			case <-ctx.Done():
@@ -291,6 +295,9 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 						// and again is still applied.
 						if debounce == nil {
 							due = time.Now().Add(reloadMaxWait)
+						}
+						if ok, why := h.ConfigOutOfReach(); !ok && taint == "" {
+							taint = why
 						}
 						debounce = time.After(max(0, min(reloadSettle, time.Until(due))))
 					}
@@ -317,7 +324,12 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 					log.Info("the config file was replaced on disk; restarted the confined servers so that it stays hidden from them", "servers", strings.Join(names, ", "))
 				}
 				// A change a tool could have made is not a person's.
-				if ok, why := h.ConfigOutOfReach(); !ok {
+				why := taint
+				taint = ""
+				if ok, now := h.ConfigOutOfReach(); !ok {
+					why = now
+				}
+				if why != "" {
 					watch.hold(why)
 					log.Warn("the config file changed; not applying it until `switchboard reload`", "because", why)
 					continue

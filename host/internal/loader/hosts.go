@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
 )
@@ -21,10 +23,17 @@ import (
 
 // hostRecord is one running host's record.
 type hostRecord struct {
-	PID      int      `json:"pid"`
-	Config   string   `json:"config"`
-	Writable []string `json:"writable"`
+	PID      int       `json:"pid"`
+	Config   string    `json:"config"`
+	Writable []string  `json:"writable"`
+	Gone     time.Time `json:"gone,omitzero"` // when the host stopped
 }
+
+// recordLinger is how long a stopped host's record still counts: a
+// server's last write, made while its host stopped (a job's SIGTERM trap),
+// reached another host's watcher after the record was gone, and that host
+// applied it (red team round 6).
+const recordLinger = 10 * time.Second
 
 func recordPaths() []string {
 	var out []string
@@ -54,6 +63,28 @@ func (h *Host) publish() {
 	}
 	h.mu.Unlock()
 	slices.Sort(rec.Writable)
+	h.writeRecord(rec)
+}
+
+// ownRecord is this process's record as last written; stopped is set once
+// the host has stopped (its record is not published again).
+var ownRecord struct {
+	sync.Mutex
+	rec     hostRecord
+	stopped bool
+}
+
+func (h *Host) writeRecord(rec hostRecord) {
+	ownRecord.Lock()
+	defer ownRecord.Unlock()
+	if ownRecord.stopped {
+		return
+	}
+	ownRecord.rec = rec
+	writeRecordFiles(rec)
+}
+
+func writeRecordFiles(rec hostRecord) {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return
@@ -69,11 +100,20 @@ func (h *Host) publish() {
 	}
 }
 
-// ForgetHost removes this host's record: at its exit.
+// ForgetHost marks this host's record as that of a stopped host (at its
+// exit, once its servers have stopped): it counts for recordLinger more,
+// then the next host to read it removes it.
 func ForgetHost() {
-	for _, p := range recordPaths() {
-		_ = os.Remove(p)
+	ownRecord.Lock()
+	defer ownRecord.Unlock()
+	if ownRecord.stopped || ownRecord.rec.PID == 0 {
+		ownRecord.stopped = true
+		return
 	}
+	ownRecord.stopped = true
+	rec := ownRecord.rec
+	rec.Gone = time.Now()
+	writeRecordFiles(rec)
 }
 
 // otherHosts reads the records of the other hosts that still run,
@@ -97,7 +137,15 @@ func otherHosts() []hostRecord {
 			if json.Unmarshal(b, &r) != nil || r.PID <= 0 || seen[r.PID] {
 				continue
 			}
-			if err := syscall.Kill(r.PID, 0); err == syscall.ESRCH {
+			switch {
+			case !r.Gone.IsZero():
+				if time.Since(r.Gone) > recordLinger {
+					_ = os.Remove(p)
+					continue
+				}
+			case syscall.Kill(r.PID, 0) == syscall.ESRCH:
+				// Killed: its servers died with it (their parent-death
+				// signal).
 				_ = os.Remove(p)
 				continue
 			}
