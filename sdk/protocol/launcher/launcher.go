@@ -301,7 +301,7 @@ func (p *Plugin) start(log hclog.Logger) error {
 					return nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
 				}
 			}
-			if p.runner, err = newGroupRunner(spec.Name, spec.Path, cmd, spec.KillGrace, conf); err != nil {
+			if p.runner, err = newGroupRunner(spec.Name, spec.Path, cmd, spec.KillGrace, conf, socketDir); err != nil {
 				closeExtra(cmd)
 				if conf != nil {
 					conf.Stopped()

@@ -28,6 +28,8 @@ type groupRunner struct {
 	stderr io.ReadCloser
 	grace  time.Duration
 	conf   Confinement // the sandbox of this start, if any
+	// handshake is stdout as go-plugin reads it (handshake.go).
+	handshake *handshakeGuard
 
 	stopReason string // set before exited is closed
 
@@ -38,7 +40,7 @@ type groupRunner struct {
 	waitErr  error
 }
 
-func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration, conf Confinement) (*groupRunner, error) {
+func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration, conf Confinement, socketDir string) (*groupRunner, error) {
 	// go-plugin hands the host's stdin to the plugin; under `serve` that is
 	// the MCP client's pipe, which a plugin must never read.
 	cmd.Stdin = nil
@@ -56,7 +58,7 @@ func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration, conf 
 	if err != nil {
 		return nil, err
 	}
-	return &groupRunner{name: name, path: path, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, conf: conf, exited: make(chan struct{})}, nil
+	return &groupRunner{name: name, path: path, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, conf: conf, exited: make(chan struct{}), handshake: &handshakeGuard{rc: stdout, socketDir: socketDir}}, nil
 }
 
 func (r *groupRunner) Start(context.Context) error {
@@ -161,7 +163,7 @@ func (r *groupRunner) sweep() {
 	_ = signalGroup(r.pid, syscall.SIGKILL)
 }
 
-func (r *groupRunner) Stdout() io.ReadCloser { return r.stdout }
+func (r *groupRunner) Stdout() io.ReadCloser { return r.handshake }
 func (r *groupRunner) Stderr() io.ReadCloser { return r.stderr }
 func (r *groupRunner) Name() string          { return r.name }
 func (r *groupRunner) ID() string            { return strconv.Itoa(r.pid) }
