@@ -33,8 +33,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/host/internal/pathguard"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/sysproc"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"

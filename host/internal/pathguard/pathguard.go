@@ -76,7 +76,6 @@ func inAny(p string, dirs []string) bool {
 	return false
 }
 
-
 // within reports whether p is at or under dir.
 func within(p, dir string) bool {
 	return dir == "/" || p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
