@@ -95,6 +95,24 @@ func (p *plugin) addTools(s *sdk.Server) {
 	sdk.AddTool(s, write("git_checkout", "Switch branches", "Switch to an existing local branch.", true), p.checkout)
 }
 
+// newGitlinks lists the paths under rels that the index now holds as
+// gitlinks (mode 160000) and HEAD does not.
+func newGitlinks(ctx context.Context, r *repo, rels []string) []string {
+	out, err := r.git(ctx, append([]string{"diff", "--cached", "--raw", "--no-renames", "-z", "--"}, rels...)...)
+	if err != nil {
+		return nil
+	}
+	var found []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		modes := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(modes) >= 2 && modes[1] == "160000" && modes[0] != "160000" {
+			found = append(found, fields[i+1])
+		}
+	}
+	return found
+}
+
 type repoArgs struct {
 	RepoPath string `json:"repo_path,omitempty" jsonschema:"description=Repository path inside the project directory (default: the project directory)"`
 }
@@ -293,6 +311,15 @@ func (p *plugin) add(ctx context.Context, _ *sdk.Request, in filesArgs) (*sdk.Re
 		}
 		if _, err := r.git(ctx, append([]string{"add", "--"}, rels...)...); err != nil {
 			return "", err
+		}
+		// A repository inside the work tree, staged, is a gitlink: the
+		// person's `git status` then goes into it and runs what its own
+		// config names (core.fsmonitor), outside any sandbox, and its git
+		// folder is one a server may write (red team round 7). Such a new
+		// gitlink is unstaged again and refused.
+		if embedded := newGitlinks(ctx, r, rels); len(embedded) > 0 {
+			_, _ = r.git(ctx, append([]string{"reset", "-q", "--"}, embedded...)...)
+			return "", fmt.Errorf("refused to stage %s: a git repository of its own inside this one (a gitlink); the person's git would run what its config names. Add its files from a folder that is not a repository, or add it as a submodule yourself", strings.Join(embedded, ", "))
 		}
 		return "Staged: " + strings.Join(rels, ", "), nil
 	})

@@ -329,3 +329,27 @@ func TestOutputCap(t *testing.T) {
 		t.Errorf("diff of a big file = %q", got)
 	}
 }
+
+// git_add refuses a repository inside the work tree (it would be staged
+// as a gitlink, and the person's `git status` then goes into it and runs
+// what its own config names, outside any sandbox: red team round 7). The
+// index is left as it was; the control: a plain folder's files stage.
+func TestAddRefusesAnEmbeddedRepository(t *testing.T) {
+	f := setup(t)
+	sub := filepath.Join(f.project, "sub")
+	newRepo(t, sub)
+	writeFile(t, filepath.Join(f.project, "docs", "a.md"), "a\n", 0o644)
+	for _, files := range [][]string{{"sub"}, {"."}} {
+		got, isErr := f.call(t, "git_add", map[string]any{"files": files})
+		if !isErr || !strings.Contains(got, "refused to stage sub") {
+			t.Errorf("git_add %v = %q, want sub refused as a repository of its own", files, got)
+		}
+		staged, _ := f.call(t, "git_diff_staged", nil)
+		if strings.Contains(staged, "Subproject commit") || strings.Contains(staged, "sub") {
+			t.Errorf("git_add %v left the gitlink staged:\n%s", files, staged)
+		}
+	}
+	if got, isErr := f.call(t, "git_add", map[string]any{"files": []string{"docs"}}); isErr || !strings.Contains(got, "Staged") {
+		t.Errorf("control: git_add docs = %q", got)
+	}
+}

@@ -449,3 +449,65 @@ func anotherHostWrites(t *testing.T, stopping bool) {
 		t.Error("control: read_text_file is still denied after the person's `switchboard reload`")
 	}
 }
+
+// TestUnseenChangeIsHeldLater: a server of host A rewrote host B's config
+// through mmap, which makes no file event, so B saw nothing; once A had
+// stopped, any later write event made B apply the agent's config by itself
+// (red team round 7). B now checks every few seconds whether a server could
+// write its config and holds every change until a person reloads.
+func TestUnseenChangeIsHeldLater(t *testing.T) {
+	// The system's, which the sandbox shows (not a shim in a home folder).
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3 here to write through mmap")
+	}
+	b := trustSetup(t, "required")
+	b.config = filepath.Join(b.project, ".sb", "config.hcl")
+	if err := os.Mkdir(filepath.Dir(b.config), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stateB := filepath.Join(t.TempDir(), "stateB")
+	cfgB := func(deny string) []byte {
+		// The same length either way, for a rewrite in place.
+		return []byte(fmt.Sprintf("project_dir = \"..\"\ndata_dir = %q\nbuiltin \"filesystem\" {}\npermissions {\n  deny = [%-30s]\n}\n", stateB, deny))
+	}
+	if err := os.WriteFile(b.config, cfgB(`"filesystem.read_text_file"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := mcpClient(t, b)
+	initialize(t, cb)
+
+	a := b
+	a.config = filepath.Join(t.TempDir(), "a.hcl")
+	srcA := fmt.Sprintf("project_dir = %q\ndata_dir = %q\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", b.project, filepath.Join(t.TempDir(), "stateA"))
+	if err := os.WriteFile(a.config, []byte(srcA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca, cmdA := mcpClient(t, a)
+	initialize(t, ca)
+	time.Sleep(3 * time.Second) // B's watcher has looked at who may write its file
+	script := fmt.Sprintf("import mmap,os,base64\nfd=os.open('.sb/config.hcl',os.O_RDWR)\nm=mmap.mmap(fd,0)\nm[:]=base64.b64decode('%s')\nm.flush()\nprint('END')\n", base64.StdEncoding.EncodeToString(cfgB("")))
+	out, _ := mustCall(t, ca, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | " + python + " -"})
+	if !strings.Contains(out, "END") {
+		t.Fatalf("A's bash did not rewrite B's config through mmap, so the test proves nothing: %q", out)
+	}
+	_ = ca.Close()
+	_ = cmdA.Wait()
+	time.Sleep(12 * time.Second) // A's record is gone
+	// An ordinary write of the same bytes (a sync tool, a checkout).
+	now, _ := os.ReadFile(b.config)
+	if err := os.WriteFile(b.config, now, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var st statusWithNotices
+	eventually(15*time.Second, func() bool {
+		st = statusNotices(t, b)
+		return len(st.Notices) > 0 || readAllowed(t, cb)
+	})
+	if readAllowed(t, cb) {
+		t.Fatal("B applied, by itself, a config another host's server wrote unseen")
+	}
+	if len(st.Notices) != 1 || !strings.Contains(st.Notices[0], "another host on this machine") {
+		t.Errorf("B's notices = %q, want the change held naming the other host", st.Notices)
+	}
+}

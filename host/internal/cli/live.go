@@ -63,6 +63,13 @@ func (c hostControl) Notices() []string { return c.watch.notices() }
 type configWatch struct {
 	mu      sync.Mutex
 	waiting string // the notice, "" when nothing waits
+	// suspect is why the file may have been written by a server since it
+	// was last applied ("" when no server could have): set whenever the
+	// watcher finds the file in some server's reach, even without an
+	// event (a write through mmap makes none, and a later event would
+	// apply it once the writer was gone: red team round 7); cleared by a
+	// reload.
+	suspect string
 	// applied, when set, gets each config a reload applied (the front
 	// end's own settings).
 	applied func(*config.Config)
@@ -92,12 +99,29 @@ func (w *configWatch) hold(reason string) {
 	w.waiting = "config changed on disk; run `switchboard reload` to apply (auto-reload is off because " + reason + ")"
 }
 
+// suspected records why the file may have been written by a server.
+func (w *configWatch) suspected(why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.suspect == "" {
+		w.suspect = why
+	}
+}
+
+// suspicion is why the file may have been written by a server since it
+// was last applied, or "".
+func (w *configWatch) suspicion() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.suspect
+}
+
 // reload reloads the host; once the file applies, nothing waits.
 func (w *configWatch) reload(ctx context.Context, h *loader.Host) (*loader.ReloadResult, error) {
 	res, err := h.Reload(ctx)
 	if err == nil {
 		w.mu.Lock()
-		w.waiting = ""
+		w.waiting, w.suspect = "", ""
 		applied := w.applied
 		w.mu.Unlock()
 		if applied != nil {
@@ -228,6 +252,9 @@ func (a *app) disconnectCmd() *cobra.Command {
 const (
 	reloadSettle  = 300 * time.Millisecond
 	reloadMaxWait = 2 * time.Second
+	// reachCheck is how often the watcher checks whether a server could
+	// write the config file (configWatch.suspect).
+	reachCheck = 2 * time.Second
 )
 
 // watchReload reloads the config on SIGHUP, and when the file changes
@@ -274,6 +301,14 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 		if w != nil {
 			events, errs = w.Events, w.Errors
 		}
+		// Who could write the file is checked now and then, not only at
+		// its events.
+		var reach <-chan time.Time
+		if w != nil {
+			tick := time.NewTicker(reachCheck)
+			defer tick.Stop()
+			reach = tick.C
+		}
 		var debounce, rehide <-chan time.Time
 		var due time.Time // the latest a burst of changes waits until
 		// taint is why a change of this burst may not be a person's, as
@@ -309,6 +344,10 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 						rehide = time.After(300 * time.Millisecond)
 					}
 				}
+			case <-reach:
+				if ok, why := h.ConfigOutOfReach(); !ok {
+					watch.suspected(why)
+				}
 			case <-rehide:
 				rehide = nil
 				if names := h.Rehide(); len(names) > 0 {
@@ -328,6 +367,9 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 				taint = ""
 				if ok, now := h.ConfigOutOfReach(); !ok {
 					why = now
+				}
+				if why == "" {
+					why = watch.suspicion()
 				}
 				if why != "" {
 					watch.hold(why)
