@@ -164,3 +164,52 @@ func TestProgramsPlantedOnPATHNeverRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmodulesGitFileStays: a submodule's work tree holds a .git file
+// naming its repository in .git/modules. Replaced by a folder with a
+// config of the agent's, the person's `git status` in the project goes
+// into the submodule and runs what that config names. The file is bound
+// read-only; the control: bash writes the submodule's other files.
+func TestSubmodulesGitFileStays(t *testing.T) {
+	e := setup(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "protocol.file.allow=always", "-c", "user.email=p@example.com", "-c", "user.name=P"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	lib := t.TempDir()
+	git(lib, "init", "-q")
+	git(lib, "commit", "-q", "--allow-empty", "-m", "lib")
+	git(e.project, "init", "-q")
+	git(e.project, "submodule", "add", "-q", lib, "lib")
+	git(e.project, "commit", "-q", "-m", "with lib")
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	script := fmt.Sprintf(`cd lib; echo kept > other.txt
+rm -f .git; mkdir .git 2>/dev/null && cp -r ../.git/modules/lib/. .git/ 2>/dev/null
+printf '[core]\n\tfsmonitor = "touch %s; false"\n' >> .git/config
+echo END`, marker)
+	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+	if !strings.Contains(out, "END") {
+		t.Fatalf("the command did not run: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.project, "lib", "other.txt")); err != nil || string(b) != "kept\n" {
+		t.Fatalf("control: bash could not write the submodule's files (%q, %v); it said %q", b, err, out)
+	}
+	if st, err := os.Lstat(filepath.Join(e.project, "lib", ".git")); err != nil || st.IsDir() {
+		t.Errorf("the submodule's .git file was replaced (%v, %v)", st, err)
+	}
+	git(e.project, "status")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the person's git status ran a program a server wrote into a submodule")
+	}
+}

@@ -78,6 +78,19 @@ func gitProtected(roots []string) (readOnly, make []string) {
 		for _, m := range submoduleRepos(filepath.Join(common, "modules"), 4) {
 			add(filepath.Join(m, "hooks"), true)
 			add(filepath.Join(m, "config"), false)
+			// The submodule's work tree's .git (a file naming m): replaced
+			// by a folder with a config of its own, the person's `git
+			// status` in the project would go into it and run that.
+			if wt := configValue(filepath.Join(m, "config"), "core", "worktree"); wt != "" {
+				if !filepath.IsAbs(wt) {
+					wt = filepath.Join(m, wt)
+				}
+				if dot := filepath.Join(filepath.Clean(wt), ".git"); within(dot, root) {
+					if _, err := os.Lstat(dot); err == nil {
+						add(dot, false)
+					}
+				}
+			}
 		}
 		if gitDir != common {
 			add(filepath.Join(gitDir, "config.worktree"), false)
@@ -144,25 +157,29 @@ func repoDirs(root string) (gitDir, common string) {
 	return gitDir, common
 }
 
-// hooksPath reads core.hooksPath from a repository's config file (git's
-// own format: [core] then hooksPath = …; names are case-insensitive).
-func hooksPath(config string) string {
+// hooksPath reads core.hooksPath from a repository's config file.
+func hooksPath(config string) string { return configValue(config, "core", "hookspath") }
+
+// configValue reads section.key from a repository's config file (git's
+// own format: [section] then key = …; names are case-insensitive; the
+// last one wins, as in git).
+func configValue(config, section, key string) string {
 	b, err := os.ReadFile(config)
 	if err != nil || len(b) > 1<<20 {
 		return ""
 	}
-	section, found := "", ""
+	current, found := "", ""
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(line, "[") {
 			name, _, _ := strings.Cut(strings.Trim(line, "[]"), " ")
-			section = strings.ToLower(strings.TrimSpace(name))
+			current = strings.ToLower(strings.TrimSpace(name))
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
-		if section == "core" && ok && strings.EqualFold(strings.TrimSpace(k), "hookspath") {
-			found = strings.Trim(strings.TrimSpace(v), `"`) // the last one wins, as in git
+		if current == section && ok && strings.EqualFold(strings.TrimSpace(k), key) {
+			found = strings.Trim(strings.TrimSpace(v), `"`)
 		}
 	}
 	return found
