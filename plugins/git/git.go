@@ -97,10 +97,12 @@ func (p *plugin) addTools(s *sdk.Server) {
 
 // newGitlinks lists the paths under rels that the index now holds as
 // gitlinks (mode 160000) and HEAD does not.
-func newGitlinks(ctx context.Context, r *repo, rels []string) []string {
-	out, err := r.git(ctx, append([]string{"diff", "--cached", "--raw", "--no-renames", "-z", "--"}, rels...)...)
+// The whole listing, not the output cap's share: a gitlink listed after
+// the cut was missed (red team round 8).
+func newGitlinks(ctx context.Context, r *repo, rels []string) ([]string, error) {
+	out, err := r.rawGit(ctx, append([]string{"diff", "--cached", "--raw", "--no-renames", "-z", "--"}, rels...)...)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var found []string
 	fields := strings.Split(out, "\x00")
@@ -110,7 +112,7 @@ func newGitlinks(ctx context.Context, r *repo, rels []string) []string {
 			found = append(found, fields[i+1])
 		}
 	}
-	return found
+	return found, nil
 }
 
 type repoArgs struct {
@@ -317,7 +319,13 @@ func (p *plugin) add(ctx context.Context, _ *sdk.Request, in filesArgs) (*sdk.Re
 		// config names (core.fsmonitor), outside any sandbox, and its git
 		// folder is one a server may write (red team round 7). Such a new
 		// gitlink is unstaged again and refused.
-		if embedded := newGitlinks(ctx, r, rels); len(embedded) > 0 {
+		embedded, err := newGitlinks(ctx, r, rels)
+		if err != nil {
+			// Unchecked is refused: nothing of this add stays staged.
+			_, _ = r.git(ctx, append([]string{"reset", "-q", "--"}, rels...)...)
+			return "", fmt.Errorf("could not check the staged paths for repositories inside this one, so nothing was staged: %w", err)
+		}
+		if len(embedded) > 0 {
 			_, _ = r.git(ctx, append([]string{"reset", "-q", "--"}, embedded...)...)
 			return "", fmt.Errorf("refused to stage %s: a git repository of its own inside this one (a gitlink); the person's git would run what its config names. Add its files from a folder that is not a repository, or add it as a submodule yourself", strings.Join(embedded, ", "))
 		}

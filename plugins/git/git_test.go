@@ -1,6 +1,7 @@
 package git_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,6 +340,11 @@ func TestAddRefusesAnEmbeddedRepository(t *testing.T) {
 	sub := filepath.Join(f.project, "sub")
 	newRepo(t, sub)
 	writeFile(t, filepath.Join(f.project, "docs", "a.md"), "a\n", 0o644)
+	// Enough files before it that the listing of what was staged is
+	// longer than the tools' output cap (red team round 8).
+	for i := 0; i < 1500; i++ {
+		writeFile(t, filepath.Join(f.project, "aaa", fmt.Sprintf("file_with_a_rather_long_name_to_fill_the_listing_%04d.txt", i)), "x\n", 0o644)
+	}
 	for _, files := range [][]string{{"sub"}, {"."}} {
 		got, isErr := f.call(t, "git_add", map[string]any{"files": files})
 		if !isErr || !strings.Contains(got, "refused to stage sub") {

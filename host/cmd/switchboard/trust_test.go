@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -369,16 +370,19 @@ const (
 // change, and says why; a person's reload applies it.
 func TestAnotherHostsServersHoldTheReload(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		stopping bool
-	}{{"while it runs", false}, {"as it stops", true}} {
-		t.Run(tc.name, func(t *testing.T) { anotherHostWrites(t, tc.stopping) })
+		name      string
+		stopping  bool
+		otherHome bool
+	}{{"while it runs", false, false}, {"as it stops", true, false}, {"other HOME", false, true}} {
+		t.Run(tc.name, func(t *testing.T) { anotherHostWrites(t, tc.stopping, tc.otherHome) })
 	}
 }
 
 // anotherHostWrites is TestAnotherHostsServersHoldTheReload's attack, made
 // while host A runs or by a job of A's as A stops.
-func anotherHostWrites(t *testing.T, stopping bool) {
+// otherHome runs A with another HOME, whose state folder B does not read
+// (red team round 8).
+func anotherHostWrites(t *testing.T, stopping, otherHome bool) {
 	b := trustSetup(t, "required")
 	b.config = filepath.Join(b.project, ".sb", "config.hcl")
 	if err := os.Mkdir(filepath.Dir(b.config), 0o700); err != nil {
@@ -406,7 +410,12 @@ func anotherHostWrites(t *testing.T, stopping bool) {
 	if err := os.WriteFile(a.config, []byte(srcA), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ca, cmdA := mcpClient(t, a)
+	var tweaks []func(*exec.Cmd)
+	if otherHome {
+		home := t.TempDir()
+		tweaks = append(tweaks, func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, "HOME="+home, "XDG_STATE_HOME=") })
+	}
+	ca, cmdA := mcpClient(t, a, tweaks...)
 	initialize(t, ca)
 	cfgText := writeB("")
 	if stopping {

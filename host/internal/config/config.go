@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -663,8 +664,18 @@ func StateRoot() string {
 // server pre-seeded the permissions of a host not started yet).
 func StateRoots() []string {
 	roots := []string{StateRoot()}
+	homes := []string{}
 	if home, err := os.UserHomeDir(); err == nil {
-		if d := filepath.Join(home, ".local", "state", "switchboard"); d != roots[0] {
+		homes = append(homes, home)
+	}
+	// And the user's home as the system knows it, whatever $HOME says: a
+	// host run with another HOME did not see the others' records, and
+	// applied a config their servers wrote (red team round 8).
+	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+		homes = append(homes, u.HomeDir)
+	}
+	for _, home := range homes {
+		if d := filepath.Join(home, ".local", "state", "switchboard"); !slices.Contains(roots, d) {
 			roots = append(roots, d)
 		}
 	}
