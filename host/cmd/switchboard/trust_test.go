@@ -454,7 +454,7 @@ func anotherHostWrites(t *testing.T, stopping, otherHome bool) {
 	if o, errOut, code := run(t, b, "reload", "--config", b.config); code != 0 {
 		t.Fatalf("reload = %d %s %s", code, o, errOut)
 	}
-	if !readAllowed(t, cb) {
+	if !eventually(10*time.Second, func() bool { return readAllowed(t, cb) }) {
 		t.Error("control: read_text_file is still denied after the person's `switchboard reload`")
 	}
 }
