@@ -56,18 +56,19 @@ func TestPinnedDescriptorStaysOutOfTheSandbox(t *testing.T) {
 		cmd.Args[0] = shell
 		cmd.ExtraFiles = []*os.File{f}
 		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		var conf launcher.Confinement
 		if confined {
 			sb := &sandbox.Sandbox{
 				Name: "sh", Helper: bins.Sandbox, TempRoot: t.TempDir(),
 				Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Write: []string{dir}, ReadOnly: []string{shell}}.Clean(dir),
 			}
-			conf, err := sb.Wrap(cmd, "")
-			if err != nil {
+			var err error
+			if conf, err = sb.Wrap(cmd, ""); err != nil {
 				t.Fatalf("Wrap: %v", err)
 			}
 			defer conf.Stopped()
 		}
-		b, err := cmd.CombinedOutput()
+		b, err := sandbox.RunForTest(conf, cmd)
 		_ = f.Close()
 		if err != nil || !strings.Contains(string(b), "ran") {
 			t.Fatalf("the pinned shell did not run (confined %v): %v\n%s", confined, err, b)

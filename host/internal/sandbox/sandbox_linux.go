@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -95,48 +94,24 @@ func systemTrue() string {
 // the first confined start does not wait for it.
 func Prewarm(helper string) { go probe(helper) }
 
-// nsAttr returns process attributes for a child in new namespaces. The
-// child keeps every capability it has in its new user namespace through its
-// exec (as ambient capabilities), and the helper then writes its own user
-// and group ID maps (sandboxinit.Spec.UID, GID): without ambient
-// capabilities an exec as anyone but root in the namespace drops them, so a
-// helper started by a host that is not root could not mount anything; and
-// maps written by the host make Go's start of the child wait for the host
-// to write three files in /proc, a round trip between the two processes on
-// every start.
+// nsAttr returns process attributes for a child in new namespaces, as the
+// spawner starts it: inside the spawner's own user namespace
+// (sandboxinit.EnvSpawnerIDs), in new mount, PID, IPC and UTS namespaces
+// (and network, with newNet). The child keeps every capability it has in
+// that user namespace through its exec (as ambient capabilities): without
+// them an exec as anyone but root in the namespace drops them, so a helper
+// started by a host that is not root could not mount anything.
 func nsAttr(newNet bool) *syscall.SysProcAttr {
 	// The helper dies at once with the host, and the kernel then kills
 	// everything in its PID namespace; an orderly stop goes through the
 	// launcher's SIGTERM to the process group instead.
 	attr := sysproc.Attr(syscall.SIGKILL)
-	attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+	attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 	if newNet {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
 	}
-	attr.AmbientCaps = allCaps()
+	attr.AmbientCaps = sandboxinit.AllCaps()
 	return attr
-}
-
-var (
-	capsOnce sync.Once
-	caps     []uintptr
-)
-
-// allCaps lists every capability this kernel knows (0 to cap_last_cap):
-// raising one it does not know fails the start.
-func allCaps() []uintptr {
-	capsOnce.Do(func() {
-		last := 40 // CAP_CHECKPOINT_RESTORE, Linux 5.9
-		if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n >= 0 && n < 64 {
-				last = n
-			}
-		}
-		for c := 0; c <= last; c++ {
-			caps = append(caps, uintptr(c)) //nolint:gosec // G115: 0 to 63
-		}
-	})
-	return caps
 }
 
 // Report says what Wrap would enforce for this sandbox on this machine.
@@ -285,7 +260,6 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	}
 	if sp.Namespaces {
 		sp.Env[sysproc.EnvOwnPIDNamespace] = "1"
-		sp.UID, sp.GID = os.Getuid(), os.Getgid()
 	}
 	if k.cgroup != nil && (p.Memory > 0 || p.Processes > 0) {
 		cg, err := k.cgroup.create(s.Name, p)
@@ -319,14 +293,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	} else if _, set := sp.Env["GOMAXPROCS"]; !set {
 		sp.Env["GOMAXPROCS"] = v
 	}
-	raw, err := json.Marshal(sp)
-	if err != nil {
-		c.Stopped()
-		return nil, err
-	}
 	cmd.Path = s.Helper
 	cmd.Args = []string{s.Helper, HelperCommand}
-	cmd.Env = append(cmd.Env, "GOMAXPROCS=1", EnvSpec+"="+string(raw))
+	cmd.Env = append(cmd.Env, "GOMAXPROCS=1", EnvSpec+"="+sp.Encode())
 	if sp.Namespaces {
 		cmd.SysProcAttr = nsAttr(!p.Network)
 		// The launcher's runner starts it through the spawner (an

@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -256,10 +255,16 @@ func startSpawner(helper string) (*spawner, error) {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	}
 	cmd.Args[0] = helper // its name in ps
-	cmd.Env = []string{EnvSpec + "=spawner", "GOMAXPROCS=1", sandboxinit.EnvSpawnerFor + "=" + helper}
+	cmd.Env = []string{
+		EnvSpec + "=spawner", "GOMAXPROCS=1", sandboxinit.EnvSpawnerFor + "=" + helper,
+		fmt.Sprintf("%s=%d:%d", sandboxinit.EnvSpawnerIDs, os.Getuid(), os.Getgid()),
+	}
 	cmd.Stderr = os.Stderr // what it cannot report on the socket
 	// Its own process group (a terminal's ^C is for the host, which stops
 	// its plugins in order), and it dies with the host, its helpers with it.
+	// It starts its working half in a user namespace of its own
+	// (sandboxinit.EnvSpawnerIDs): the host never forks without sharing
+	// its memory.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Room for a large environment: a message on this socket may not
 	// exceed the sender's buffer (the kernel caps this at wmem_max).
@@ -288,7 +293,7 @@ func (s *spawner) read() {
 			break
 		}
 		var r sandboxinit.SpawnReply
-		if err = json.Unmarshal(buf[:n], &r); err != nil {
+		if r, err = sandboxinit.DecodeReply(buf[:n]); err != nil {
 			break
 		}
 		if r.Exited == 0 {
@@ -380,10 +385,7 @@ func (s *spawner) start(cmd *exec.Cmd) (p *spawned, err error) {
 	if a := cmd.SysProcAttr; a != nil {
 		req.Cloneflags, req.AmbientCaps, req.Setpgid, req.Pdeathsig = a.Cloneflags, a.AmbientCaps, a.Setpgid, int(a.Pdeathsig)
 	}
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
+	b := req.Encode()
 	if len(b) > sandboxinit.MaxSpawnRequest {
 		return nil, fmt.Errorf("sandbox: the server's arguments and environment take %d bytes, more than a confined start passes (%d): keep its env block smaller", len(b), sandboxinit.MaxSpawnRequest)
 	}

@@ -4,7 +4,6 @@ package sandbox_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
@@ -61,16 +61,33 @@ func TestSpawnerStartsHelpersAndTakesThemAlong(t *testing.T) {
 	if spawner == os.Getpid() {
 		t.Fatalf("the helper %d is the host's own child: no spawner started it", helper)
 	}
-	if parentOf(t, spawner) != os.Getpid() {
-		t.Fatalf("the helper's parent %d is not the host's child", spawner)
+	// The spawner's working half, in a user namespace of its own, and its
+	// first half, the host's child, which started it there.
+	outer := parentOf(t, spawner)
+	if parentOf(t, outer) != os.Getpid() {
+		t.Fatalf("the helper's parent %d is not the child of the host's child", spawner)
 	}
-	if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(spawner) + "/cmdline"); !strings.Contains(string(cmdline), "switchboard-sandbox") {
-		t.Fatalf("the helper's parent %d is not the sandbox helper binary (command line %q)", spawner, cmdline)
+	for _, pid := range []int{spawner, outer} {
+		if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); !strings.Contains(string(cmdline), "switchboard-sandbox") {
+			t.Fatalf("the spawner's process %d is not the sandbox helper binary (command line %q)", pid, cmdline)
+		}
+		// (Its environment says spawner mode, but the working half is not
+		// dumpable: only a root test can read it.)
+		if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil && !strings.Contains(string(env), "SWITCHBOARD_SANDBOX=spawner") {
+			t.Fatalf("the spawner's process %d is not in spawner mode (environment %q)", pid, env)
+		}
 	}
-	// (Its environment says spawner mode, but it is not dumpable: only
-	// a root test can read it.)
-	if env, err := os.ReadFile("/proc/" + strconv.Itoa(spawner) + "/environ"); err == nil && !strings.Contains(string(env), "SWITCHBOARD_SANDBOX=spawner") {
-		t.Fatalf("the helper's parent %d is not the sandbox spawner (environment %q)", spawner, env)
+	// Helpers start inside the spawner's user namespace, not the host's:
+	// no start forks into a new user namespace (sandboxinit.EnvSpawnerIDs).
+	userNS := func(pid int) string {
+		l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/user")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if host, sp, h := userNS(os.Getpid()), userNS(spawner), userNS(helper); sp == host || h != sp || userNS(outer) != host {
+		t.Errorf("user namespaces: host %s, spawner's first half %s, working half %s, helper %s; want the working half's own, shared with the helper", host, userNS(outer), sp, h)
 	}
 	if s := socketsOf(t, helper); len(s) > 0 {
 		t.Errorf("the helper holds sockets: %v", s)
@@ -103,8 +120,21 @@ func TestSpawnerStartsHelpersAndTakesThemAlong(t *testing.T) {
 	if out := attack(t, r, jsonArgs("op", "sh", "cmd", "echo alive")); !strings.Contains(out, "alive") {
 		t.Fatalf("a plugin started after the spawner died: %q", out)
 	}
-	if got := parentOf(t, parentOf(t, r.PID())); got != os.Getpid() {
-		t.Errorf("the new helper's parent's parent is %d, want the host", got)
+	newOuter := parentOf(t, parentOf(t, r.PID()))
+	if got := parentOf(t, newOuter); got != os.Getpid() {
+		t.Fatalf("the new spawner's first half's parent is %d, want the host", got)
+	}
+	// Its first half's end (the process the host started) takes the
+	// working half, the helpers and their plugins along too.
+	inside = append(fixtures.Descendants(newOuter), newOuter)
+	fixtures.Kill([]int{newOuter})
+	if alive := fixtures.WaitGone(inside, 5*time.Second); len(alive) > 0 {
+		t.Fatalf("processes of the sandbox outlived the spawner's first half: %v", alive)
+	}
+	select {
+	case <-r.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host did not hear that the plugin ended with the spawner's first half")
 	}
 }
 
@@ -119,17 +149,14 @@ func TestEnvBlockCannotReplaceTheSandbox(t *testing.T) {
 	bins := fixtures.Build(t)
 	outside := t.TempDir()
 	escaped := filepath.Join(outside, "escaped")
-	permissive, err := json.Marshal(map[string]any{
-		"path": bins.TestPlugin, "args": []string{bins.TestPlugin}, "binary": bins.TestPlugin,
-		"namespaces": false, "landlock": false, "network": true, "write": []string{"/"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	permissive := sandboxinit.Spec{
+		Path: bins.TestPlugin, Args: []string{bins.TestPlugin}, Binary: bins.TestPlugin,
+		Namespaces: false, Landlock: false, Network: true, Write: []string{"/"},
+	}.Encode()
 	pol := w.policy()
 	spec := launcher.Spec{
 		Name: "fx", Path: bins.TestPlugin, ProjectDir: w.project, DataDir: t.TempDir(),
-		Env:     map[string]string{"SWITCHBOARD_SANDBOX": string(permissive), "LANG": "fr_FR.UTF-8"},
+		Env:     map[string]string{"SWITCHBOARD_SANDBOX": permissive, "LANG": "fr_FR.UTF-8"},
 		Sandbox: &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Sandbox},
 	}
 	p, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())

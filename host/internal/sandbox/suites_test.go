@@ -82,24 +82,14 @@ func runSuite(t *testing.T, helper, name, plugin, bin string, pol sandbox.Policy
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if conf != nil {
-		if err := conf.Started(cmd.Process.Pid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = cmd.Wait()
+	out, err := sandbox.RunForTest(conf, cmd)
 	if conf != nil {
 		conf.Stopped()
 	}
 	if err != nil {
-		t.Fatalf("the %s suite failed inside its sandbox: %v\n%s", name, err, out.String())
+		t.Fatalf("the %s suite failed inside its sandbox: %v\n%s", name, err, out)
 	}
-	if !strings.Contains(out.String(), "PASS") {
-		t.Fatalf("the %s suite printed no PASS:\n%s", name, out.String())
+	if !strings.Contains(string(out), "PASS") {
+		t.Fatalf("the %s suite printed no PASS:\n%s", name, string(out))
 	}
 }

@@ -11,47 +11,43 @@ import (
 	"strings"
 )
 
-// EnvSpec carries the helper's instructions (Spec as JSON); the helper
+// EnvSpec carries the helper's instructions (Spec.Encode); the helper
 // removes it before it starts the plugin.
 const EnvSpec = "SWITCHBOARD_SANDBOX"
 
 // Spec is what the host tells the helper.
 type Spec struct {
-	Path       string   `json:"path"`
-	Args       []string `json:"args"`
-	Binary     string   `json:"binary,omitempty"`
-	Namespaces bool     `json:"namespaces"`
-	// UID and GID are the host's own user and group, which the helper maps
-	// to themselves in its user namespace (with Namespaces).
-	UID        int               `json:"uid,omitempty"`
-	GID        int               `json:"gid,omitempty"`
-	Landlock   bool              `json:"landlock"`
-	Read       []string          `json:"read,omitempty"`
-	Write      []string          `json:"write,omitempty"`
-	Hide       []string          `json:"hide,omitempty"`
-	ReadOnly   []string          `json:"read_only,omitempty"`
-	Network    bool              `json:"network"`
-	FileSize   int64             `json:"file_size,omitempty"`
-	OpenFiles  uint64            `json:"open_files,omitempty"`
-	CPUSeconds uint64            `json:"cpu_seconds,omitempty"`
-	Env        map[string]string `json:"env,omitempty"`
+	Path       string
+	Args       []string
+	Binary     string
+	Namespaces bool
+	Landlock   bool
+	Read       []string
+	Write      []string
+	Hide       []string
+	ReadOnly   []string
+	Network    bool
+	FileSize   int64
+	OpenFiles  uint64
+	CPUSeconds uint64
+	Env        map[string]string
 	// Unset names variables of the helper's environment that the plugin
 	// must not inherit (set by the host for the helper alone).
-	Unset    []string `json:"unset,omitempty"`
-	GateFD   int      `json:"gate_fd,omitempty"`
-	ExtraFDs int      `json:"extra_fds,omitempty"`
+	Unset    []string
+	GateFD   int
+	ExtraFDs int
 	// PinnedFD says fd 3 is the plugin's binary (an ELF executable) and
 	// Path is /proc/self/fd/3, its host having hashed that descriptor: the
 	// helper executes it without handing the descriptor on. Inherited, it
 	// would reach the real file past the sandbox's read-only mount (its
 	// mode and times at once, its contents once it no longer runs) for
 	// every process the plugin starts.
-	PinnedFD bool `json:"pinned_fd,omitempty"`
+	PinnedFD bool
 	// ExecOnly restricts what may be executed (Landlock's execute right)
 	// to Exec and the plugin's own Binary: nothing else the plugin may
 	// read runs, a shell included.
-	ExecOnly bool     `json:"exec_only,omitempty"`
-	Exec     []string `json:"exec,omitempty"`
+	ExecOnly bool
+	Exec     []string
 }
 
 // Within reports whether p is at or under dir.
