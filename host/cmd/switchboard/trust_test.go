@@ -184,7 +184,9 @@ func TestConfigWatchHoldsWhenInReach(t *testing.T) {
 	if out, errOut, code := run(t, e, "reload", "--config", e.config); code != 0 {
 		t.Fatalf("reload = %d %s %s", code, out, errOut)
 	}
-	if !readAllowed(t, c) {
+	// The reload restarts the filesystem server to cover the replaced
+	// config (Rehide): the call waits for it.
+	if !eventually(15*time.Second, func() bool { return readAllowed(t, c) }) {
 		t.Error("read_text_file is still denied after `switchboard reload`")
 	}
 	if n := statusNotices(t, e).Notices; len(n) > 0 {

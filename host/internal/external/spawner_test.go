@@ -45,8 +45,10 @@ func TestConfinedStdioServerStartsThroughTheSpawner(t *testing.T) {
 	if spawner == os.Getpid() {
 		t.Fatalf("the server's sandbox helper %d is the host's own child: the host forked itself into its namespaces", helper)
 	}
-	if parentOf(t, spawner) != os.Getpid() {
-		t.Fatalf("the helper's parent %d is not a child of the host", spawner)
+	// The spawner's working half runs in a user namespace its first half,
+	// the host's child, started it in.
+	if parentOf(t, parentOf(t, spawner)) != os.Getpid() {
+		t.Fatalf("the helper's parent %d is not the spawner the host started", spawner)
 	}
 	if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(spawner) + "/cmdline"); !strings.Contains(string(cmdline), "switchboard-sandbox") {
 		t.Fatalf("the helper's parent %d is not the sandbox spawner (command line %q)", spawner, cmdline)

@@ -170,27 +170,22 @@ func shIn(t *testing.T, sb *sandbox.Sandbox, confined bool, script, arg string) 
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", script, "sh", arg)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	var out strings.Builder
-	cmd.Stdout = &out
 	if !confined {
-		if err := cmd.Run(); err != nil {
+		out, err := cmd.Output()
+		if err != nil {
 			t.Fatalf("unconfined: %v", err)
 		}
-		return out.String()
+		return string(out)
 	}
 	conf, err := sb.Wrap(cmd, "")
 	if err != nil {
 		t.Fatalf("wrap: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	if conf != nil {
-		if err := conf.Started(cmd.Process.Pid); err != nil {
-			t.Fatal(err)
-		}
 		defer conf.Stopped()
 	}
-	_ = cmd.Wait()
-	return out.String()
+	// Combined output: what the script writes to stderr is sent to
+	// /dev/null by the scripts themselves.
+	out, _ := fixtures.RunConfined(conf, cmd)
+	return string(out)
 }

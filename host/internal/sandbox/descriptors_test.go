@@ -68,7 +68,7 @@ func TestPinnedDescriptorStaysOutOfTheSandbox(t *testing.T) {
 			}
 			defer conf.Stopped()
 		}
-		b, err := sandbox.RunForTest(conf, cmd)
+		b, err := fixtures.RunConfined(conf, cmd)
 		_ = f.Close()
 		if err != nil || !strings.Contains(string(b), "ran") {
 			t.Fatalf("the pinned shell did not run (confined %v): %v\n%s", confined, err, b)

@@ -140,7 +140,7 @@ func confinedShellOutput(t *testing.T, work, helper string) string {
 		t.Fatalf("Wrap: %v", err)
 	}
 	defer conf.Stopped()
-	out, err := sandbox.RunForTest(conf, cmd)
+	out, err := fixtures.RunConfined(conf, cmd)
 	if err != nil {
 		t.Fatalf("the confined shell: %v\n%s", err, out)
 	}
@@ -191,7 +191,7 @@ func TestHelperSettingsStayOutOfThePluginsEnvironment(t *testing.T) {
 		if !slices.Contains(cmd.Env, "GOMAXPROCS=1") {
 			t.Errorf("the helper's environment has no GOMAXPROCS=1: %q", cmd.Env)
 		}
-		out, err := sandbox.RunForTest(conf, cmd)
+		out, err := fixtures.RunConfined(conf, cmd)
 		conf.Stopped()
 		if err != nil {
 			t.Fatalf("the confined shell: %v\n%s", err, out)

@@ -696,3 +696,59 @@ func TestKernelKeyringsAreOutOfReach(t *testing.T) {
 		t.Error("confined, the plugin planted a key in the host user's keyring")
 	}
 }
+
+// A sandbox makes no set-user-ID or set-group-ID file: with the host's
+// user mapped to itself, a sandbox of a host run as root copied python into
+// the project and made it setuid root, and any user of the machine then ran
+// it as root (red team). chmod, and a file made with such a mode (open),
+// are refused; the control: the same commands unconfined make both.
+func TestSetIDFilesCannotBeMade(t *testing.T) {
+	w := newWorld(t)
+	py := "/usr/bin/python3" // a system path: the sandbox hides home folders
+	if _, err := os.Stat(py); err != nil {
+		py = ""
+	}
+	script := func(dir string) string {
+		s := "cd " + dir + " && cp /bin/true uid && chmod 4755 uid; cp /bin/true gid && chmod g+s gid; install -m 4755 /bin/true inst"
+		if py != "" {
+			s += "; " + py + ` -c 'import os; os.close(os.open("made", os.O_CREAT|os.O_WRONLY, 0o4755))'`
+		}
+		return s + "; true"
+	}
+	files := []string{"uid", "gid", "inst"}
+	if py != "" {
+		files = append(files, "made")
+	}
+	setID := func(dir string) []string {
+		var got []string
+		for _, f := range files {
+			if st, err := os.Stat(filepath.Join(dir, f)); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+				got = append(got, f)
+			}
+		}
+		return got
+	}
+	open := launch(t, w, nil)
+	control := filepath.Join(w.project, "control")
+	if err := os.Mkdir(control, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	attack(t, open, jsonArgs("op", "sh", "cmd", script(control)))
+	if got := setID(control); len(got) != len(files) {
+		t.Fatalf("control: unconfined, the commands made set-ID files %v, want all of %v", got, files)
+	}
+	pol := w.policy()
+	p := launch(t, w, &pol)
+	confined := filepath.Join(w.project, "confined")
+	if err := os.Mkdir(confined, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := attack(t, p, jsonArgs("op", "sh", "cmd", script(confined)))
+	if got := setID(confined); len(got) > 0 {
+		t.Errorf("confined, the commands made set-ID files %v (%q)", got, out)
+	}
+	// Ordinary modes still work.
+	if out := attack(t, p, jsonArgs("op", "sh", "cmd", "cd "+confined+" && cp /bin/true plain && chmod 755 plain && ./plain && echo ran")); !strings.Contains(out, "ran") {
+		t.Errorf("confined, an ordinary chmod and run failed: %q", out)
+	}
+}

@@ -82,7 +82,7 @@ func runSuite(t *testing.T, helper, name, plugin, bin string, pol sandbox.Policy
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := sandbox.RunForTest(conf, cmd)
+	out, err := fixtures.RunConfined(conf, cmd)
 	if conf != nil {
 		conf.Stopped()
 	}

@@ -70,26 +70,66 @@ func assemble(prog []insn) ([]unix.SockFilter, error) {
 	return out, nil
 }
 
+// modeCall is a system call that takes a file mode, and which of its
+// arguments holds it.
+type modeCall struct {
+	nr  uint32
+	arg uint32
+}
+
+// The calls that set a file's mode, or make a file with one, by
+// architecture (amd64 and arm64 native, and 32-bit x86 on amd64), and
+// openat2's number (the same on all three), whose mode sits in a struct a
+// filter cannot read.
+var (
+	modeCallsAMD64 = []modeCall{{90, 1}, {91, 1}, {268, 2}, {452, 2}, {85, 1}, {2, 2}, {257, 3}, {133, 1}, {259, 2}} // chmod, fchmod, fchmodat, fchmodat2, creat, open, openat, mknod, mknodat
+	modeCallsARM64 = []modeCall{{52, 1}, {53, 2}, {452, 2}, {56, 3}, {33, 2}}                                         // fchmod, fchmodat, fchmodat2, openat, mknodat
+	modeCalls386   = []modeCall{{15, 1}, {94, 1}, {306, 2}, {452, 2}, {8, 1}, {5, 2}, {295, 3}, {14, 1}, {297, 2}}    // as amd64's
+)
+
+const (
+	sysOpenat2 = 437
+	// setIDBits are S_ISUID and S_ISGID.
+	setIDBits = 0o6000
+	// seccompArgs is offsetof(struct seccomp_data, args): each argument is
+	// 64 bits, its low half first on these little-endian machines.
+	seccompArgs = 16
+)
+
 // keyringFilter is the seccomp program: EPERM for add_key, request_key
 // and keyctl, native or 32-bit, for io_uring's three calls, and for the
-// x32 ABI's calls on amd64 (which nothing here uses); every other call
-// allowed.
+// x32 ABI's calls on amd64 (which nothing here uses); EPERM too for a
+// chmod, open or mknod whose mode sets the set-user-ID or set-group-ID bit
+// (and ENOSYS for openat2, whose mode the filter cannot read: programs
+// then fall back to openat). With the host's user mapped to itself, a
+// sandbox of a host run as root made a copy of python setuid root in the
+// project, and any user of the machine ran it as root (red team; as
+// systemd's RestrictSUIDSGID does). Every other call is allowed.
 func keyringFilter() ([]unix.SockFilter, error) {
 	const (
-		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
+		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
 	)
 	allow, deny := uint32(unix.SECCOMP_RET_ALLOW), uint32(unix.SECCOMP_RET_ERRNO)|uint32(unix.EPERM)
+	nosys := uint32(unix.SECCOMP_RET_ERRNO) | uint32(unix.ENOSYS)
 	var arch uint32
+	var native []modeCall
 	switch runtime.GOARCH {
 	case "amd64":
-		arch = unix.AUDIT_ARCH_X86_64
+		arch, native = unix.AUDIT_ARCH_X86_64, modeCallsAMD64
 	case "arm64":
-		arch = unix.AUDIT_ARCH_AARCH64
+		arch, native = unix.AUDIT_ARCH_AARCH64, modeCallsARM64
 	default:
 		return nil, fmt.Errorf("seccomp: no keyring filter for %s", runtime.GOARCH)
+	}
+	modeChecks := func(prog []insn, calls []modeCall) []insn {
+		for _, c := range calls {
+			prog = append(prog, insn{code: jeq, k: c.nr, jt: fmt.Sprintf("mode%d", c.arg)})
+		}
+		return append(prog, insn{code: jeq, k: sysOpenat2, jt: "nosys"})
 	}
 	prog := []insn{
 		{code: ld, k: seccompArch},
@@ -99,9 +139,6 @@ func keyringFilter() ([]unix.SockFilter, error) {
 	if runtime.GOARCH == "amd64" {
 		prog = append(prog, insn{code: jge, k: x32SyscallBit, jt: "deny"})
 	}
-	// io_uring: a way around this filter's checks (its operations are not
-	// system calls) and a frequent route of kernel exploits; Docker's
-	// default profile refuses it too (red team).
 	denied := []uint32{
 		unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL,
 		unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
@@ -109,24 +146,32 @@ func keyringFilter() ([]unix.SockFilter, error) {
 	for _, nr := range denied {
 		prog = append(prog, insn{code: jeq, k: nr, jt: "deny"})
 	}
-	prog = append(prog, insn{code: ret, k: allow}, insn{code: ret, k: allow, label: "other"})
+	prog = modeChecks(prog, native)
+	prog = append(prog, insn{code: ret, k: allow})
 	if runtime.GOARCH == "amd64" {
-		// "other" checked for i386 before allowing: replace its allow.
-		prog = prog[:len(prog)-1]
 		prog = append(prog,
 			insn{code: jeq, k: auditArch386, jf: "allow", label: "other"},
 			insn{code: ld, k: seccompNr})
 		for _, nr := range denied386 {
 			prog = append(prog, insn{code: jeq, k: nr, jt: "deny"})
 		}
+		prog = modeChecks(prog, modeCalls386)
 		prog = append(prog, insn{code: ret, k: allow, label: "allow"})
+	} else {
+		prog = append(prog, insn{code: ret, k: allow, label: "other"})
 	}
-	prog = append(prog, insn{code: ret, k: deny, label: "deny"})
+	for arg := uint32(1); arg <= 3; arg++ {
+		prog = append(prog,
+			insn{code: ld, k: seccompArgs + 8*arg, label: fmt.Sprintf("mode%d", arg)},
+			insn{code: jset, k: setIDBits, jt: "deny"},
+			insn{code: ret, k: allow})
+	}
+	prog = append(prog,
+		insn{code: ret, k: nosys, label: "nosys"},
+		insn{code: ret, k: deny, label: "deny"})
 	return assemble(prog)
 }
 
-// denyKeyrings installs the filter on this thread (the plugin is forked
-// from it and inherits it). no_new_privs must be set.
 func denyKeyrings() error {
 	prog, err := keyringFilter()
 	if err != nil {
