@@ -83,8 +83,8 @@ type modeCall struct {
 // filter cannot read.
 var (
 	modeCallsAMD64 = []modeCall{{90, 1}, {91, 1}, {268, 2}, {452, 2}, {85, 1}, {2, 2}, {257, 3}, {133, 1}, {259, 2}} // chmod, fchmod, fchmodat, fchmodat2, creat, open, openat, mknod, mknodat
-	modeCallsARM64 = []modeCall{{52, 1}, {53, 2}, {452, 2}, {56, 3}, {33, 2}}                                         // fchmod, fchmodat, fchmodat2, openat, mknodat
-	modeCalls386   = []modeCall{{15, 1}, {94, 1}, {306, 2}, {452, 2}, {8, 1}, {5, 2}, {295, 3}, {14, 1}, {297, 2}}    // as amd64's
+	modeCallsARM64 = []modeCall{{52, 1}, {53, 2}, {452, 2}, {56, 3}, {33, 2}}                                        // fchmod, fchmodat, fchmodat2, openat, mknodat
+	modeCalls386   = []modeCall{{15, 1}, {94, 1}, {306, 2}, {452, 2}, {8, 1}, {5, 2}, {295, 3}, {14, 1}, {297, 2}}   // as amd64's
 )
 
 const (
