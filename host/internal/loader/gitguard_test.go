@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // gitProtected finds the hooks and config of a work tree's repository,
@@ -63,5 +65,44 @@ func TestGitProtected(t *testing.T) {
 		if !slices.Contains(ro, w) {
 			t.Errorf("linked work tree: %s is not read-only: %v", w, ro)
 		}
+	}
+}
+
+// A FIFO where the guard reads a repository's files (a commondir, a
+// config) does not hold the host: the agent made one, and the host's start
+// waited in its open for ever (red team round 9).
+func TestGitGuardDoesNotWaitOnFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	project := filepath.Join(dir, "project")
+	gd := filepath.Join(project, "gd")
+	if err := os.MkdirAll(gd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".git"), []byte("gitdir: "+gd+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(gd, "commondir"), filepath.Join(gd, "config")} {
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan []string, 1)
+	go func() {
+		ro, _ := gitProtected([]string{project})
+		done <- ro
+	}()
+	select {
+	case ro := <-done:
+		if !slices.Contains(ro, filepath.Join(gd, "hooks")) {
+			t.Errorf("the repository's hooks are not read-only: %v", ro)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the open so the goroutine ends.
+		for _, f := range []string{filepath.Join(gd, "commondir"), filepath.Join(gd, "config")} {
+			if w, err := os.OpenFile(f, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				_ = w.Close()
+			}
+		}
+		t.Fatal("the git guard waited on a FIFO")
 	}
 }

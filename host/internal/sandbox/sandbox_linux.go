@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
@@ -214,7 +215,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		}
 	}
 	for _, d := range p.Make {
-		_ = os.MkdirAll(d, 0o700) // best effort: the server says what it misses
+		makeFolder(d, append([]string{p.State}, p.Write...)) // best effort: the server says what it misses
 	}
 	c := &confinement{}
 	root := s.TempRoot
@@ -303,6 +304,44 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		return spawnedConfinement{confinement: c, helper: s.Helper}, nil
 	}
 	return c, nil
+}
+
+// makeFolder makes the folder d (0700) and any missing folder above it,
+// only under one of roots (folders the server may write) and without
+// following a symbolic link below the root: the host makes these folders
+// as its own user (root, often) before the sandbox exists, and their paths
+// come from files a server may write (a repository's .git file, commondir
+// and core.hooksPath), which once had the host make folders anywhere, a
+// link in the project leading elsewhere (red team round 9).
+func makeFolder(d string, roots []string) {
+	var root string
+	for _, r := range roots {
+		if r != "" && sandboxinit.Within(d, r) && len(r) > len(root) {
+			root = r
+		}
+	}
+	rel, err := filepath.Rel(root, d)
+	if root == "" || err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return
+	}
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	for _, name := range strings.Split(rel, string(filepath.Separator)) {
+		if err := unix.Mkdirat(fd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			break
+		}
+		// O_NOFOLLOW with O_PATH opens a link itself, which O_DIRECTORY
+		// then refuses.
+		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			break
+		}
+		_ = unix.Close(fd)
+		fd = next
+	}
+	_ = unix.Close(fd)
 }
 
 // envValue returns the value of the last name=… entry in env.

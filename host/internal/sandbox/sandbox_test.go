@@ -752,3 +752,40 @@ func TestSetIDFilesCannotBeMade(t *testing.T) {
 		t.Errorf("confined, an ordinary chmod and run failed: %q", out)
 	}
 }
+
+// The folders the host makes before a start (a repository's hooks folder,
+// named by files a server may write) are made only under the folders the
+// server may write, and never through a link: a .git file pointing
+// elsewhere had the host (root) make folders anywhere (red team round 9).
+// The control: the folder inside the project is made.
+func TestFoldersMadeOnlyInWritableFolders(t *testing.T) {
+	w := newWorld(t)
+	bins := fixtures.Build(t)
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(w.project, "link")); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(w.project, "repo", ".git", "hooks")
+	pol := w.policy()
+	pol.Make = []string{
+		filepath.Join(outside, "far", "hooks"),
+		filepath.Join(w.project, "link", "through", "hooks"),
+		inside,
+	}
+	sb := &sandbox.Sandbox{Name: "fx", Policy: pol, Helper: bins.Sandbox, TempRoot: t.TempDir()}
+	conf, err := sb.Wrap(exec.Command("/bin/true"), "")
+	if err != nil {
+		t.Fatalf("Wrap: %v", err)
+	}
+	if conf != nil {
+		conf.Stopped()
+	}
+	for _, p := range []string{filepath.Join(outside, "far"), filepath.Join(outside, "through")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("the host made %s, outside the server's folders", p)
+		}
+	}
+	if st, err := os.Stat(inside); err != nil || !st.IsDir() {
+		t.Errorf("control: %s was not made: %v", inside, err)
+	}
+}
