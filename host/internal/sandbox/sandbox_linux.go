@@ -217,7 +217,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	for _, d := range p.Make {
 		makeFolder(d, append([]string{p.State}, p.Write...)) // best effort: the server says what it misses
 	}
-	c := &confinement{}
+	c := &confinement{offline: !p.Network}
 	root := s.TempRoot
 	if root == "" {
 		root = launcher.TempDir() // the host's own: a killed host's is removed by the next
@@ -356,6 +356,7 @@ func envValue(env []string, name string) (string, bool) {
 
 // confinement is one confined start.
 type confinement struct {
+	offline   bool // no network (Policy.Network false)
 	tmp       string
 	cgroup    *cgroup
 	gate      *os.File // the host's end: closed once the helper is placed
@@ -363,6 +364,9 @@ type confinement struct {
 	once      sync.Once
 	reason    string
 }
+
+// Offline says the plugin has no network (launcher.Offline).
+func (c *confinement) Offline() bool { return c.offline }
 
 func (c *confinement) Started(pid int) error {
 	if c.gateChild != nil {

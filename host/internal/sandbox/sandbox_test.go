@@ -789,3 +789,56 @@ func TestFoldersMadeOnlyInWritableFolders(t *testing.T) {
 		t.Errorf("control: %s was not made: %v", inside, err)
 	}
 }
+
+// A plugin without network cannot have the host connect to its loopback:
+// its handshake named 127.0.0.1 and a port, and the host dialled it from
+// its own network (a reach into the host's loopback services, and a
+// channel out for a plugin that has none; red team round 9). The control:
+// the same plugin unconfined has the host dial the listener.
+func TestOfflinePluginCannotAimTheHostsDial(t *testing.T) {
+	w := newWorld(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	dialled := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled <- struct{}{}
+			_ = c.Close()
+		}
+	}()
+	plugin := filepath.Join(t.TempDir(), "aim")
+	script := "#!/bin/sh\necho '1|2|tcp|" + ln.Addr().String() + "|grpc|'\nsleep 5\n"
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil { //nolint:gosec // G306: an executable
+		t.Fatal(err)
+	}
+	start := func(p *sandbox.Policy) {
+		t.Helper()
+		spec := launcher.Spec{Name: "aim", Path: plugin, ProjectDir: w.project, DataDir: t.TempDir(), StartTimeout: 5 * time.Second}
+		if p != nil {
+			spec.Sandbox = &sandbox.Sandbox{Name: "aim", Policy: *p, Helper: fixtures.Build(t).Sandbox}
+		}
+		if pl, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger()); err == nil {
+			_ = pl.Close(context.Background())
+		}
+	}
+	pol := w.policy() // Network false
+	start(&pol)
+	select {
+	case <-dialled:
+		t.Fatal("the host dialled the address an offline plugin named")
+	case <-time.After(500 * time.Millisecond):
+	}
+	start(nil)
+	select {
+	case <-dialled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("control: unconfined, the host did not dial the plugin's address either, so the test proves nothing")
+	}
+}

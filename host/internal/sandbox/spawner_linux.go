@@ -495,4 +495,6 @@ func (c spawnedConfinement) StartProcess(cmd *exec.Cmd) (launcher.Process, error
 var (
 	_ launcher.Process        = (*spawned)(nil)
 	_ launcher.ProcessStarter = spawnedConfinement{}
+	_ launcher.Offline        = spawnedConfinement{}
+	_ launcher.Offline        = (*confinement)(nil)
 )

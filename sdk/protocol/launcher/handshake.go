@@ -20,6 +20,7 @@ import (
 type handshakeGuard struct {
 	rc        io.ReadCloser
 	socketDir string
+	unixOnly  bool   // the plugin has no network: no TCP address
 	line      []byte // the first line, while it is read
 	out       []byte // what to pass on before reading more
 	checked   bool
@@ -35,7 +36,7 @@ func (g *handshakeGuard) Read(p []byte) (int, error) {
 				i = len(g.line) - 1
 			}
 			first, rest := g.line[:i+1], g.line[i+1:]
-			if why := refuseHandshake(string(first), g.socketDir); why != "" {
+			if why := refuseHandshake(string(first), g.socketDir, g.unixOnly); why != "" {
 				first = []byte("switchboard: " + why + "\n")
 			}
 			g.out, g.line, g.checked = append(append([]byte{}, first...), rest...), nil, true
@@ -56,7 +57,7 @@ func (g *handshakeGuard) Close() error { return g.rc.Close() }
 
 // refuseHandshake says why a handshake line's address is refused ("" when
 // it is not, or the line is no handshake: go-plugin reports that).
-func refuseHandshake(line, socketDir string) string {
+func refuseHandshake(line, socketDir string, unixOnly bool) string {
 	parts := strings.Split(strings.TrimSpace(line), "|")
 	if len(parts) < 4 {
 		return ""
@@ -73,6 +74,9 @@ func refuseHandshake(line, socketDir string) string {
 		}
 		return fmt.Sprintf("refused the plugin's handshake: its socket %q is not in its socket folder %s", addr, socketDir)
 	case "tcp":
+		if unixOnly {
+			return fmt.Sprintf("refused the plugin's handshake: it has no network, so its address %q cannot be its own; a plugin listens on a Unix socket in its socket folder", addr)
+		}
 		host, _, err := net.SplitHostPort(addr)
 		if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
 			return ""

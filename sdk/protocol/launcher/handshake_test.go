@@ -26,24 +26,37 @@ func TestHandshakeGuard(t *testing.T) {
 		{"not a handshake", ""},
 	} {
 		for _, split := range []bool{false, true} {
-			var r io.Reader = strings.NewReader(tc.line + "\nlater output\n")
-			if split {
-				r = iotest.OneByteReader(r)
-			}
-			got, err := io.ReadAll(&handshakeGuard{rc: io.NopCloser(r), socketDir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, rest, _ := strings.Cut(string(got), "\n")
-			if rest != "later output\n" {
-				t.Errorf("%q: what followed the handshake became %q", tc.line, rest)
-			}
-			switch {
-			case tc.refused == "" && first != tc.line:
-				t.Errorf("%q passed as %q", tc.line, first)
-			case tc.refused != "" && (!strings.HasPrefix(first, "switchboard: refused") || !strings.Contains(first, tc.refused)):
-				t.Errorf("%q passed as %q, want it refused: %s", tc.line, first, tc.refused)
-			}
+			checkGuard(t, dir, false, tc.line, tc.refused, split)
 		}
+	}
+	// A plugin without network names its Unix socket, never an address.
+	for _, tc := range []struct{ line, refused string }{
+		{"1|2|unix|/tmp/switchboard-1-2/plugin-dir3/plugin4|grpc|CERT", ""},
+		{"1|2|tcp|127.0.0.1:4567|grpc|", "has no network"},
+		{"1|2|tcp|[::1]:4567|grpc|", "has no network"},
+	} {
+		checkGuard(t, dir, true, tc.line, tc.refused, false)
+	}
+}
+
+func checkGuard(t *testing.T, dir string, unixOnly bool, line, refused string, split bool) {
+	t.Helper()
+	var r io.Reader = strings.NewReader(line + "\nlater output\n")
+	if split {
+		r = iotest.OneByteReader(r)
+	}
+	got, err := io.ReadAll(&handshakeGuard{rc: io.NopCloser(r), socketDir: dir, unixOnly: unixOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(string(got), "\n")
+	if rest != "later output\n" {
+		t.Errorf("%q: what followed the handshake became %q", line, rest)
+	}
+	switch {
+	case refused == "" && first != line:
+		t.Errorf("%q passed as %q", line, first)
+	case refused != "" && (!strings.HasPrefix(first, "switchboard: refused") || !strings.Contains(first, refused)):
+		t.Errorf("%q passed as %q, want it refused: %s", line, first, refused)
 	}
 }

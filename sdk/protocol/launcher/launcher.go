@@ -144,6 +144,15 @@ type NeedsChecker interface {
 	Unmet(needs *toolcall.SandboxNeeds) []string
 }
 
+// Offline is a Confinement that may say its plugin has no network: the
+// plugin's handshake must then name a Unix socket in its socket folder.
+// A TCP address from a plugin that cannot listen on the host's loopback
+// would only have the host connect, from its own network, to whatever
+// listens at the port the plugin chose (red team round 9).
+type Offline interface {
+	Offline() bool
+}
+
 // Confinement is one confined start of a plugin.
 type Confinement interface {
 	// Started is called once the process runs, before the handshake; an

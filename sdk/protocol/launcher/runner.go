@@ -58,7 +58,7 @@ func newGroupRunner(name, path string, cmd *exec.Cmd, grace time.Duration, conf 
 	if err != nil {
 		return nil, err
 	}
-	return &groupRunner{name: name, path: path, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, conf: conf, exited: make(chan struct{}), handshake: &handshakeGuard{rc: stdout, socketDir: socketDir}}, nil
+	return &groupRunner{name: name, path: path, cmd: cmd, stdout: stdout, stderr: stderr, grace: grace, conf: conf, exited: make(chan struct{}), handshake: &handshakeGuard{rc: stdout, socketDir: socketDir, unixOnly: offline(conf)}}, nil
 }
 
 func (r *groupRunner) Start(context.Context) error {
@@ -185,3 +185,9 @@ func (r *groupRunner) PluginToHost(n, a string) (string, string, error) { return
 func (r *groupRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
 
 var _ runner.Runner = (*groupRunner)(nil)
+
+// offline reports whether conf says its plugin has no network.
+func offline(conf Confinement) bool {
+	o, ok := conf.(Offline)
+	return ok && o.Offline()
+}
