@@ -237,7 +237,7 @@ func TestBuiltinsServedByTheirBinary(t *testing.T) {
 // unconfined.
 func TestBuiltinBinaryReadOnlyInSandboxes(t *testing.T) {
 	bins := fixtures.Build(t)
-	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
+	if r := (&sandbox.Sandbox{Helper: bins.Switchboard, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
 		t.Skipf("nothing confines here: %s", r)
 	}
 	dir := t.TempDir()

@@ -26,7 +26,7 @@ import (
 // the command unconfined, where the writes into the person's home succeed.
 func TestExternalServerCannotWriteTheUsersCaches(t *testing.T) {
 	bins := fixtures.Build(t)
-	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
+	if r := (&sandbox.Sandbox{Helper: bins.Switchboard, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
 		t.Skipf("nothing confines here: %s", r)
 	}
 	home := t.TempDir()
@@ -127,7 +127,7 @@ func TestExternalServerHomeMade(t *testing.T) {
 // The control reads both unconfined.
 func TestExternalServerCannotReadOtherProgramsConfig(t *testing.T) {
 	bins := fixtures.Build(t)
-	if r := (&sandbox.Sandbox{Helper: bins.Sandbox, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
+	if r := (&sandbox.Sandbox{Helper: bins.Switchboard, Policy: sandbox.Policy{Mode: sandbox.ModeRequired}}).Report(); r.Landlock == 0 && !r.Namespaces {
 		t.Skipf("nothing confines here: %s", r)
 	}
 	home := t.TempDir()
