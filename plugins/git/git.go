@@ -11,10 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
@@ -470,7 +472,7 @@ func (p *plugin) open(ctx context.Context, path string) (*repo, error) {
 	}
 	gitDir := dotGit
 	if !st.IsDir() {
-		b, err := os.ReadFile(dotGit)
+		b, err := readSmall(dotGit)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %v", dotGit, err)
 		}
@@ -488,13 +490,21 @@ func (p *plugin) open(ctx context.Context, path string) (*repo, error) {
 		return nil, fmt.Errorf("repo_path %s: its git directory lies outside the project (%s)", dir, gitDir)
 	}
 	gitDir = real
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		common := strings.TrimSpace(string(b))
+	common := gitDir
+	if b, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
+		common = strings.TrimSpace(string(b))
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(gitDir, common)
 		}
 		if _, err := p.roots.Resolve(common); err != nil {
 			return nil, fmt.Errorf("repo_path %s: its commondir lies outside the project (%s)", dir, common)
+		}
+	}
+	// git reads these at every call: a FIFO there held the call, and the
+	// server, for ever (red team round 10).
+	for _, f := range []string{filepath.Join(gitDir, "config"), filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree")} {
+		if st, err := os.Lstat(f); err == nil && !st.Mode().IsRegular() && st.Mode()&os.ModeSymlink == 0 {
+			return nil, fmt.Errorf("repo_path %s: %s is not a regular file; git would wait on it", dir, f)
 		}
 	}
 	r := &repo{p: p, dir: dir, gitDir: gitDir}
@@ -666,4 +676,28 @@ func (r *repo) paths(ps []string) ([]string, error) {
 		out = append(out, rel)
 	}
 	return out, nil
+}
+
+// maxGitFile bounds what the server reads of a .git file or a commondir
+// (a path, a line): one written 4 GB long was read whole, and the server
+// grew by gigabytes (red team round 10).
+const maxGitFile = 4096
+
+// readSmall reads a .git file or commondir: a regular file of at most
+// maxGitFile bytes, opened without waiting (a FIFO is refused, not waited
+// on).
+func readSmall(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > maxGitFile {
+		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", path, maxGitFile)
+	}
+	return io.ReadAll(io.LimitReader(f, maxGitFile))
 }

@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -357,5 +359,58 @@ func TestAddRefusesAnEmbeddedRepository(t *testing.T) {
 	}
 	if got, isErr := f.call(t, "git_add", map[string]any{"files": []string{"docs"}}); isErr || !strings.Contains(got, "Staged") {
 		t.Errorf("control: git_add docs = %q", got)
+	}
+}
+
+// A .git file the agent made huge, or a FIFO where git reads its config,
+// neither grows the server nor holds it: the call is refused at once (red
+// team round 10: a 4 GB .git file grew the server by gigabytes; a FIFO
+// config held the call for ever). The control: the same call on a sound
+// repository beside them works.
+func TestOversizedAndFIFOGitFilesAreRefused(t *testing.T) {
+	f := setup(t)
+	huge := filepath.Join(f.project, "huge")
+	if err := os.MkdirAll(huge, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big, err := os.Create(filepath.Join(huge, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Truncate(1 << 30); err != nil { // sparse
+		t.Fatal(err)
+	}
+	_ = big.Close()
+	fifo := filepath.Join(f.project, "fifo")
+	newRepo(t, fifo)
+	if err := os.Remove(filepath.Join(fifo, ".git", "config")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(fifo, ".git", "config"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{huge, fifo} {
+		done := make(chan string, 1)
+		go func() {
+			out, isErr := f.call(t, "git_status", map[string]any{"repo_path": dir})
+			if !isErr {
+				out = "not an error: " + out
+			}
+			done <- out
+		}()
+		select {
+		case out := <-done:
+			if !strings.Contains(out, "regular file") {
+				t.Errorf("git_status in %s = %q, want a refusal naming the file", dir, out)
+			}
+		case <-time.After(20 * time.Second):
+			if w, err := os.OpenFile(filepath.Join(fifo, ".git", "config"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				_ = w.Close()
+			}
+			t.Fatalf("git_status in %s did not answer", dir)
+		}
+	}
+	if out, isErr := f.call(t, "git_status", nil); isErr {
+		t.Errorf("control: git_status of the project failed: %q", out)
 	}
 }

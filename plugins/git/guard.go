@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // The guard keeps every program named in configuration from running. It
@@ -249,11 +251,23 @@ func sumFile(path string) fileSum {
 	case !st.Mode().IsRegular():
 		return fileSum{kind: 'o'}
 	}
-	b, err := os.ReadFile(path)
+	// Streamed, and without waiting: the file may be large, or replaced
+	// by a FIFO since the Lstat.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fileSum{kind: 'o'}
 	}
-	return fileSum{kind: 'f', sum: sha256.Sum256(b)}
+	defer func() { _ = f.Close() }()
+	if fst, err := f.Stat(); err != nil || !fst.Mode().IsRegular() {
+		return fileSum{kind: 'o'}
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fileSum{kind: 'o'}
+	}
+	sum := fileSum{kind: 'f'}
+	h.Sum(sum.sum[:0])
+	return sum
 }
 
 // environ returns the GIT_CONFIG_* variables that neutralise the
@@ -416,7 +430,7 @@ func (sc *scanner) config(gitDir, workTree string, depth int) (*repoScan, error)
 	for _, f := range []string{"config", "config.worktree", "commondir"} {
 		c.dep(filepath.Join(gitDir, f))
 	}
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	if b, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
 		common := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(gitDir, common)
@@ -567,7 +581,7 @@ func (sc *scanner) index(gitDir string, rs *repoScan) error {
 		switch sum.kind {
 		case 'd':
 		case 'f':
-			b, err := os.ReadFile(dotGit)
+			b, err := readSmall(dotGit)
 			if err != nil {
 				continue
 			}

@@ -842,3 +842,48 @@ func TestOfflinePluginCannotAimTheHostsDial(t *testing.T) {
 		t.Fatal("control: unconfined, the host did not dial the plugin's address either, so the test proves nothing")
 	}
 }
+
+// A plugin cannot aim the host's connection through a link in its socket
+// folder: a link there to another socket (another host's control socket,
+// a listener outside every sandbox) had the host connect to it (red team
+// round 10). Every other test's plugins show the plugin's own socket still
+// connects.
+func TestHandshakeLinkIsNotFollowed(t *testing.T) {
+	w := newWorld(t)
+	target := filepath.Join(t.TempDir(), "l.sock")
+	ln, err := net.Listen("unix", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	dialled := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled <- struct{}{}
+			_ = c.Close()
+		}
+	}()
+	plugin := filepath.Join(t.TempDir(), "aim")
+	script := "#!/bin/sh\nln -s " + target + " \"$PLUGIN_UNIX_SOCKET_DIR/p\"\necho \"1|2|unix|$PLUGIN_UNIX_SOCKET_DIR/p|grpc|\"\nsleep 5\n"
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil { //nolint:gosec // G306: an executable
+		t.Fatal(err)
+	}
+	spec := launcher.Spec{Name: "aim", Path: plugin, ProjectDir: w.project, DataDir: t.TempDir(), StartTimeout: 5 * time.Second}
+	pl, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+	if err == nil {
+		_ = pl.Close(context.Background())
+		t.Fatal("a handshake naming a link was accepted")
+	}
+	if !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("error = %v, want it to say the path is not a socket", err)
+	}
+	select {
+	case <-dialled:
+		t.Fatal("the host connected to the socket the plugin's link named")
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // handshakeGuard passes a plugin's stdout on to go-plugin, checking the
@@ -20,7 +21,9 @@ import (
 type handshakeGuard struct {
 	rc        io.ReadCloser
 	socketDir string
-	unixOnly  bool   // the plugin has no network: no TCP address
+	unixOnly  bool // the plugin has no network: no TCP address
+	mu        sync.Mutex
+	release   func() // closes the descriptor of the plugin's socket (pinSocket); under mu
 	line      []byte // the first line, while it is read
 	out       []byte // what to pass on before reading more
 	checked   bool
@@ -38,6 +41,13 @@ func (g *handshakeGuard) Read(p []byte) (int, error) {
 			first, rest := g.line[:i+1], g.line[i+1:]
 			if why := refuseHandshake(string(first), g.socketDir, g.unixOnly); why != "" {
 				first = []byte("switchboard: " + why + "\n")
+			} else if pinned, release, why := pinHandshake(string(first), g.socketDir); why != "" {
+				first = []byte("switchboard: " + why + "\n")
+			} else {
+				first = []byte(pinned)
+				g.mu.Lock()
+				g.release = release
+				g.mu.Unlock()
 			}
 			g.out, g.line, g.checked = append(append([]byte{}, first...), rest...), nil, true
 		}
@@ -53,7 +63,43 @@ func (g *handshakeGuard) Read(p []byte) (int, error) {
 	return g.rc.Read(p)
 }
 
-func (g *handshakeGuard) Close() error { return g.rc.Close() }
+func (g *handshakeGuard) Close() error {
+	g.releaseSocket()
+	return g.rc.Close()
+}
+
+// releaseSocket closes the descriptor the host connects to the plugin
+// through (the runner calls it once the plugin has exited).
+func (g *handshakeGuard) releaseSocket() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.release != nil {
+		g.release()
+		g.release = nil
+	}
+}
+
+// pinHandshake makes a handshake that names a Unix socket in socketDir
+// name that very socket: what the plugin's path leads to is checked to be
+// a socket, not a link (a plugin put a symbolic link in its socket folder
+// and the host connected to any socket the link named: another host's
+// control socket, a listener outside every sandbox; red team round 10),
+// and the host connects to it through a descriptor it holds
+// (/proc/self/fd/N on Linux), so the plugin cannot swap the path after the
+// check. Other handshakes pass unchanged. It returns the handshake to pass
+// on and what releases the descriptor, or why it is refused.
+func pinHandshake(line, socketDir string) (string, func(), string) {
+	parts := strings.Split(strings.TrimRight(line, "\r\n"), "|")
+	if socketDir == "" || len(parts) < 4 || parts[2] != "unix" {
+		return line, nil, ""
+	}
+	addr, release, err := pinSocket(parts[3])
+	if err != nil {
+		return "", nil, fmt.Sprintf("refused the plugin's handshake: %v", err)
+	}
+	parts[3] = addr
+	return strings.Join(parts, "|") + "\n", release, ""
+}
 
 // refuseHandshake says why a handshake line's address is refused ("" when
 // it is not, or the line is no handshake: go-plugin reports that).

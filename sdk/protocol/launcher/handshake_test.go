@@ -2,6 +2,10 @@ package launcher
 
 import (
 	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -12,16 +16,38 @@ import (
 // without network sent data out as the names it made the host look up
 // (red team round 6). What follows the line passes unchanged.
 func TestHandshakeGuard(t *testing.T) {
-	const dir = "/tmp/switchboard-1-2/plugin-dir3"
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "plugin4")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	// A link in the socket folder to a socket elsewhere (another host's
+	// control socket, say), and a file that is no socket.
+	elsewhere := filepath.Join(t.TempDir(), "s")
+	other, err := net.Listen("unix", elsewhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Close() }()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "plugin5")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plugin6"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ line, refused string }{
-		{"1|2|unix|/tmp/switchboard-1-2/plugin-dir3/plugin4|grpc|CERT", ""},
+		{"1|2|unix|" + sock + "|grpc|CERT", ""},
+		{"1|2|unix|" + filepath.Join(dir, "plugin5") + "|grpc|CERT", "not a socket"},
+		{"1|2|unix|" + filepath.Join(dir, "plugin6") + "|grpc|CERT", "not a socket"},
 		{"1|2|tcp|127.0.0.1:4567|grpc|", ""},
 		{"1|2|tcp|[::1]:4567|grpc|", ""},
 		{"1|2|tcp|exfil-TOPSECRET.attacker.invalid:47001|grpc|", "not a numeric loopback address"},
 		{"1|2|tcp|localhost:4567|grpc|", "not a numeric loopback address"},
 		{"1|2|tcp|10.0.0.1:4567|grpc|", "not a numeric loopback address"},
 		{"1|2|unix|/tmp/elsewhere/sock|grpc|", "not in its socket folder"},
-		{"1|2|unix|/tmp/switchboard-1-2/plugin-dir3/../../x|grpc|", "not in its socket folder"},
+		{"1|2|unix|" + dir + "/../../x|grpc|", "not in its socket folder"},
 		{"1|2|udp|127.0.0.1:1|grpc|", "neither unix nor tcp"},
 		{"not a handshake", ""},
 	} {
@@ -31,7 +57,7 @@ func TestHandshakeGuard(t *testing.T) {
 	}
 	// A plugin without network names its Unix socket, never an address.
 	for _, tc := range []struct{ line, refused string }{
-		{"1|2|unix|/tmp/switchboard-1-2/plugin-dir3/plugin4|grpc|CERT", ""},
+		{"1|2|unix|" + sock + "|grpc|CERT", ""},
 		{"1|2|tcp|127.0.0.1:4567|grpc|", "has no network"},
 		{"1|2|tcp|[::1]:4567|grpc|", "has no network"},
 	} {
@@ -45,13 +71,29 @@ func checkGuard(t *testing.T, dir string, unixOnly bool, line, refused string, s
 	if split {
 		r = iotest.OneByteReader(r)
 	}
-	got, err := io.ReadAll(&handshakeGuard{rc: io.NopCloser(r), socketDir: dir, unixOnly: unixOnly})
+	g := &handshakeGuard{rc: io.NopCloser(r), socketDir: dir, unixOnly: unixOnly}
+	got, err := io.ReadAll(g)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { _ = g.Close() }()
 	first, rest, _ := strings.Cut(string(got), "\n")
 	if rest != "later output\n" {
 		t.Errorf("%q: what followed the handshake became %q", line, rest)
+	}
+	if refused == "" && strings.Contains(line, "|unix|") && runtime.GOOS == "linux" {
+		// The socket, pinned: the host connects through its descriptor.
+		parts := strings.Split(first, "|")
+		if len(parts) < 4 || !strings.HasPrefix(parts[3], "/proc/self/fd/") {
+			t.Errorf("%q passed as %q, want its socket named by a descriptor", line, first)
+			return
+		}
+		if c, err := net.Dial("unix", parts[3]); err != nil {
+			t.Errorf("the pinned socket %s does not connect: %v", parts[3], err)
+		} else {
+			_ = c.Close()
+		}
+		return
 	}
 	switch {
 	case refused == "" && first != line:

@@ -117,6 +117,7 @@ func (r *groupRunner) Wait(context.Context) error {
 		} else {
 			r.waitErr = r.cmd.Wait()
 		}
+		r.handshake.releaseSocket()
 		if r.conf != nil {
 			r.stopReason = r.conf.Stopped()
 		}

@@ -1,0 +1,26 @@
+//go:build linux
+
+package launcher
+
+import (
+	"fmt"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// pinSocket opens the socket at path without following a link and
+// returns a path that leads to that socket for as long as the returned
+// function has not been called.
+func pinSocket(path string) (string, func(), error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, fmt.Errorf("its socket %q: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		_ = unix.Close(fd)
+		return "", nil, fmt.Errorf("its socket %q is not a socket (a link or another file)", path)
+	}
+	return "/proc/self/fd/" + strconv.Itoa(fd), func() { _ = unix.Close(fd) }, nil
+}
