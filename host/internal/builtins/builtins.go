@@ -61,6 +61,8 @@ type Grants struct {
 	// Processes is its process limit (processes and threads) where the
 	// host can make a cgroup, unless its sandbox block sets one.
 	Processes int64
+	// Memory is its memory limit in bytes, on the same terms.
+	Memory int64
 	// ExecOnly lets it execute Exec (and its own binary) alone.
 	ExecOnly bool
 	Exec     []string
@@ -71,6 +73,13 @@ type Grants struct {
 // BashProcesses is bash's default limit on the processes and threads of
 // its sandbox (README, Security).
 const BashProcesses = 4096
+
+// GitMemory is git's default memory limit (README, Security): git reads
+// files the agent may write (a .git file, configs, objects), and a
+// runaway git then stops at this, not at the machine's OOM killer (red
+// team round 10 grew it by 150 MB a second). Large repositories' status,
+// log and diff fit well below it.
+const GitMemory = 2 << 30
 
 // Binary is the name of the built-in's standalone plugin binary.
 func (b Builtin) Binary() string { return BinaryPrefix + b.Name }
@@ -118,9 +127,9 @@ var all = []Builtin{
 			untrusted := []string{projectDir}
 			env := map[string]string{"PATH": pathguard.PathOutside(os.Getenv("PATH"), untrusted)}
 			if s.AllowHooks || s.AllowFilters {
-				return Grants{Write: []string{projectDir}, Env: env}
+				return Grants{Write: []string{projectDir}, Env: env, Memory: GitMemory}
 			}
-			return Grants{Write: []string{projectDir}, ExecOnly: true, Exec: gitPrograms(untrusted), Env: env}
+			return Grants{Write: []string{projectDir}, ExecOnly: true, Exec: gitPrograms(untrusted), Env: env, Memory: GitMemory}
 		},
 	},
 	{

@@ -78,9 +78,9 @@ func TestGrants(t *testing.T) {
 		{"filesystem", `{"roots":["/extra"]}`, Grants{Write: []string{"/p", "/extra"}}},
 		{"filesystem", `{}`, Grants{Write: []string{"/p"}}},
 		{"bash", `{}`, Grants{Write: []string{"/p"}, Processes: BashProcesses}},
-		{"git", `{}`, Grants{Write: []string{"/p"}, ExecOnly: true, Exec: gitPrograms([]string{"/p"}), Env: gitEnv}},
-		{"git", `{"allow_hooks":true}`, Grants{Write: []string{"/p"}, Env: gitEnv}},
-		{"git", `{"allow_filters":true}`, Grants{Write: []string{"/p"}, Env: gitEnv}},
+		{"git", `{}`, Grants{Write: []string{"/p"}, ExecOnly: true, Exec: gitPrograms([]string{"/p"}), Env: gitEnv, Memory: GitMemory}},
+		{"git", `{"allow_hooks":true}`, Grants{Write: []string{"/p"}, Env: gitEnv, Memory: GitMemory}},
+		{"git", `{"allow_filters":true}`, Grants{Write: []string{"/p"}, Env: gitEnv, Memory: GitMemory}},
 		{"web", `{}`, Grants{Network: true}},
 		{"switchboard", `{}`, Grants{}},
 	}

@@ -119,7 +119,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	case registry.KindBuiltin:
 		if b, ok := builtins.Lookup(name); ok {
 			g := b.Grants(cfg.ProjectDir, settings)
-			p.Write, p.Network, p.DefaultProcesses = g.Write, g.Network, g.Processes
+			p.Write, p.Network, p.DefaultProcesses, p.DefaultMemory = g.Write, g.Network, g.Processes, g.Memory
 			p.ExecOnly, p.Exec, p.Env = g.ExecOnly, g.Exec, g.Env
 		}
 	case registry.KindExternal:

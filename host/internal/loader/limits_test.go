@@ -34,8 +34,18 @@ func TestBashHasADefaultProcessLimit(t *testing.T) {
 		t.Errorf("bash with processes = 100000: %d", set.Policy.Processes)
 	}
 	fs := confinement(cfg, files, registry.KindBuiltin, "filesystem", config.Sandbox{}, nil, "", "/bin/true")
-	if fs.Policy.DefaultProcesses != 0 {
-		t.Errorf("filesystem got a default process limit of %d", fs.Policy.DefaultProcesses)
+	if fs.Policy.DefaultProcesses != 0 || fs.Policy.DefaultMemory != 0 {
+		t.Errorf("filesystem got default limits of %d processes, %d bytes", fs.Policy.DefaultProcesses, fs.Policy.DefaultMemory)
+	}
+	// git reads files the agent writes: a default memory limit, which a
+	// configured one replaces.
+	git := confinement(cfg, files, registry.KindBuiltin, "git", config.Sandbox{}, nil, "", "/bin/true")
+	if git.Policy.DefaultMemory != builtins.GitMemory || git.Policy.Memory != 0 {
+		t.Errorf("git: default memory %d, configured %d; want default %d", git.Policy.DefaultMemory, git.Policy.Memory, builtins.GitMemory)
+	}
+	setGit := confinement(cfg, files, registry.KindBuiltin, "git", config.Sandbox{Memory: 8 << 30}, nil, "", "/bin/true")
+	if setGit.Policy.Memory != 8<<30 {
+		t.Errorf("git with memory = 8GiB: %d", setGit.Policy.Memory)
 	}
 }
 

@@ -99,6 +99,9 @@ type Policy struct {
 	// fork bomb, which a host run as root has no other: the kernel does
 	// not apply RLIMIT_NPROC to root).
 	DefaultProcesses int64
+	// DefaultMemory is a server's memory limit without a configured one
+	// (Memory), on the same terms as DefaultProcesses.
+	DefaultMemory int64
 	// FileSize bounds the size of a file the plugin writes, in bytes
 	// (RLIMIT_FSIZE; 0: none).
 	FileSize int64

@@ -166,17 +166,26 @@ func (s *Sandbox) Report() Report {
 		} else {
 			r.Missing = append(r.Missing, "memory and process limits (no writable cgroup)")
 		}
-	} else if s.Policy.DefaultProcesses > 0 {
-		r.Missing = append(r.Missing, fmt.Sprintf("the default limit of %d processes (no writable cgroup)", s.Policy.DefaultProcesses))
+	} else {
+		if s.Policy.DefaultProcesses > 0 {
+			r.Missing = append(r.Missing, fmt.Sprintf("the default limit of %d processes (no writable cgroup)", s.Policy.DefaultProcesses))
+		}
+		if s.Policy.DefaultMemory > 0 {
+			r.Missing = append(r.Missing, fmt.Sprintf("the default memory limit of %s (no writable cgroup)", FormatBytes(s.Policy.DefaultMemory)))
+		}
 	}
 	return r
 }
 
-// withLimits returns p with its default process limit in force where
-// this machine has a writable cgroup and no limit is configured.
+// withLimits returns p with its default process and memory limits in
+// force where this machine has a writable cgroup and no limit is
+// configured.
 func (p Policy) withLimits(k kernel) Policy {
 	if p.Processes == 0 && p.DefaultProcesses > 0 && k.cgroup != nil {
 		p.Processes = p.DefaultProcesses
+	}
+	if p.Memory == 0 && p.DefaultMemory > 0 && k.cgroup != nil {
+		p.Memory = p.DefaultMemory
 	}
 	return p
 }

@@ -291,6 +291,25 @@ func TestMemoryLimitKillsAndSaysWhy(t *testing.T) {
 	}
 }
 
+// A server's default memory limit (git's, where none is configured)
+// holds as a configured one does: git grew by gigabytes reading a file the
+// agent wrote (red team round 10). A configured limit replaces it.
+func TestDefaultMemoryLimitHolds(t *testing.T) {
+	w := newWorld(t)
+	pol := w.policy()
+	pol.DefaultMemory = 96 << 20
+	p := launch(t, w, &pol)
+	_, err := p.Call(t.Context(), "attack", []byte(`{"op":"alloc","mb":400}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "memory limit of 96MiB") {
+		t.Fatalf("allocating past the default limit: err = %v, want the plugin stopped and the reason named", err)
+	}
+	pol.Memory = 1 << 30
+	q := launch(t, w, &pol)
+	if out := attack(t, q, `{"op":"alloc","mb":400}`); !strings.HasPrefix(out, "ok") {
+		t.Errorf("with memory = 1GiB configured, 400 MB failed: %q", out)
+	}
+}
+
 // TestDefaultProcessLimitStopsAForkBomb: a server's default process limit
 // (bash's, where no limit is configured) holds when a command forks
 // without end: the shell's forks fail at the limit, and the plugin still
