@@ -11,13 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 
+	"github.com/switchboard-mcp/switchboard/internal/regularfile"
 	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
 )
@@ -679,25 +678,8 @@ func (r *repo) paths(ps []string) ([]string, error) {
 }
 
 // maxGitFile bounds what the server reads of a .git file or a commondir
-// (a path, a line): one written 4 GB long was read whole, and the server
-// grew by gigabytes (red team round 10).
+// (a path, a line).
 const maxGitFile = 4096
 
-// readSmall reads a .git file or commondir: a regular file of at most
-// maxGitFile bytes, opened without waiting (a FIFO is refused, not waited
-// on).
-func readSmall(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() || st.Size() > maxGitFile {
-		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", path, maxGitFile)
-	}
-	return io.ReadAll(io.LimitReader(f, maxGitFile))
-}
+// readSmall reads a .git file or commondir (regularfile.Read).
+func readSmall(path string) ([]byte, error) { return regularfile.Read(path, maxGitFile) }

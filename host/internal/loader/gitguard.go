@@ -3,16 +3,14 @@ package loader
 import (
 	"bufio"
 	"bytes"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/regularfile"
 )
 
 // WritableFolders lists the folders some server of cfg may write: the
@@ -135,7 +133,7 @@ func repoDirs(root string) (gitDir, common string) {
 	case !st.Mode().IsRegular() || st.Size() > 4096:
 		return "", ""
 	}
-	b, err := readRegular(dot, 4096)
+	b, err := regularfile.Read(dot, 4096)
 	if err != nil {
 		return "", ""
 	}
@@ -149,7 +147,7 @@ func repoDirs(root string) (gitDir, common string) {
 	}
 	gitDir = filepath.Clean(gitDir)
 	common = gitDir
-	if c, err := readRegular(filepath.Join(gitDir, "commondir"), 4096); err == nil {
+	if c, err := regularfile.Read(filepath.Join(gitDir, "commondir"), 4096); err == nil {
 		if cd := strings.TrimSpace(string(c)); cd != "" {
 			if !filepath.IsAbs(cd) {
 				cd = filepath.Join(gitDir, cd)
@@ -160,27 +158,6 @@ func repoDirs(root string) (gitDir, common string) {
 	return gitDir, common
 }
 
-// readRegular reads the file at path when it is a regular file of at
-// most max bytes. These files are in folders servers may write: a FIFO put
-// at a commondir's path held the host's start for ever in its open (red
-// team round 9), so the open does not wait, and anything but a regular file
-// is refused.
-func readRegular(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() || st.Size() > max {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, max)
-	}
-	return io.ReadAll(io.LimitReader(f, max))
-}
-
 // hooksPath reads core.hooksPath from a repository's config file.
 func hooksPath(config string) string { return configValue(config, "core", "hookspath") }
 
@@ -188,7 +165,7 @@ func hooksPath(config string) string { return configValue(config, "core", "hooks
 // own format: [section] then key = …; names are case-insensitive; the
 // last one wins, as in git).
 func configValue(config, section, key string) string {
-	b, err := readRegular(config, 1<<20)
+	b, err := regularfile.Read(config, 1<<20)
 	if err != nil {
 		return ""
 	}

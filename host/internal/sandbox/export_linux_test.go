@@ -2,5 +2,7 @@
 
 package sandbox
 
-// LastWinsForTest is lastWins.
-var LastWinsForTest = lastWins
+import "github.com/switchboard-mcp/switchboard/host/internal/sandboxinit"
+
+// LastWinsForTest is the spawner's environment rule (sandboxinit.LastWins).
+var LastWinsForTest = sandboxinit.LastWins

@@ -821,17 +821,7 @@ func TestOfflinePluginCannotAimTheHostsDial(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = ln.Close() }()
-	dialled := make(chan struct{}, 16)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialled <- struct{}{}
-			_ = c.Close()
-		}
-	}()
+	dialled := dials(ln)
 	plugin := filepath.Join(t.TempDir(), "aim")
 	script := "#!/bin/sh\necho '1|2|tcp|" + ln.Addr().String() + "|grpc|'\nsleep 5\n"
 	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil { //nolint:gosec // G306: an executable
@@ -875,17 +865,7 @@ func TestHandshakeLinkIsNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = ln.Close() }()
-	dialled := make(chan struct{}, 16)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialled <- struct{}{}
-			_ = c.Close()
-		}
-	}()
+	dialled := dials(ln)
 	plugin := filepath.Join(t.TempDir(), "aim")
 	script := "#!/bin/sh\nln -s " + target + " \"$PLUGIN_UNIX_SOCKET_DIR/p\"\necho \"1|2|unix|$PLUGIN_UNIX_SOCKET_DIR/p|grpc|\"\nsleep 5\n"
 	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil { //nolint:gosec // G306: an executable
@@ -905,4 +885,21 @@ func TestHandshakeLinkIsNotFollowed(t *testing.T) {
 		t.Fatal("the host connected to the socket the plugin's link named")
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+// dials reports each connection ln accepts (and closes it) until ln is
+// closed.
+func dials(ln net.Listener) <-chan struct{} {
+	dialled := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled <- struct{}{}
+			_ = c.Close()
+		}
+	}()
+	return dialled
 }

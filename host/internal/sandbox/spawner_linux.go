@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,27 +47,6 @@ const spawnerIdle = 500 * time.Millisecond
 // spawnerReplyTimeout bounds the wait for the spawner's answer to a
 // start (a fork and an exec; milliseconds).
 const spawnerReplyTimeout = 20 * time.Second
-
-// lastWins returns env with one entry per name, the last one (in their
-// order): as exec.Cmd passes an environment. A
-// Go program reads the first entry of a name, so passed as it is, a
-// variable set in a server's env block would win over what the sandbox
-// appends after it (its instructions among them).
-func lastWins(env []string) []string {
-	last := make(map[string]int, len(env))
-	for i, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		last[name] = i
-	}
-	out := make([]string, 0, len(last))
-	for i, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if last[name] == i {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
 
 // errNoSpawner is a spawner that could not be started (the helper
 // binary cannot run): no start of a confined server can work.
@@ -381,7 +359,7 @@ func (s *spawner) start(cmd *exec.Cmd) (p *spawned, err error) {
 			return nil, fmt.Errorf("sandbox: the host's working directory: %w", err)
 		}
 	}
-	req := sandboxinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: lastWins(env), Dir: dir}
+	req := sandboxinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: sandboxinit.LastWins(env), Dir: dir}
 	if a := cmd.SysProcAttr; a != nil {
 		req.Cloneflags, req.AmbientCaps, req.Setpgid, req.Pdeathsig = a.Cloneflags, a.AmbientCaps, a.Setpgid, int(a.Pdeathsig)
 	}

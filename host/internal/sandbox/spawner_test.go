@@ -179,12 +179,12 @@ func TestEnvBlockCannotReplaceTheSandbox(t *testing.T) {
 	}
 }
 
-// lastWins keeps one entry a name, the last, in the order of the kept
+// LastWins keeps one entry a name, the last, in the order of the kept
 // entries (as exec.Cmd does).
 func TestSpawnerEnvironmentLastWins(t *testing.T) {
 	got := sandbox.LastWinsForTest([]string{"A=1", "B=2", "A=3", "C", "B=4"})
 	if want := []string{"A=3", "C", "B=4"}; !slices.Equal(got, want) {
-		t.Errorf("lastWins = %q, want %q", got, want)
+		t.Errorf("LastWins = %q, want %q", got, want)
 	}
 }
 

@@ -565,26 +565,7 @@ func split(paths []string) (dirs, files []string) {
 	return dirs, files
 }
 
-// lastWins keeps one entry of each name in env, the last (as os/exec
-// does): a program reads the first, and the sandbox's own values (its
-// PATH, HOME, TMPDIR) come after the inherited ones.
-func lastWins(env []string) []string {
-	last := make(map[string]int, len(env))
-	for i, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		last[name] = i
-	}
-	out := env[:0:0]
-	for i, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if last[name] == i {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// run starts the plugin and stays until it exits: forwarding the signals
+// run starts the plugin and stays until it exits: ignoring the stop signals
 // the host sends and reaping every orphan that lands here.
 func run(sp Spec) int {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
@@ -594,7 +575,7 @@ func run(sp Spec) int {
 	for k, v := range sp.Env {
 		env = append(env, k+"="+v)
 	}
-	env = lastWins(env)
+	env = LastWins(env)
 	handOn := sp.ExtraFDs
 	if sp.PinnedFD && sp.ExtraFDs == 1 {
 		// Close-on-exec: the exec still resolves /proc/self/fd/3 (its

@@ -60,3 +60,24 @@ func Within(p, dir string) bool {
 	}
 	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }
+
+// LastWins returns env with one entry per name, the last one (in their
+// order), as os/exec passes an environment: a program reads the first
+// entry of a name, so passed as it is, a variable set in a server's env
+// block would win over what the sandbox appends after it (its
+// instructions, its PATH, HOME and TMPDIR among them).
+func LastWins(env []string) []string {
+	last := make(map[string]int, len(env))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		last[name] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if last[name] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
