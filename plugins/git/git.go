@@ -469,6 +469,14 @@ func (p *plugin) open(ctx context.Context, path string) (*repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a git repository (no .git); this server does not create repositories", dir)
 	}
+	if st.IsDir() {
+		if names, _ := readDirNames(dotGit, 1); len(names) == 0 {
+			// An empty .git: the placeholder a host binds where a
+			// server could otherwise make a repository (git, too, takes
+			// it for none).
+			return nil, fmt.Errorf("%s is not a git repository (its .git is empty); this server does not create repositories", dir)
+		}
+	}
 	gitDir := dotGit
 	if !st.IsDir() {
 		b, err := readSmall(dotGit)
@@ -683,3 +691,13 @@ const maxGitFile = 4096
 
 // readSmall reads a .git file or commondir (regularfile.Read).
 func readSmall(path string) ([]byte, error) { return regularfile.Read(path, maxGitFile) }
+
+// readDirNames returns up to n names in dir.
+func readDirNames(dir string, n int) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return f.Readdirnames(n)
+}

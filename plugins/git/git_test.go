@@ -135,22 +135,32 @@ func TestNoInit(t *testing.T) {
 		t.Fatal("git_init exists")
 	}
 	plain := filepath.Join(f.project, "plain")
-	if err := os.Mkdir(plain, 0o755); err != nil {
-		t.Fatal(err)
+	// An empty .git is the host's placeholder (no repository): refused
+	// the same way, and left empty.
+	placeholder := filepath.Join(f.project, "placeholder", ".git")
+	for _, d := range []string{plain, placeholder} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for tool, args := range map[string]map[string]any{
-		"git_status": {"repo_path": "plain"},
-		"git_log":    {"repo_path": "plain"},
-		"git_add":    {"repo_path": "plain", "files": []string{"x"}},
-		"git_commit": {"repo_path": "plain", "message": "m"},
-	} {
-		got, isErr := f.call(t, tool, args)
-		if !isErr || !strings.Contains(got, "not a git repository") {
-			t.Errorf("%s in a plain folder = %q, want refused", tool, got)
+	for _, dir := range []string{"plain", "placeholder"} {
+		for tool, args := range map[string]map[string]any{
+			"git_status": {"repo_path": dir},
+			"git_log":    {"repo_path": dir},
+			"git_add":    {"repo_path": dir, "files": []string{"x"}},
+			"git_commit": {"repo_path": dir, "message": "m"},
+		} {
+			got, isErr := f.call(t, tool, args)
+			if !isErr || !strings.Contains(got, "not a git repository") {
+				t.Errorf("%s in %s = %q, want refused", tool, dir, got)
+			}
 		}
 	}
 	if _, err := os.Stat(filepath.Join(plain, ".git")); err == nil {
 		t.Error("a repository was created")
+	}
+	if names, _ := os.ReadDir(placeholder); len(names) != 0 {
+		t.Errorf("the empty .git was filled: %v", names)
 	}
 }
 

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,5 +213,152 @@ echo END`, marker)
 	git(e.project, "status")
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the person's git status ran a program a server wrote into a submodule")
+	}
+}
+
+// TestNoRepositoryMadeWhileServersRun: in a project that is not a
+// repository when the servers start, a server that may write it made one
+// (git init, then a core.fsmonitor in the new config), and the person's
+// next `git status` in the project ran that program, outside any sandbox
+// (red team round 9): the read-only binds of a repository's files are
+// decided when a sandbox is made. The host now makes an empty .git there
+// first and binds it read-only; git takes an empty .git for none. The test
+// tries every way in through bash and the filesystem, runs git as the
+// person, and checks that the placeholder is gone once the host stops;
+// the control: bash writes the project's other files. A second run checks
+// that the person's own `git init` while the host runs works and stays.
+func TestNoRepositoryMadeWhileServersRun(t *testing.T) {
+	e := setup(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	dotGit := filepath.Join(e.project, ".git")
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"filesystem\" {}\nbuiltin \"bash\" {}\nbuiltin \"git\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	personsGit := func(args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = e.project
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_CEILING_DIRECTORIES="+filepath.Dir(e.project))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	// c.Close waits for the host to exit.
+	gone := func() bool {
+		_, err := os.Lstat(dotGit)
+		return errors.Is(err, fs.ErrNotExist)
+	}
+
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	fsmonitor := fmt.Sprintf("[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch %s; false\"\n", marker)
+	if got, isErr := mustCall(t, c, "filesystem__write_file", map[string]any{"path": ".git/config", "content": fsmonitor}); !isErr {
+		t.Errorf("filesystem wrote .git/config: %q", got)
+	}
+	// A repository of the agent's elsewhere in the project, for a .git
+	// file or link to name.
+	script := fmt.Sprintf(`git init -q 2>/dev/null; printf '%s' >> .git/config
+mkdir .git/hooks; rmdir .git; mv .git moved; rm -rf .git
+git init -q evil; printf '%s' >> evil/.git/config
+mv .git aside; printf 'gitdir: evil/.git\n' > .git; ln -s evil/.git .git
+echo changed > other.txt; echo END`, fsmonitor, fsmonitor)
+	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+	if !strings.Contains(out, "END") {
+		t.Fatalf("the command did not run: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.project, "other.txt")); err != nil || string(b) != "changed\n" {
+		t.Fatalf("control: bash could not write the project (%q, %v): the test proves nothing; it said %q", b, err, out)
+	}
+	if entries, err := os.ReadDir(dotGit); err != nil || len(entries) != 0 {
+		t.Errorf("the project's .git is not the empty placeholder while the host runs: %v %v", entries, err)
+	}
+	if got, isErr := mustCall(t, c, "git__git_status", map[string]any{}); !isErr || !strings.Contains(got, "not a git repository") {
+		t.Errorf("git_status in a project with the placeholder = %q, want not a repository", got)
+	}
+	out, err := personsGit("status")
+	if err == nil || !strings.Contains(out, "not a git repository") {
+		t.Errorf("the person's git status in the project: %v %s", err, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the person's git ran a program a server wrote into a repository it made")
+	}
+	_ = c.Close()
+	if !gone() {
+		t.Error("the .git placeholder is still there after the host stopped")
+	}
+
+	// The person's own git init while the host runs: it works, and the
+	// repository stays when the host stops.
+	c, _ = mcpClient(t, e)
+	defer func() { _ = c.Close() }()
+	initialize(t, c)
+	// Servers start lazily now that their manifests are known: a call
+	// starts bash, and its sandbox brings the placeholder.
+	if out, isErr := mustCall(t, c, "bash__run", map[string]any{"command": "echo up"}); isErr {
+		t.Fatalf("bash: %s", out)
+	}
+	if _, err := os.Stat(dotGit); err != nil {
+		t.Fatalf("no placeholder at the second start: %v", err)
+	}
+	if out, err := personsGit("init", "-q"); err != nil {
+		t.Fatalf("the person's git init with the placeholder there: %v %s", err, out)
+	}
+	_ = c.Close()
+	if gone() {
+		t.Fatal("the host removed the repository the person made")
+	}
+	if out, err := personsGit("status"); err != nil {
+		t.Errorf("the person's repository after the host stopped: %v %s", err, out)
+	}
+}
+
+// TestLinkedWorkTreesGitFileStays: a project that is a linked work tree
+// (git worktree add), or a submodule checked out as the project, has a
+// .git file naming its git folder. Rewritten to name a repository of the
+// agent's, the person's next `git status` there ran what its config
+// names. The file is bound read-only.
+func TestLinkedWorkTreesGitFileStays(t *testing.T) {
+	e := setup(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	main := t.TempDir()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.email=p@example.com", "-c", "user.name=P"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(main, "init", "-q")
+	git(main, "commit", "-q", "--allow-empty", "-m", "main")
+	linked := filepath.Join(e.project, "..", "linked")
+	git(main, "worktree", "add", "-q", linked)
+	// The linked work tree is the project.
+	cfg := "project_dir = \"linked\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(linked, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	script := fmt.Sprintf(`git init -q evil; printf '[core]\n\tfsmonitor = "touch %s; false"\n' >> evil/.git/config
+printf 'gitdir: evil/.git\n' > .git; rm -f .git; printf 'gitdir: evil/.git\n' > .git
+echo changed > other.txt; echo END`, marker)
+	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+	if !strings.Contains(out, "END") {
+		t.Fatalf("the command did not run: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(linked, "other.txt")); err != nil || string(b) != "changed\n" {
+		t.Fatalf("control: bash could not write the project (%q, %v); it said %q", b, err, out)
+	}
+	if after, _ := os.ReadFile(filepath.Join(linked, ".git")); string(after) != string(before) {
+		t.Errorf("the project's .git file was rewritten: %q", after)
+	}
+	git(linked, "status")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the person's git status ran a program a server wrote into a repository of its own")
 	}
 }

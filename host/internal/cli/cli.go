@@ -280,9 +280,17 @@ func hostService(h *loader.Host) launcher.HostService {
 }
 
 func (a *app) stop(reg *registry.Registry, cfg *config.Config) {
-	_ = reg.Shutdown(context.Background(), cfg.ShutdownGrace)
+	a.stopWithin(reg, cfg.ShutdownGrace)
+}
+
+// stopWithin stops the servers (grace for each to exit by itself), then
+// what the host keeps for them: the spawners, the temporary folders, the
+// .git placeholders, its record among the running hosts.
+func (a *app) stopWithin(reg *registry.Registry, grace time.Duration) {
+	_ = reg.Shutdown(context.Background(), grace)
 	sandbox.StopSpawners()
 	launcher.RemoveTempDir()
+	loader.RemovePlaceholders()
 	loader.ForgetHost()
 	a.flushTraces()
 }
@@ -369,11 +377,7 @@ func (a *app) serve(opts serveOptions) error {
 		if interrupted.Load() {
 			grace = 0
 		}
-		_ = reg.Shutdown(context.Background(), grace)
-		sandbox.StopSpawners()
-		launcher.RemoveTempDir()
-		loader.ForgetHost()
-		a.flushTraces()
+		a.stopWithin(reg, grace)
 	}()
 	watch := newConfigWatch()
 	status := statuspage.InProcess(statuspage.NewRecorder(reg), fmt.Sprintf("pid %d · %s", os.Getpid(), cfg.File),

@@ -3,10 +3,15 @@ package loader
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
@@ -52,8 +57,10 @@ func WritableFolders(cfg *config.Config) []string {
 // run any command it liked. The sandbox binds these read-only (as Codex and
 // Claude Code protect .git's hooks and config); make lists the folders to
 // create first when missing, since a folder that does not exist cannot be
-// bound, and a hook written into a new one would run. Only the roots
-// themselves are looked at (a repository deeper in a root is not).
+// bound, and a hook written into a new one would run. A root that is no
+// work tree gets its .git placeholder (repoPlaceholder), and a root whose
+// .git is a file (a linked work tree) has that file read-only. Only the
+// roots themselves are looked at (a repository deeper in a root is not).
 func gitProtected(roots []string) (readOnly, make []string) {
 	add := func(p string, mk bool) {
 		readOnly = append(readOnly, p)
@@ -62,9 +69,19 @@ func gitProtected(roots []string) (readOnly, make []string) {
 		}
 	}
 	for _, root := range roots {
+		if ph, ok := repoPlaceholder(root); ok {
+			add(ph, true)
+			continue
+		}
 		gitDir, common := repoDirs(root)
 		if gitDir == "" {
 			continue
+		}
+		if gitDir != filepath.Join(root, ".git") {
+			// The .git file itself (a linked work tree, a submodule
+			// checked out as the project): rewritten, it would send the
+			// person's git to a repository of the agent's.
+			add(filepath.Join(root, ".git"), false)
 		}
 		// The hooks and config of the repository proper (a linked work
 		// tree keeps them in the common folder).
@@ -119,6 +136,69 @@ func repoFolders(roots []string) []string {
 	return out
 }
 
+// repoPlaceholder returns root/.git when root is a folder that is no work
+// tree: there is no .git, or an empty folder (a placeholder a host made
+// before). A server that may write root could otherwise make a repository
+// there while it runs (git init, then a core.fsmonitor in its config), and
+// the person's next `git status` in the folder would run that, outside any
+// sandbox (red team round 9): the read-only binds above are decided when a
+// sandbox is made, and a folder that does not exist cannot be bound. So
+// the host makes the empty folder before the server starts (Policy.Make)
+// and binds it read-only in every sandbox, the git built-in's too (it
+// makes no repositories). git takes an empty .git for no repository and
+// looks further up, as it would without it. RemovePlaceholders takes it
+// away when the host stops, if it is still empty.
+func repoPlaceholder(root string) (string, bool) {
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return "", false
+	}
+	dot := filepath.Join(root, ".git")
+	st, err := os.Lstat(dot)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil || !st.IsDir() || !emptyDir(dot):
+		return "", false
+	}
+	placeholders.Lock()
+	placeholders.paths[dot] = true
+	placeholders.Unlock()
+	return dot, true
+}
+
+// emptyDir reports whether dir is a folder with nothing in it.
+func emptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = f.Close() }()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
+}
+
+// placeholders are the .git placeholders this host's sandboxes bind.
+var placeholders = struct {
+	sync.Mutex
+	paths map[string]bool
+}{paths: map[string]bool{}}
+
+// RemovePlaceholders removes the .git placeholders this host's sandboxes
+// bound, once its servers have stopped: each that is still an empty folder
+// and that no other running host's servers may write (its sandboxes bind
+// it too, and a folder removed under their mount would be gone from them).
+// A .git the person filled meanwhile (git init) is not empty and stays.
+func RemovePlaceholders() {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	for p := range placeholders.paths {
+		delete(placeholders.paths, p)
+		if st, err := os.Lstat(p); err != nil || !st.IsDir() || otherHostReaches(p) != "" {
+			continue
+		}
+		_ = syscall.Rmdir(p) // fails when not empty
+	}
+}
+
 // repoDirs returns the git folder of the work tree at root (root/.git, or
 // where a .git file points) and its common folder (the main repository's,
 // for a linked work tree), or "" when root is not a work tree's top.
@@ -129,6 +209,9 @@ func repoDirs(root string) (gitDir, common string) {
 	case err != nil:
 		return "", ""
 	case st.IsDir():
+		if emptyDir(dot) {
+			return "", "" // a placeholder (repoPlaceholder)
+		}
 		return dot, dot
 	case !st.Mode().IsRegular() || st.Size() > 4096:
 		return "", ""

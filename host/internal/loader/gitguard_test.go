@@ -54,14 +54,19 @@ func TestGitProtected(t *testing.T) {
 	if !slices.Contains(mk, filepath.Join(g, "hooks")) || !slices.Contains(mk, filepath.Join(main, "tools", "hooks")) || slices.Contains(mk, filepath.Join(g, "config")) {
 		t.Errorf("folders made = %v, want the hooks folders (not the config file)", mk)
 	}
+	// A folder that is no work tree gets its .git placeholder, made and
+	// read-only, and nothing else.
 	for _, p := range ro {
-		if filepath.Dir(p) == plain || p == plain {
+		if (filepath.Dir(p) == plain || p == plain) && p != filepath.Join(plain, ".git") {
 			t.Errorf("a folder that is no work tree got %s", p)
 		}
 	}
+	if ph := filepath.Join(plain, ".git"); !slices.Contains(ro, ph) || !slices.Contains(mk, ph) {
+		t.Errorf("no placeholder for a folder that is no work tree: read-only %v, made %v", ro, mk)
+	}
 
 	ro, _ = gitProtected([]string{linked})
-	for _, w := range []string{filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(g, "worktrees", "linked", "config.worktree")} {
+	for _, w := range []string{filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(g, "worktrees", "linked", "config.worktree"), filepath.Join(linked, ".git")} {
 		if !slices.Contains(ro, w) {
 			t.Errorf("linked work tree: %s is not read-only: %v", w, ro)
 		}
@@ -104,5 +109,45 @@ func TestGitGuardDoesNotWaitOnFIFOs(t *testing.T) {
 			}
 		}
 		t.Fatal("the git guard waited on a FIFO")
+	}
+}
+
+// RemovePlaceholders removes the .git placeholders the host's sandboxes
+// bound once it stops, those still empty: one the person filled (git init
+// while the host ran) stays, and so does an empty .git the host never
+// used.
+func TestRemovePlaceholders(t *testing.T) {
+	dir := t.TempDir()
+	var roots []string
+	for _, name := range []string{"untouched", "filled", "empty-before"} {
+		roots = append(roots, filepath.Join(dir, name))
+		if err := os.Mkdir(roots[len(roots)-1], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(roots[2], ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other", ".git")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, mk := gitProtected(roots)
+	for _, m := range mk { // as the sandbox makes them
+		if err := os.MkdirAll(m, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(roots[1], ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	RemovePlaceholders()
+	for i, want := range []bool{false, true, false} {
+		if _, err := os.Stat(filepath.Join(roots[i], ".git")); (err == nil) != want {
+			t.Errorf("%s/.git exists = %v after the stop, want %v", roots[i], err == nil, want)
+		}
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("an empty .git the host never used was removed: %v", err)
 	}
 }
