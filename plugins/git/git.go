@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/switchboard-mcp/switchboard/internal/gitplaceholder"
 	"github.com/switchboard-mcp/switchboard/internal/regularfile"
 	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
@@ -476,6 +477,9 @@ func (p *plugin) open(ctx context.Context, path string) (*repo, error) {
 			// it for none).
 			return nil, fmt.Errorf("%s is not a git repository (its .git is empty); this server does not create repositories", dir)
 		}
+	}
+	if gitplaceholder.IsFile(dotGit) {
+		return nil, fmt.Errorf("%s is not a git repository (its .git is the host's placeholder); this server does not create repositories", dir)
 	}
 	gitDir := dotGit
 	if !st.IsDir() {

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-mcp/switchboard/internal/gitplaceholder"
 	"github.com/switchboard-mcp/switchboard/plugins/git"
 	"github.com/switchboard-mcp/switchboard/sdk/sdktest"
 )
@@ -135,15 +136,19 @@ func TestNoInit(t *testing.T) {
 		t.Fatal("git_init exists")
 	}
 	plain := filepath.Join(f.project, "plain")
-	// An empty .git is the host's placeholder (no repository): refused
-	// the same way, and left empty.
+	// An empty .git and the placeholder file are the host's placeholders
+	// (no repository): refused the same way, and left as they are.
 	placeholder := filepath.Join(f.project, "placeholder", ".git")
-	for _, d := range []string{plain, placeholder} {
+	for _, d := range []string{plain, placeholder, filepath.Join(f.project, "placeholder-file")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, dir := range []string{"plain", "placeholder"} {
+	phFile := filepath.Join(f.project, "placeholder-file", ".git")
+	if err := os.WriteFile(phFile, []byte(gitplaceholder.Content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"plain", "placeholder", "placeholder-file"} {
 		for tool, args := range map[string]map[string]any{
 			"git_status": {"repo_path": dir},
 			"git_log":    {"repo_path": dir},
@@ -161,6 +166,9 @@ func TestNoInit(t *testing.T) {
 	}
 	if names, _ := os.ReadDir(placeholder); len(names) != 0 {
 		t.Errorf("the empty .git was filled: %v", names)
+	}
+	if !gitplaceholder.IsFile(phFile) {
+		t.Error("the placeholder file was changed")
 	}
 }
 

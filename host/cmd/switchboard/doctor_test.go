@@ -15,6 +15,13 @@ import (
 // and a listen address in use each fail, naming what is wrong, with exit 1.
 func TestDoctor(t *testing.T) {
 	e := setup(t)
+	// The person's git config, with safe.bareRepository=explicit.
+	gitConfig := filepath.Join(t.TempDir(), "gitconfig")
+	if err := os.WriteFile(gitConfig, []byte("[safe]\n\tbareRepository = explicit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", gitConfig)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	out, errOut, code := run(t, e, "doctor", "--json", "--config", e.config)
 	if code != 0 {
 		t.Fatalf("doctor on a healthy config = %d\n%s\n%s", code, out, errOut)
@@ -27,10 +34,17 @@ func TestDoctor(t *testing.T) {
 	for _, f := range got {
 		seen[f.Check] = f.Verdict
 	}
-	for _, c := range []string{"config", "sandbox", "git", "bash", "data_dir", "server filesystem", "server fx", "server hello"} {
+	for _, c := range []string{"config", "sandbox", "git", "git safety", "bash", "data_dir", "server filesystem", "server fx", "server hello"} {
 		if seen[c] != "ok" {
 			t.Errorf("check %q = %q, want ok (all: %+v)", c, seen[c], got)
 		}
+	}
+	// Without the setting: a warning that says what to run (not a
+	// failure: the host runs either way).
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	out, _, code = run(t, e, "doctor", "--config", e.config)
+	if code != 0 || !regexp.MustCompile(`(?m)^warn\s+git safety\s+safe.bareRepository = all`).MatchString(out) || !strings.Contains(out, "git config --global safe.bareRepository explicit") {
+		t.Errorf("doctor without safe.bareRepository = %d, want 0 and a warning naming the fix:\n%s", code, out)
 	}
 
 	// A changed pinned binary, a data_dir others may write, a port in use.

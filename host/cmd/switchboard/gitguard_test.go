@@ -10,6 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+
+	"github.com/switchboard-mcp/switchboard/internal/gitplaceholder"
 )
 
 // TestPersonsGitRunsNothingAServerWrote: a server that may write the
@@ -216,17 +221,24 @@ echo END`, marker)
 	}
 }
 
-// TestNoRepositoryMadeWhileServersRun: in a project that is not a
+// TestNoRepositoryMadeWhileServersRun: in a project that is no
 // repository when the servers start, a server that may write it made one
 // (git init, then a core.fsmonitor in the new config), and the person's
 // next `git status` in the project ran that program, outside any sandbox
 // (red team round 9): the read-only binds of a repository's files are
-// decided when a sandbox is made. The host now makes an empty .git there
-// first and binds it read-only; git takes an empty .git for none. The test
-// tries every way in through bash and the filesystem, runs git as the
-// person, and checks that the placeholder is gone once the host stops;
-// the control: bash writes the project's other files. A second run checks
-// that the person's own `git init` while the host runs works and stays.
+// decided when a sandbox is made. The host then made an empty .git there
+// first and bound it read-only; but git skips an empty .git and checks
+// whether the folder itself is a repository, so HEAD, objects/, refs/ and
+// a config naming core.worktree and core.fsmonitor written beside it had
+// the person's git run that program all the same. The placeholder is now a
+// .git file git refuses as a gitfile. The test tries every way in through
+// bash and the filesystem, runs git as the person, and checks that the
+// placeholder is gone once the host stops, except where a HEAD was
+// written beside it; the controls: bash writes the project's other files,
+// and once the placeholder is taken away the same files do make git run
+// the program. A second run checks the person's own `rm .git && git init`
+// while the host runs: the servers restart and see the new repository
+// read-only, and it stays when the host stops.
 func TestNoRepositoryMadeWhileServersRun(t *testing.T) {
 	e := setup(t)
 	marker := filepath.Join(t.TempDir(), "ran")
@@ -242,10 +254,22 @@ func TestNoRepositoryMadeWhileServersRun(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	ran := func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	}
 	// c.Close waits for the host to exit.
 	gone := func() bool {
 		_, err := os.Lstat(dotGit)
 		return errors.Is(err, fs.ErrNotExist)
+	}
+	bash := func(c *client.Client, script string) string {
+		t.Helper()
+		out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+		if !strings.Contains(out, "END") {
+			t.Fatalf("the command did not run: %q", out)
+		}
+		return out
 	}
 
 	c, _ := mcpClient(t, e)
@@ -256,51 +280,96 @@ func TestNoRepositoryMadeWhileServersRun(t *testing.T) {
 	}
 	// A repository of the agent's elsewhere in the project, for a .git
 	// file or link to name.
-	script := fmt.Sprintf(`git init -q 2>/dev/null; printf '%s' >> .git/config
-mkdir .git/hooks; rmdir .git; mv .git moved; rm -rf .git
+	out := bash(c, fmt.Sprintf(`git init -q 2>/dev/null; printf '%s' >> .git/config
+rm -f .git; mkdir .git; mv .git moved; rm -rf .git
 git init -q evil; printf '%s' >> evil/.git/config
 mv .git aside; printf 'gitdir: evil/.git\n' > .git; ln -s evil/.git .git
-echo changed > other.txt; echo END`, fsmonitor, fsmonitor)
-	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
-	if !strings.Contains(out, "END") {
-		t.Fatalf("the command did not run: %q", out)
-	}
+echo changed > other.txt; echo END`, fsmonitor, fsmonitor))
 	if b, err := os.ReadFile(filepath.Join(e.project, "other.txt")); err != nil || string(b) != "changed\n" {
 		t.Fatalf("control: bash could not write the project (%q, %v): the test proves nothing; it said %q", b, err, out)
 	}
-	if entries, err := os.ReadDir(dotGit); err != nil || len(entries) != 0 {
-		t.Errorf("the project's .git is not the empty placeholder while the host runs: %v %v", entries, err)
+	if !gitplaceholder.IsFile(dotGit) {
+		t.Errorf("the project's .git is not the placeholder while the host runs")
 	}
+	// The project folder itself as the repository: HEAD, objects/, refs/
+	// and a config whose work tree is the folder.
+	bareConfig := fmt.Sprintf("[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch %s; false\"\n", marker)
+	bash(c, fmt.Sprintf(`mkdir -p objects refs/heads sub; echo 'ref: refs/heads/main' > HEAD; printf '%s' > config; echo END`, bareConfig))
 	if got, isErr := mustCall(t, c, "git__git_status", map[string]any{}); !isErr || !strings.Contains(got, "not a git repository") {
 		t.Errorf("git_status in a project with the placeholder = %q, want not a repository", got)
 	}
-	out, err := personsGit("status")
-	if err == nil || !strings.Contains(out, "not a git repository") {
-		t.Errorf("the person's git status in the project: %v %s", err, out)
+	for _, dir := range []string{e.project, filepath.Join(e.project, "sub")} {
+		cmd := exec.Command("git", "status")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_CEILING_DIRECTORIES="+filepath.Dir(e.project))
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("the person's git status in %s found a repository: %s", dir, out)
+		}
 	}
-	if _, err := os.Stat(marker); err == nil {
+	if ran() {
 		t.Fatal("the person's git ran a program a server wrote into a repository it made")
 	}
 	_ = c.Close()
-	if !gone() {
-		t.Error("the .git placeholder is still there after the host stopped")
+	// A HEAD beside it: the placeholder stays, and git still runs nothing.
+	if !gitplaceholder.IsFile(dotGit) {
+		t.Fatal("the placeholder was removed at the stop with a HEAD beside it")
+	}
+	if _, err := personsGit("status"); err == nil || ran() {
+		t.Fatalf("after the stop the person's git took the project for a repository (ran: %v)", ran())
+	}
+	// The control: without the placeholder the same files are a
+	// repository, and git runs the program.
+	if err := os.Remove(dotGit); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = personsGit("status")
+	if !ran() {
+		t.Fatal("control: git ran nothing with the placeholder taken away: the test proves nothing")
+	}
+	for _, f := range []string{"HEAD", "config", "objects", "refs"} {
+		if err := os.RemoveAll(filepath.Join(e.project, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
 	}
 
-	// The person's own git init while the host runs: it works, and the
-	// repository stays when the host stops.
+	// The person's own repository while the host runs: rm .git && git
+	// init. The servers restart to bind it read-only, and it stays when
+	// the host stops.
 	c, _ = mcpClient(t, e)
 	defer func() { _ = c.Close() }()
 	initialize(t, c)
 	// Servers start lazily now that their manifests are known: a call
 	// starts bash, and its sandbox brings the placeholder.
-	if out, isErr := mustCall(t, c, "bash__run", map[string]any{"command": "echo up"}); isErr {
-		t.Fatalf("bash: %s", out)
+	home := bash(c, "echo $HOME END")
+	if !gitplaceholder.IsFile(dotGit) {
+		t.Fatal("no placeholder at the second start")
 	}
-	if _, err := os.Stat(dotGit); err != nil {
-		t.Fatalf("no placeholder at the second start: %v", err)
+	if err := os.Remove(dotGit); err != nil {
+		t.Fatal(err)
 	}
 	if out, err := personsGit("init", "-q"); err != nil {
-		t.Fatalf("the person's git init with the placeholder there: %v %s", err, out)
+		t.Fatalf("the person's git init: %v %s", err, out)
+	}
+	// bash's sandbox is made afresh (a new private HOME) once the host
+	// has seen the move.
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; ; i++ {
+		// While it restarts, a call is refused ("bash is starting").
+		now, _ := mustCall(t, c, "bash__run", map[string]any{"command": fmt.Sprintf("echo $HOME END %d", i)})
+		if strings.Contains(now, "END") && !strings.HasPrefix(now, strings.TrimSuffix(home, "\n")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bash was not restarted after the placeholder was moved: %q", now)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out = bash(c, fmt.Sprintf(`printf '%s' >> .git/config 2>&1; echo END`, fsmonitor))
+	if _, err := personsGit("status"); err != nil || ran() {
+		t.Fatalf("the person's repository: git status %v, ran %v (bash: %q)", err, ran(), out)
 	}
 	_ = c.Close()
 	if gone() {

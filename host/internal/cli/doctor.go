@@ -72,6 +72,7 @@ func (a *app) doctorCmd() *cobra.Command {
 
 			doctorSandbox(add, cfg)
 			doctorTool(add, cfg, "git", "--version")
+			doctorGitSafety(add, cfg)
 			doctorTool(add, cfg, "bash", "--version")
 			if cfg != nil {
 				doctorDirs(add, cfg)
@@ -201,6 +202,57 @@ func doctorTool(add addFunc, cfg *config.Config, name string, args ...string) {
 		return
 	}
 	add(name, verdictOK, "%s (%s)", first, path)
+}
+
+// doctorGitSafety checks the person's git for safe.bareRepository=explicit
+// (git 2.38 or later): without it, a server that writes the project can
+// make a subfolder a bare repository (HEAD, objects/, refs/, a config
+// naming core.worktree and core.fsmonitor), and the person's git, or a
+// shell prompt showing git's status, runs that config's programs in the
+// folder. The host's .git placeholder covers a writable folder's top only;
+// nothing in the kernel refuses a folder by its name (README, "Not
+// covered").
+func doctorGitSafety(add addFunc, cfg *config.Config) {
+	const check = "git safety"
+	var untrusted []string
+	if cfg != nil {
+		untrusted = loader.WritableFolders(cfg)
+	}
+	path, err := pathguard.LookPath("git", untrusted)
+	if err != nil {
+		return // doctorTool says why
+	}
+	fix := "run `git config --global safe.bareRepository explicit`"
+	// From / : the setting counts only in the person's own (global or
+	// system) config, never a repository's.
+	cmd := exec.Command(path, "config", "--get", "safe.bareRepository")
+	cmd.Dir = "/"
+	v, _ := cmd.Output() // exit 1: not set
+	switch got := strings.ToLower(strings.TrimSpace(string(v))); {
+	case got == "explicit":
+		add(check, verdictOK, "safe.bareRepository = explicit: git takes no folder a server wrote for a bare repository it was not pointed at")
+	case !gitAtLeast(path, 2, 38):
+		add(check, verdictWarn, "git before 2.38 takes any folder holding HEAD, objects/ and refs/ for a repository and runs what its config names: a server that writes the project could make a subfolder one; upgrade git, then %s", fix)
+	default:
+		if got == "" {
+			got = "all (the default)"
+		}
+		add(check, verdictWarn, "safe.bareRepository = %s: a server that writes the project could make a subfolder a bare repository whose config your git (or a prompt showing git's status) runs when you enter it; %s", got, fix)
+	}
+}
+
+// gitAtLeast reports whether the git at path is version major.minor or
+// later ("git version 2.39.5").
+func gitAtLeast(path string, major, minor int) bool {
+	v, err := exec.Command(path, "--version").Output()
+	if err != nil {
+		return false
+	}
+	var maj, mnr int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(string(v)), "git version "), "%d.%d", &maj, &mnr); err != nil {
+		return false
+	}
+	return maj > major || (maj == major && mnr >= minor)
 }
 
 // doctorDirs checks the folders whose permissions matter: data_dir (the

@@ -255,6 +255,12 @@ const (
 	// reachCheck is how often the watcher checks whether a server could
 	// write the config file (configWatch.suspect).
 	reachCheck = 2 * time.Second
+	// placeholderCheck is how often the watcher checks the .git
+	// placeholders (loader.Host.RestorePlaceholders), and placeholderSettle
+	// how long a moved one waits, so that a person's `rm .git && git init`
+	// has made the repository the restarted servers then see read-only.
+	placeholderCheck  = 2 * time.Second
+	placeholderSettle = 300 * time.Millisecond
 )
 
 // watchReload reloads the config on SIGHUP, and when the file changes
@@ -309,7 +315,11 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 			defer tick.Stop()
 			reach = tick.C
 		}
-		var debounce, rehide <-chan time.Time
+		// The .git placeholders are checked whether or not the config is
+		// watched: they guard the person's git, not the config.
+		placeTick := time.NewTicker(placeholderCheck)
+		defer placeTick.Stop()
+		var debounce, rehide, restore <-chan time.Time
 		var due time.Time // the latest a burst of changes waits until
 		// taint is why a change of this burst may not be a person's, as
 		// seen when it was made: by the end of the wait the server that
@@ -347,6 +357,15 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 			case <-reach:
 				if ok, why := h.ConfigOutOfReach(); !ok {
 					watch.suspected(why)
+				}
+			case <-placeTick.C:
+				if restore == nil && loader.PlaceholdersMoved() {
+					restore = time.After(placeholderSettle)
+				}
+			case <-restore:
+				restore = nil
+				if names := h.RestorePlaceholders(); len(names) > 0 {
+					log.Info("a .git placeholder was moved; restarted the confined servers that may write its folder, so that the repository there (or a new placeholder) is read-only to them", "servers", strings.Join(names, ", "))
 				}
 			case <-rehide:
 				rehide = nil

@@ -165,11 +165,11 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	// hooks, config and the hooksPath folder for the git built-in (which
 	// runs git alone and must commit), the whole git folder for every
 	// other server.
-	ro, mk := gitProtected(p.Write)
+	ro, mk, mf := gitProtected(p.Write)
 	if kind != registry.KindBuiltin || name != git.Name {
 		ro = append(ro, repoFolders(p.Write)...)
 	}
-	p.ReadOnly, p.Make = append(p.ReadOnly, ro...), append(p.Make, mk...)
+	p.ReadOnly, p.Make, p.Files = append(p.ReadOnly, ro...), append(p.Make, mk...), append(p.Files, mf...)
 	// The control plane: hidden where a grant would show it; binaries
 	// (and the host's own) read-only. Its paths are resolved already, once
 	// for every server (hostFiles).

@@ -7,6 +7,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/internal/gitplaceholder"
 )
 
 // gitProtected finds the hooks and config of a work tree's repository,
@@ -36,8 +39,13 @@ func TestGitProtected(t *testing.T) {
 	if err := os.Mkdir(plain, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A package of a monorepo: no .git of its own, inside a work tree.
+	pkg := filepath.Join(main, "pkg")
+	if err := os.Mkdir(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
 
-	ro, mk := gitProtected([]string{main, plain})
+	ro, mk, mf := gitProtected([]string{main, plain, pkg})
 	g := filepath.Join(main, ".git")
 	want := []string{
 		filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(main, "tools", "hooks"),
@@ -61,11 +69,20 @@ func TestGitProtected(t *testing.T) {
 			t.Errorf("a folder that is no work tree got %s", p)
 		}
 	}
-	if ph := filepath.Join(plain, ".git"); !slices.Contains(ro, ph) || !slices.Contains(mk, ph) {
-		t.Errorf("no placeholder for a folder that is no work tree: read-only %v, made %v", ro, mk)
+	// The placeholder is the file git refuses as a gitfile (an empty
+	// folder had git take the folder itself for a repository); inside
+	// another work tree, where git must go on up, an empty folder.
+	if ph := filepath.Join(plain, ".git"); !slices.Contains(ro, ph) || !slices.Contains(mf, sandbox.File{Path: ph, Content: gitplaceholder.Content}) || slices.Contains(mk, ph) {
+		t.Errorf("no placeholder file for a folder that is no work tree: read-only %v, files %v, folders %v", ro, mf, mk)
+	}
+	if ph := filepath.Join(pkg, ".git"); !slices.Contains(ro, ph) || !slices.Contains(mk, ph) {
+		t.Errorf("no placeholder folder for a folder inside a work tree: read-only %v, folders %v", ro, mk)
+	}
+	if len(mf) != 1 {
+		t.Errorf("placeholder files = %v, want the plain folder's alone", mf)
 	}
 
-	ro, _ = gitProtected([]string{linked})
+	ro, _, _ = gitProtected([]string{linked})
 	for _, w := range []string{filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(g, "worktrees", "linked", "config.worktree"), filepath.Join(linked, ".git")} {
 		if !slices.Contains(ro, w) {
 			t.Errorf("linked work tree: %s is not read-only: %v", w, ro)
@@ -93,7 +110,7 @@ func TestGitGuardDoesNotWaitOnFIFOs(t *testing.T) {
 	}
 	done := make(chan []string, 1)
 	go func() {
-		ro, _ := gitProtected([]string{project})
+		ro, _, _ := gitProtected([]string{project})
 		done <- ro
 	}()
 	select {
@@ -113,41 +130,77 @@ func TestGitGuardDoesNotWaitOnFIFOs(t *testing.T) {
 }
 
 // RemovePlaceholders removes the .git placeholders the host's sandboxes
-// bound once it stops, those still empty: one the person filled (git init
-// while the host ran) stays, and so does an empty .git the host never
-// used.
+// bound once it stops, those still as it made them: a placeholder the
+// person replaced with a repository (rm .git && git init while the host
+// ran) stays, and so do a .git file of the person's and an empty .git the
+// host never used. An empty .git folder a host left where the placeholder
+// is a file now is made the file, and removed with it; a placeholder
+// folder inside a work tree is removed too. A placeholder file with a
+// HEAD beside it stays (without it git would take the folder for a
+// repository).
 func TestRemovePlaceholders(t *testing.T) {
 	dir := t.TempDir()
 	var roots []string
-	for _, name := range []string{"untouched", "filled", "empty-before"} {
+	for _, name := range []string{"untouched", "filled", "empty-before", "repo/pkg", "bare"} {
 		roots = append(roots, filepath.Join(dir, name))
-		if err := os.Mkdir(roots[len(roots)-1], 0o755); err != nil {
+		if err := os.MkdirAll(roots[len(roots)-1], 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := os.Mkdir(filepath.Join(roots[2], ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(dir, "repo", ".git", "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	other := filepath.Join(dir, "other", ".git")
 	if err := os.MkdirAll(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, mk := gitProtected(roots)
+	persons := filepath.Join(dir, "persons")
+	if err := os.Mkdir(persons, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(persons, ".git"), []byte("gitdir: /elsewhere\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, mk, mf := gitProtected(append(roots, persons))
 	for _, m := range mk { // as the sandbox makes them
 		if err := os.MkdirAll(m, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(roots[1], ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+	for _, f := range mf {
+		if err := os.WriteFile(f.Path, []byte(f.Content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(mf) != 4 || !slices.Contains(mk, filepath.Join(roots[3], ".git")) {
+		t.Fatalf("placeholders: files %v, folders %v; want four files and the package's folder", mf, mk)
+	}
+	// A HEAD beside the placeholder (written while the host ran, with
+	// objects/, refs/ and a config): the file stays.
+	if err := os.WriteFile(filepath.Join(roots[4], "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The person's own repository in place of a placeholder.
+	filled := filepath.Join(roots[1], ".git")
+	if err := os.Remove(filled); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(filled, "objects"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	RemovePlaceholders()
-	for i, want := range []bool{false, true, false} {
+	for i, want := range []bool{false, true, false, false, true} {
 		if _, err := os.Stat(filepath.Join(roots[i], ".git")); (err == nil) != want {
 			t.Errorf("%s/.git exists = %v after the stop, want %v", roots[i], err == nil, want)
 		}
 	}
 	if _, err := os.Stat(other); err != nil {
 		t.Errorf("an empty .git the host never used was removed: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(persons, ".git")); err != nil || string(b) != "gitdir: /elsewhere\n" {
+		t.Errorf("the person's .git file after the stop: %q, %v", b, err)
 	}
 }

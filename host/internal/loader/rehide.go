@@ -2,6 +2,7 @@ package loader
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -48,7 +49,6 @@ func hiddenIDs(cfg *config.Config) map[string]fileID {
 // restarted.
 func (h *Host) Rehide() []string {
 	h.mu.Lock()
-	cfg := h.cfg
 	var changed []string
 	for p, old := range h.hidden {
 		if id, ok := idOf(p); ok && id != old {
@@ -56,19 +56,32 @@ func (h *Host) Rehide() []string {
 			h.hidden[p] = id
 		}
 	}
+	h.mu.Unlock()
+	if len(changed) == 0 {
+		return nil
+	}
+	// Landlock keeps the file out of reach of the others anyway.
+	return h.restartConfined(func(p sandbox.Policy) bool { return sees(p, changed) })
+}
+
+// restartConfined restarts the servers confined in namespaces whose
+// policy matches, and returns their names.
+func (h *Host) restartConfined(match func(sandbox.Policy) bool) []string {
+	h.mu.Lock()
+	cfg := h.cfg
 	jobs := make([]job, 0, len(h.jobs))
 	for _, j := range h.jobs {
 		jobs = append(jobs, j)
 	}
 	h.mu.Unlock()
-	if len(changed) == 0 || cfg == nil {
+	if cfg == nil {
 		return nil
 	}
 	var restarted []string
 	for _, j := range jobs {
 		sb := sandboxOf(j)
-		if sb == nil || !sb.Report().Namespaces || sb.Policy.Mode == sandbox.ModeOff || !sees(sb.Policy, changed) {
-			continue // Landlock keeps the file out of its reach anyway
+		if sb == nil || !sb.Report().Namespaces || sb.Policy.Mode == sandbox.ModeOff || !match(sb.Policy) {
+			continue
 		}
 		e := h.reg.Entry(j.spec.Name)
 		if e == nil {
@@ -92,4 +105,32 @@ func sees(p sandbox.Policy, files []string) bool {
 		}
 	}
 	return false
+}
+
+// PlaceholdersMoved reports whether a .git placeholder this host's
+// sandboxes bind is no longer as the host made it (RestorePlaceholders).
+func PlaceholdersMoved() bool { return len(movedPlaceholders(false)) > 0 }
+
+// RestorePlaceholders restarts the confined servers that may write a
+// folder whose .git placeholder is no longer as the host made it, and
+// returns their names. Only a person can have moved it (it is a mount
+// point in every sandbox): to make a repository there (rm .git && git
+// init), or just removing it. The sandboxes then lose their read-only
+// bind of it (the kernel takes a mount away with the file under it), so a
+// server could make the repository the placeholder is there to prevent. A
+// fresh start binds the person's repository read-only (the policy names
+// the path whatever it holds), or makes the placeholder again.
+func (h *Host) RestorePlaceholders() []string {
+	moved := movedPlaceholders(true)
+	if len(moved) == 0 {
+		return nil
+	}
+	return h.restartConfined(func(p sandbox.Policy) bool {
+		for _, m := range moved {
+			if slices.Contains(p.ReadOnly, m) {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -78,6 +78,10 @@ type Policy struct {
 	// when missing: a folder the server may write but not create (a package
 	// runner's cache in a home folder it may not write).
 	Make []string
+	// Files lists files of Write that are made before each start when
+	// missing, with their contents, on the same terms as Make (the .git
+	// placeholder, which must be there to be bound read-only).
+	Files []File
 	// State is the server's own folder (under data_dir), created 0700 if
 	// missing and writable; it stays visible when data_dir is hidden.
 	State string
@@ -122,6 +126,12 @@ type Policy struct {
 	// Exec lists the files and folders whose programs may be executed
 	// with ExecOnly (each program's ELF interpreter among them).
 	Exec []string
+}
+
+// File is a file a sandbox makes before a start (Policy.Files).
+type File struct {
+	Path    string
+	Content string
 }
 
 // Sandbox confines one server's processes. It implements the launcher's

@@ -226,6 +226,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	for _, d := range p.Make {
 		makeFolder(d, append([]string{p.State}, p.Write...)) // best effort: the server says what it misses
 	}
+	for _, f := range p.Files {
+		makeFile(f, p.Write)
+	}
 	c := &confinement{offline: !p.Network}
 	root := s.TempRoot
 	if root == "" {
@@ -323,6 +326,35 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 // and core.hooksPath), which once had the host make folders anywhere, a
 // link in the project leading elsewhere (red team round 9).
 func makeFolder(d string, roots []string) {
+	if fd, ok := openUnder(d, roots, true); ok {
+		_ = unix.Close(fd)
+	}
+}
+
+// makeFile makes f.Path with f.Content when nothing is there, in a folder
+// that exists under one of roots, on makeFolder's terms: no link is
+// followed, and an existing entry of any kind is left alone.
+func makeFile(f File, roots []string) {
+	dir, name := filepath.Split(f.Path)
+	fd, ok := openUnder(filepath.Clean(dir), roots, false)
+	if !ok {
+		return
+	}
+	defer func() { _ = unix.Close(fd) }()
+	w, err := unix.Openat(fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return // there already, or not ours to make
+	}
+	if _, err := unix.Write(w, []byte(f.Content)); err != nil {
+		_ = unix.Unlinkat(fd, name, 0)
+	}
+	_ = unix.Close(w)
+}
+
+// openUnder opens the folder d (O_PATH) below the longest of roots that
+// holds it, one level at a time without following a link, making missing
+// levels (0700) when mk is set. d may be that root itself.
+func openUnder(d string, roots []string, mk bool) (int, bool) {
 	var root string
 	for _, r := range roots {
 		if r != "" && sandboxinit.Within(d, r) && len(r) > len(root) {
@@ -330,27 +362,33 @@ func makeFolder(d string, roots []string) {
 		}
 	}
 	rel, err := filepath.Rel(root, d)
-	if root == "" || err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return
+	if root == "" || err != nil || strings.HasPrefix(rel, "..") || (mk && rel == ".") {
+		return -1, false
 	}
 	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return
+		return -1, false
+	}
+	if rel == "." {
+		return fd, true
 	}
 	for _, name := range strings.Split(rel, string(filepath.Separator)) {
-		if err := unix.Mkdirat(fd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-			break
+		if mk {
+			if err := unix.Mkdirat(fd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+				_ = unix.Close(fd)
+				return -1, false
+			}
 		}
 		// O_NOFOLLOW with O_PATH opens a link itself, which O_DIRECTORY
 		// then refuses.
 		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			break
-		}
 		_ = unix.Close(fd)
+		if err != nil {
+			return -1, false
+		}
 		fd = next
 	}
-	_ = unix.Close(fd)
+	return fd, true
 }
 
 // envValue returns the value of the last name=… entry in env.
