@@ -64,8 +64,8 @@ func (h *Host) Rehide() []string {
 	return h.restartConfined(func(p sandbox.Policy) bool { return sees(p, changed) })
 }
 
-// restartConfined restarts the servers confined in namespaces whose
-// policy matches, and returns their names.
+// restartConfined restarts the running servers confined in namespaces
+// whose policy matches, and returns their names.
 func (h *Host) restartConfined(match func(sandbox.Policy) bool) []string {
 	h.mu.Lock()
 	cfg := h.cfg
@@ -87,8 +87,9 @@ func (h *Host) restartConfined(match func(sandbox.Policy) bool) []string {
 		if e == nil {
 			continue
 		}
-		if srv, ok := e.Server.(*supervisor.Server); ok {
-			srv.Restart()
+		// A server with no process (lazy, idle-stopped) gets a fresh
+		// sandbox at its next start anyway.
+		if srv, ok := e.Server.(*supervisor.Server); ok && srv.Restart() {
 			restarted = append(restarted, j.spec.Name)
 		}
 	}
