@@ -431,3 +431,54 @@ echo changed > other.txt; echo END`, marker)
 		t.Fatal("the person's git status ran a program a server wrote into a repository of its own")
 	}
 }
+
+// TestPlaceholderOutlivesAnotherHostsStop: two hosts on one project share
+// its .git placeholder. One that stops does not remove it while the other's
+// sandboxes bind it (removing the file takes their read-only mount away,
+// and a server of the other host could then make the repository: red
+// team round 11, with another user's host), and the last to stop removes
+// it: `switchboard call` run twice in a row left it behind, since a host
+// stopped a moment before counted as running.
+func TestPlaceholderOutlivesAnotherHostsStop(t *testing.T) {
+	e := setup(t)
+	dotGit := filepath.Join(e.project, ".git")
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	present := func() bool {
+		_, err := os.Lstat(dotGit)
+		return err == nil
+	}
+	for i := range 2 {
+		if out, errOut, code := run(t, e, "call", "--config", e.config, "bash.run", fmt.Sprintf(`{"command":"echo %d"}`, i)); code != 0 {
+			t.Fatalf("call: %d %s %s", code, out, errOut)
+		}
+		if present() {
+			t.Fatalf("call %d left the placeholder behind", i)
+		}
+	}
+
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	if out, isErr := mustCall(t, c, "bash__run", map[string]any{"command": "echo up"}); isErr {
+		t.Fatalf("bash: %s", out)
+	}
+	if !gitplaceholder.IsFile(dotGit) {
+		t.Fatal("no placeholder while the host runs")
+	}
+	if out, errOut, code := run(t, e, "call", "--config", e.config, "bash.run", `{"command":"echo other"}`); code != 0 {
+		t.Fatalf("the other host's call: %d %s %s", code, out, errOut)
+	}
+	if !gitplaceholder.IsFile(dotGit) {
+		t.Fatal("the other host's stop removed the placeholder the first host's sandbox binds")
+	}
+	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "mkdir .git 2>&1; git init -q 2>&1; rm -f .git 2>&1; echo END"})
+	if !gitplaceholder.IsFile(dotGit) {
+		t.Fatalf("bash replaced the placeholder after the other host stopped: %q", out)
+	}
+	_ = c.Close()
+	if present() {
+		t.Error("the last host to stop left the placeholder behind")
+	}
+}

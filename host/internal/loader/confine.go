@@ -186,7 +186,9 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	if dir := configFolderInReach(cfg, p, files.links); dir != "" {
 		p.ReadOnly = append(p.ReadOnly, dir)
 	}
-	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper}
+	// The .git placeholders among ro are held while the sandbox may bind
+	// them (holdPlaceholders).
+	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper, Prepared: func() { holdPlaceholders(ro) }}
 }
 
 // privateHome is the environment that makes own an external server's home

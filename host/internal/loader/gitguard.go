@@ -5,13 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/config"
@@ -143,79 +140,6 @@ func repoFolders(roots []string) []string {
 	return out
 }
 
-// repoPlaceholder returns root/.git when root is a folder that is no work
-// tree: there is no .git, or a placeholder a host made before. A server
-// that may write root could otherwise make a repository there while it
-// runs (git init, then a core.fsmonitor in its config), and the person's
-// next `git status` in the folder would run that, outside any sandbox (red
-// team round 9): the read-only binds above are decided when a sandbox is
-// made, and a path where nothing exists cannot be bound. So the host makes
-// the placeholder before the server starts (Policy.Files, Policy.Make) and
-// binds it read-only in every sandbox, the git built-in's too (it makes no
-// repositories). It is a file git refuses to read as a gitfile
-// (gitplaceholder), so git stops there: an empty .git folder had git take
-// root itself for a repository once a server wrote HEAD, objects/, refs/
-// and a config beside it. Inside another work tree (file is false), where
-// git must go on up to that repository, it is an empty folder. A
-// placeholder of the other kind a host left there is made anew, unless
-// another running host binds it.
-// RemovePlaceholders takes it away when the host stops, if it is still as
-// the host made it.
-func repoPlaceholder(root string) (dot string, file, ok bool) {
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return "", false, false
-	}
-	dot = filepath.Join(root, ".git")
-	file = !insideWorkTree(root)
-	st, err := os.Lstat(dot)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return "", false, false
-	case st.IsDir() && emptyDir(dot):
-		// One of the other kind, left by a host: made anew, unless a
-		// running host's sandboxes bind it (a folder removed under their
-		// mounts would be gone from them).
-		if file && (otherHostReaches(dot) != "" || syscall.Rmdir(dot) != nil) {
-			file = false
-		}
-	case st.Mode().IsRegular() && gitplaceholder.IsFile(dot):
-		if !file && (otherHostReaches(dot) != "" || os.Remove(dot) != nil) {
-			file = true
-		}
-	default:
-		return "", false, false
-	}
-	placeholders.Lock()
-	if ph, seen := placeholders.paths[dot]; !seen || ph.file != file {
-		placeholders.paths[dot] = &placeholder{file: file}
-	}
-	placeholders.Unlock()
-	return dot, file, true
-}
-
-// insideWorkTree reports whether a folder above dir has a .git, where the
-// person's git looks for a repository when dir has none (a placeholder
-// is none).
-func insideWorkTree(dir string) bool {
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		dot := filepath.Join(d, ".git")
-		if st, err := os.Lstat(dot); err == nil && !(st.IsDir() && emptyDir(dot)) && !gitplaceholder.IsFile(dot) {
-			return true
-		}
-		if d == filepath.Dir(d) {
-			return false
-		}
-	}
-}
-
-// hasHEAD reports whether dir holds anything named HEAD, the first thing
-// git checks of a folder it might take for a repository.
-func hasHEAD(dir string) bool {
-	_, err := os.Lstat(filepath.Join(dir, "HEAD"))
-	return err == nil
-}
-
 // emptyDir reports whether dir is a folder with nothing in it.
 func emptyDir(dir string) bool {
 	f, err := os.Open(dir)
@@ -225,84 +149,6 @@ func emptyDir(dir string) bool {
 	defer func() { _ = f.Close() }()
 	names, err := f.Readdirnames(1)
 	return len(names) == 0 && errors.Is(err, io.EOF)
-}
-
-// placeholders are the .git placeholders this host's sandboxes bind.
-var placeholders = struct {
-	sync.Mutex
-	paths map[string]*placeholder
-}{paths: map[string]*placeholder{}}
-
-// placeholder is one .git placeholder.
-type placeholder struct {
-	file bool // the placeholder file (else the empty folder)
-	// restored is what was at the path when the servers were last
-	// restarted for it (RestorePlaceholders), so that they restart once
-	// for each change.
-	restored *fileID
-}
-
-// inPlace reports whether the placeholder at path is as the host made it:
-// the file, or a folder (the person's git init fills the folder the
-// sandboxes bind, which they then see read-only).
-func (ph *placeholder) inPlace(path string) bool {
-	if ph.file {
-		return gitplaceholder.IsFile(path)
-	}
-	st, err := os.Lstat(path)
-	return err == nil && st.IsDir()
-}
-
-// movedPlaceholders lists the placeholders that are not as the host made
-// them and have changed since the servers last restarted for them, and
-// with mark, marks them restored.
-func movedPlaceholders(mark bool) []string {
-	placeholders.Lock()
-	defer placeholders.Unlock()
-	var out []string
-	for p, ph := range placeholders.paths {
-		if ph.inPlace(p) {
-			ph.restored = nil
-			continue
-		}
-		id, _ := idOf(p) // the zero ID: nothing there
-		if ph.restored != nil && *ph.restored == id {
-			continue
-		}
-		if mark {
-			ph.restored = &id
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// RemovePlaceholders removes the .git placeholders this host's sandboxes
-// bound, once its servers have stopped: each that is still the placeholder
-// file (and its folder has no HEAD, see below) or an empty folder and that no other running host's servers may write (its sandboxes bind
-// it too, and a folder removed under their mount would be gone from them).
-// A .git the person filled meanwhile (git init) is not empty and stays.
-// The file stays where a HEAD is beside it: with objects/, refs/ and a
-// config (core.worktree, core.fsmonitor) that a server may have written
-// while the host ran, git would take the folder itself for a repository
-// once nothing named .git stops it there, and run what that config names;
-// the file says so to the person who finds it.
-func RemovePlaceholders() {
-	placeholders.Lock()
-	defer placeholders.Unlock()
-	for p := range placeholders.paths {
-		delete(placeholders.paths, p)
-		st, err := os.Lstat(p)
-		if err != nil || otherHostReaches(p) != "" {
-			continue
-		}
-		switch {
-		case st.IsDir():
-			_ = syscall.Rmdir(p) // fails when not empty
-		case gitplaceholder.IsFile(p) && !hasHEAD(filepath.Dir(p)):
-			_ = os.Remove(p)
-		}
-	}
 }
 
 // repoDirs returns the git folder of the work tree at root (root/.git, or

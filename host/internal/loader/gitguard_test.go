@@ -204,3 +204,40 @@ func TestRemovePlaceholders(t *testing.T) {
 		t.Errorf("the person's .git file after the stop: %q, %v", b, err)
 	}
 }
+
+// A placeholder another host holds (its sandboxes bind it) is not removed:
+// the kernel would take their read-only mount away with the file, and a
+// server of that host could then make the repository (red team round 11:
+// another user's host removed it at its stop, and one stopped a moment
+// before counted as running, so placeholders were left behind).
+func TestHeldPlaceholderStays(t *testing.T) {
+	for _, file := range []bool{true, false} {
+		dot := filepath.Join(t.TempDir(), ".git")
+		var err error
+		if file {
+			err = os.WriteFile(dot, []byte(gitplaceholder.Content), 0o644)
+		} else {
+			err = os.Mkdir(dot, 0o755)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := os.Open(dot) // another host's hold
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(other.Fd()), syscall.LOCK_SH); err != nil {
+			t.Fatal(err)
+		}
+		if removeUnheld(dot, file) {
+			t.Errorf("file %v: a placeholder another host holds was removed", file)
+		}
+		_ = other.Close()
+		if !removeUnheld(dot, file) {
+			t.Errorf("file %v: a placeholder nobody holds stayed", file)
+		}
+		if _, err := os.Lstat(dot); err == nil {
+			t.Errorf("file %v: still there", file)
+		}
+	}
+}

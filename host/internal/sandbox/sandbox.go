@@ -147,6 +147,10 @@ type Sandbox struct {
 	// launcher.TempDir(), the host's folder in the system's temporary
 	// folder).
 	TempRoot string
+	// Prepared, when set, is called by each Wrap once the policy's Make
+	// folders and Files are made, before the server starts (the loader
+	// holds the .git placeholders it binds).
+	Prepared func()
 }
 
 // Errors.

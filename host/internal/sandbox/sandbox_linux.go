@@ -229,6 +229,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	for _, f := range p.Files {
 		makeFile(f, p.Write)
 	}
+	if s.Prepared != nil {
+		s.Prepared()
+	}
 	c := &confinement{offline: !p.Network}
 	root := s.TempRoot
 	if root == "" {
