@@ -451,6 +451,10 @@ type repo struct {
 	dir    string   // work tree
 	gitDir string   // git directory
 	env    []string // the environment every git process gets
+	// writable is where git may change files (runNarrowed): the work
+	// tree, the git directory and the common one; nil: anywhere the
+	// server's sandbox allows (allow_hooks, allow_filters).
+	writable []string
 }
 
 // open resolves repo_path inside the project and finds its git directory:
@@ -507,8 +511,28 @@ func (p *plugin) open(ctx context.Context, path string) (*repo, error) {
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(gitDir, common)
 		}
-		if _, err := p.roots.Resolve(common); err != nil {
+		rc, err := p.roots.Resolve(common)
+		if err != nil {
 			return nil, fmt.Errorf("repo_path %s: its commondir lies outside the project (%s)", dir, common)
+		}
+		common = rc
+		// Only a linked work tree (git worktree add) shares another
+		// repository's objects and refs, and its git directory lies in
+		// that repository's worktrees/. One of the agent's elsewhere
+		// (an index of its own, a commondir naming the project's
+		// repository) had git_commit put a gitlink on the project's
+		// branch, which the person's next checkout took in and `git
+		// status` then entered (red team round 11).
+		if filepath.Dir(filepath.Clean(gitDir)) != filepath.Join(filepath.Clean(common), "worktrees") {
+			return nil, fmt.Errorf("repo_path %s: its git directory %s shares the objects and refs of %s without being one of its linked work trees (%s/worktrees/NAME); refused", dir, gitDir, common, common)
+		}
+	}
+	// Nor does a repository's git directory link its objects or refs
+	// elsewhere: one that linked them to the project's repository had
+	// git_commit move the project's branch (red team round 11).
+	for _, d := range []string{"objects", "refs"} {
+		if st, err := os.Lstat(filepath.Join(gitDir, d)); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("repo_path %s: %s is a link; refused (git makes none there)", dir, filepath.Join(gitDir, d))
 		}
 	}
 	// git reads these at every call: a FIFO there held the call, and the
@@ -518,7 +542,13 @@ func (p *plugin) open(ctx context.Context, path string) (*repo, error) {
 			return nil, fmt.Errorf("repo_path %s: %s is not a regular file; git would wait on it", dir, f)
 		}
 	}
-	r := &repo{p: p, dir: dir, gitDir: gitDir}
+	r := &repo{p: p, dir: dir, gitDir: gitDir, writable: []string{dir, gitDir, common}}
+	if p.settings.AllowHooks || p.settings.AllowFilters {
+		// The repository's programs run, by the operator's choice, and
+		// write where they like inside the server's sandbox (a hook of a
+		// repository of the agent's could write anything git could).
+		r.writable = nil
+	}
 	base := baseEnv()
 	overrides, err := p.guard.environ(ctx, base, gitDir, dir)
 	if err != nil {
@@ -589,7 +619,11 @@ func (r *repo) rawGit(ctx context.Context, args ...string) (string, error) {
 	cmd.Stdin = nil
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
+	run := cmd.Run
+	if r.writable != nil {
+		run = func() error { return runNarrowed(cmd, r.writable) }
+	}
+	if err := run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = strings.TrimSpace(capOutput(out.String(), 2000)) // git commit says "nothing to commit" on stdout

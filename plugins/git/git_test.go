@@ -432,3 +432,91 @@ func TestOversizedAndFIFOGitFilesAreRefused(t *testing.T) {
 		t.Errorf("control: git_status of the project failed: %q", out)
 	}
 }
+
+// TestCommitWritesNothingThroughLinks: git follows links where it writes
+// some of a repository's files (COMMIT_EDITMSG, logs/). A repository of the
+// agent's inside the project, its COMMIT_EDITMSG linked to the project
+// repository's .git/commondir, had git_commit write the commit message
+// there, and the person's next `git status` in the project ran a config
+// of the agent's (red team round 11). git may now change files only
+// beneath the repository it works on. The control: the same commit by
+// plain git writes through the link.
+func TestCommitWritesNothingThroughLinks(t *testing.T) {
+	f := setup(t)
+	nest := filepath.Join(f.project, "nest")
+	newRepo(t, nest)
+	commondir := filepath.Join(f.project, ".git", "commondir")
+	plant := func() {
+		t.Helper()
+		writeFile(t, filepath.Join(nest, "g"), fmt.Sprint(time.Now().UnixNano()), 0o644)
+		gitCmd(t, nest, "add", "g")
+		_ = os.Remove(filepath.Join(nest, ".git", "COMMIT_EDITMSG"))
+		if err := os.Symlink(commondir, filepath.Join(nest, ".git", "COMMIT_EDITMSG")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plant()
+	got, isErr := f.call(t, "git_commit", map[string]any{"repo_path": "nest", "message": "/agents/common"})
+	if _, err := os.Lstat(commondir); err == nil {
+		b, _ := os.ReadFile(commondir)
+		t.Fatalf("git_commit wrote the project's .git/commondir through a link: %q (it said %q, error %v)", b, got, isErr)
+	}
+	if !isErr {
+		t.Logf("git_commit through the link: %s", got)
+	}
+	// The control.
+	plant()
+	gitCmd(t, nest, "commit", "-q", "-m", "/agents/common")
+	if b, err := os.ReadFile(commondir); err != nil || !strings.Contains(string(b), "/agents/common") {
+		t.Fatalf("control: plain git did not write through the link (%q, %v): the test proves nothing", b, err)
+	}
+}
+
+// TestForgedWorkTreesRefused: a repository of the agent's whose git
+// directory names the project's repository as its commondir (an index of
+// its own, which the agent writes), or links its objects and refs there,
+// had git_commit move the project's branch to a commit holding a gitlink
+// to a repository of the agent's; the person's next checkout took it in,
+// and `git status` entered that repository and ran its config (red team
+// round 11). Only a linked work tree whose git directory lies in the
+// repository's worktrees/ shares its objects and refs; a real one works.
+func TestForgedWorkTreesRefused(t *testing.T) {
+	f := setup(t)
+	head := strings.TrimSpace(gitCmd(t, f.project, "rev-parse", "main"))
+	// commondir naming the project's repository.
+	wt := filepath.Join(f.project, "wt")
+	writeFile(t, filepath.Join(wt, ".gd", "commondir"), "../../.git\n", 0o644)
+	writeFile(t, filepath.Join(wt, ".gd", "HEAD"), "ref: refs/heads/main\n", 0o644)
+	writeFile(t, filepath.Join(wt, ".git"), "gitdir: .gd\n", 0o644)
+	// objects and refs linked to the project's repository.
+	nest := filepath.Join(f.project, "nest")
+	newRepo(t, nest)
+	for _, d := range []string{"objects", "refs"} {
+		if err := os.RemoveAll(filepath.Join(nest, ".git", d)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(f.project, ".git", d), filepath.Join(nest, ".git", d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{"wt", "nest"} {
+		for tool, args := range map[string]map[string]any{
+			"git_status": {"repo_path": dir},
+			"git_commit": {"repo_path": dir, "message": "m"},
+			"git_reset":  {"repo_path": dir},
+		} {
+			if got, isErr := f.call(t, tool, args); !isErr || !strings.Contains(got, "refused") {
+				t.Errorf("%s in %s = %q, want refused", tool, dir, got)
+			}
+		}
+	}
+	if now := strings.TrimSpace(gitCmd(t, f.project, "rev-parse", "main")); now != head {
+		t.Errorf("the project's branch moved: %s -> %s", head, now)
+	}
+	// A real linked work tree.
+	gitCmd(t, f.project, "worktree", "add", "-q", "linked")
+	writeFile(t, filepath.Join(f.project, "linked", "new.txt"), "x\n", 0o644)
+	if got, isErr := f.call(t, "git_status", map[string]any{"repo_path": "linked"}); isErr || !strings.Contains(got, "new.txt") {
+		t.Errorf("git_status in a linked work tree = %q, %v", got, isErr)
+	}
+}

@@ -338,7 +338,9 @@ func (sc *scanner) git(dir string, extra []string, args ...string) ([]byte, erro
 	cmd.Env = append(append(append([]string(nil), sc.base...), extra...), sc.env()...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
+	// The scan changes nothing (GIT_OPTIONAL_LOCKS=0), so git may write
+	// nowhere (it lists config, and the index with fsmonitor held off).
+	if err := runNarrowed(cmd, []string{}); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()

@@ -176,48 +176,73 @@ func TestProgramsPlantedOnPATHNeverRun(t *testing.T) {
 // naming its repository in .git/modules. Replaced by a folder with a
 // config of the agent's, the person's `git status` in the project goes
 // into the submodule and runs what that config names. The file is bound
-// read-only; the control: bash writes the submodule's other files.
+// read-only, also where project_dir is a folder of the superproject (red
+// team round 11: only the project's own top was looked at). The controls:
+// bash writes the submodule's other files, and the same commands run
+// outside the sandbox do make git run the program.
 func TestSubmodulesGitFileStays(t *testing.T) {
-	e := setup(t)
-	marker := filepath.Join(t.TempDir(), "ran")
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "protocol.file.allow=always", "-c", "user.email=p@example.com", "-c", "user.name=P"}, args...)...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	lib := t.TempDir()
-	git(lib, "init", "-q")
-	git(lib, "commit", "-q", "--allow-empty", "-m", "lib")
-	git(e.project, "init", "-q")
-	git(e.project, "submodule", "add", "-q", lib, "lib")
-	git(e.project, "commit", "-q", "-m", "with lib")
-	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
-	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, _ := mcpClient(t, e)
-	initialize(t, c)
-	script := fmt.Sprintf(`cd lib; echo kept > other.txt
-rm -f .git; mkdir .git 2>/dev/null && cp -r ../.git/modules/lib/. .git/ 2>/dev/null
-printf '[core]\n\tfsmonitor = "touch %s; false"\n' >> .git/config
-echo END`, marker)
-	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
-	if !strings.Contains(out, "END") {
-		t.Fatalf("the command did not run: %q", out)
-	}
-	if b, err := os.ReadFile(filepath.Join(e.project, "lib", "other.txt")); err != nil || string(b) != "kept\n" {
-		t.Fatalf("control: bash could not write the submodule's files (%q, %v); it said %q", b, err, out)
-	}
-	if st, err := os.Lstat(filepath.Join(e.project, "lib", ".git")); err != nil || st.IsDir() {
-		t.Errorf("the submodule's .git file was replaced (%v, %v)", st, err)
-	}
-	git(e.project, "status")
-	if _, err := os.Stat(marker); err == nil {
-		t.Fatal("the person's git status ran a program a server wrote into a submodule")
+	for _, layout := range []string{"project", "folder of a superproject"} {
+		t.Run(layout, func(t *testing.T) {
+			e := setup(t)
+			marker := filepath.Join(t.TempDir(), "ran")
+			git := func(dir string, args ...string) {
+				t.Helper()
+				cmd := exec.Command("git", append([]string{"-c", "protocol.file.allow=always", "-c", "user.email=p@example.com", "-c", "user.name=P"}, args...)...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			lib := t.TempDir()
+			git(lib, "init", "-q")
+			git(lib, "commit", "-q", "--allow-empty", "-m", "lib")
+			projectDir, sub := "project", filepath.Join(e.project, "lib")
+			git(e.project, "init", "-q")
+			if layout == "project" {
+				git(e.project, "submodule", "add", "-q", lib, "lib")
+			} else {
+				projectDir, sub = "project/pkg", filepath.Join(e.project, "pkg", "lib")
+				if err := os.Mkdir(filepath.Join(e.project, "pkg"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				git(e.project, "submodule", "add", "-q", lib, "pkg/lib")
+			}
+			git(e.project, "commit", "-q", "-m", "with lib")
+			cfg := fmt.Sprintf("project_dir = %q\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", projectDir)
+			if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := mcpClient(t, e)
+			initialize(t, c)
+			script := fmt.Sprintf(`cd %s; echo kept > other.txt
+rm -f .git && git init -q --bare .git && git --git-dir=.git config core.bare false &&
+git --git-dir=.git config core.fsmonitor "touch %s; false"
+echo END`, sub, marker)
+			out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+			if !strings.Contains(out, "END") {
+				t.Fatalf("the command did not run: %q", out)
+			}
+			if b, err := os.ReadFile(filepath.Join(sub, "other.txt")); err != nil || string(b) != "kept\n" {
+				t.Fatalf("control: bash could not write the submodule's files (%q, %v); it said %q", b, err, out)
+			}
+			if st, err := os.Lstat(filepath.Join(sub, ".git")); err != nil || st.IsDir() {
+				t.Errorf("the submodule's .git file was replaced (%v, %v)", st, err)
+			}
+			git(filepath.Join(e.project, projectDir[len("project"):]), "status")
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatal("the person's git status ran a program a server wrote into a submodule")
+			}
+			_ = c.Close()
+			// The control: the same commands outside any sandbox.
+			if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+				t.Fatalf("control: %v %s", err, out)
+			}
+			git(filepath.Join(e.project, projectDir[len("project"):]), "status")
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatal("control: the person's git ran nothing after the same commands outside the sandbox: the test proves nothing")
+			}
+		})
 	}
 }
 

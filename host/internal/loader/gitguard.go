@@ -58,8 +58,10 @@ func WritableFolders(cfg *config.Config) []string {
 // create first when missing, since a folder that does not exist cannot be
 // bound, and a hook written into a new one would run. A root that is no
 // work tree gets its .git placeholder (repoPlaceholder), and a root whose
-// .git is a file (a linked work tree) has that file read-only. Only the
-// roots themselves are looked at (a repository deeper in a root is not).
+// .git is a file (a linked work tree) has that file read-only. A root
+// inside another work tree has what of that repository lies in it
+// protected too. Only the roots and the work trees around them are looked
+// at (a repository deeper in a root is not).
 func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File) {
 	add := func(p string, mk bool) {
 		readOnly = append(readOnly, p)
@@ -75,50 +77,69 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 			} else {
 				add(ph, true)
 			}
-			continue
-		}
-		gitDir, common := repoDirs(root)
-		if gitDir == "" {
-			continue
-		}
-		if gitDir != filepath.Join(root, ".git") {
-			// The .git file itself (a linked work tree, a submodule
-			// checked out as the project): rewritten, it would send the
-			// person's git to a repository of the agent's.
-			add(filepath.Join(root, ".git"), false)
-		}
-		// The hooks and config of the repository proper (a linked work
-		// tree keeps them in the common folder).
-		add(filepath.Join(common, "hooks"), true)
-		add(filepath.Join(common, "config"), false)
-		if hp := hooksPath(filepath.Join(common, "config")); hp != "" {
-			if !filepath.IsAbs(hp) {
-				hp = filepath.Join(root, hp)
-			}
-			add(filepath.Clean(hp), true)
-		}
-		for _, m := range submoduleRepos(filepath.Join(common, "modules"), 4) {
-			add(filepath.Join(m, "hooks"), true)
-			add(filepath.Join(m, "config"), false)
-			// The submodule's work tree's .git (a file naming m): replaced
-			// by a folder with a config of its own, the person's `git
-			// status` in the project would go into it and run that.
-			if wt := configValue(filepath.Join(m, "config"), "core", "worktree"); wt != "" {
-				if !filepath.IsAbs(wt) {
-					wt = filepath.Join(m, wt)
-				}
-				if dot := filepath.Join(filepath.Clean(wt), ".git"); within(dot, root) {
-					if _, err := os.Lstat(dot); err == nil {
-						add(dot, false)
-					}
+			// Inside another work tree, what of that repository lies in
+			// root: a submodule's .git file (with project_dir a folder of
+			// a superproject, one replaced by a repository of the agent's
+			// was entered by the person's `git status` there, red team
+			// round 11), the folder core.hooksPath names.
+			if top := outerWorkTree(root); top != "" {
+				if gitDir, common := repoDirs(top); gitDir != "" {
+					repoProtected(top, gitDir, common, func(p string, mk bool) {
+						if within(p, root) {
+							add(p, mk)
+						}
+					})
 				}
 			}
+			continue
 		}
-		if gitDir != common {
-			add(filepath.Join(gitDir, "config.worktree"), false)
+		if gitDir, common := repoDirs(root); gitDir != "" {
+			repoProtected(root, gitDir, common, add)
 		}
 	}
 	return readOnly, make, files
+}
+
+// repoProtected passes add what a person's git runs programs from in the
+// repository whose work tree's top is top (gitProtected), and whether it
+// is a folder to make when missing.
+func repoProtected(top, gitDir, common string, add func(path string, mk bool)) {
+	if gitDir != filepath.Join(top, ".git") {
+		// The .git file itself (a linked work tree, a submodule checked
+		// out as the project): rewritten, it would send the person's git
+		// to a repository of the agent's.
+		add(filepath.Join(top, ".git"), false)
+	}
+	// The hooks and config of the repository proper (a linked work tree
+	// keeps them in the common folder).
+	add(filepath.Join(common, "hooks"), true)
+	add(filepath.Join(common, "config"), false)
+	if hp := hooksPath(filepath.Join(common, "config")); hp != "" {
+		if !filepath.IsAbs(hp) {
+			hp = filepath.Join(top, hp)
+		}
+		add(filepath.Clean(hp), true)
+	}
+	for _, m := range submoduleRepos(filepath.Join(common, "modules"), 4) {
+		add(filepath.Join(m, "hooks"), true)
+		add(filepath.Join(m, "config"), false)
+		// The submodule's work tree's .git (a file naming m): replaced by
+		// a folder with a config of its own, the person's `git status` in
+		// the project would go into it and run that.
+		if wt := configValue(filepath.Join(m, "config"), "core", "worktree"); wt != "" {
+			if !filepath.IsAbs(wt) {
+				wt = filepath.Join(m, wt)
+			}
+			if dot := filepath.Join(filepath.Clean(wt), ".git"); within(dot, top) {
+				if _, err := os.Lstat(dot); err == nil {
+					add(dot, false)
+				}
+			}
+		}
+	}
+	if gitDir != common {
+		add(filepath.Join(gitDir, "config.worktree"), false)
+	}
 }
 
 // repoFolders lists the git folders of the work trees at the roots (each

@@ -35,7 +35,7 @@ func repoPlaceholder(root string) (dot string, file, ok bool) {
 		return "", false, false
 	}
 	dot = filepath.Join(root, ".git")
-	file = !insideWorkTree(root)
+	file = outerWorkTree(root) == ""
 	st, err := os.Lstat(dot)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -64,17 +64,17 @@ func repoPlaceholder(root string) (dot string, file, ok bool) {
 	return dot, file, true
 }
 
-// insideWorkTree reports whether a folder above dir has a .git, where the
-// person's git looks for a repository when dir has none (a placeholder
-// is none).
-func insideWorkTree(dir string) bool {
+// outerWorkTree returns the nearest folder above dir that has a .git,
+// where the person's git looks for a repository when dir has none (a
+// placeholder is none), or "".
+func outerWorkTree(dir string) string {
 	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
 		dot := filepath.Join(d, ".git")
 		if st, err := os.Lstat(dot); err == nil && !(st.IsDir() && emptyDir(dot)) && !gitplaceholder.IsFile(dot) {
-			return true
+			return d
 		}
 		if d == filepath.Dir(d) {
-			return false
+			return ""
 		}
 	}
 }
