@@ -866,24 +866,31 @@ func TestHandshakeLinkIsNotFollowed(t *testing.T) {
 	}
 	defer func() { _ = ln.Close() }()
 	dialled := dials(ln)
-	plugin := filepath.Join(t.TempDir(), "aim")
-	script := "#!/bin/sh\nln -s " + target + " \"$PLUGIN_UNIX_SOCKET_DIR/p\"\necho \"1|2|unix|$PLUGIN_UNIX_SOCKET_DIR/p|grpc|\"\nsleep 5\n"
-	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil { //nolint:gosec // G306: an executable
-		t.Fatal(err)
-	}
-	spec := launcher.Spec{Name: "aim", Path: plugin, ProjectDir: w.project, DataDir: t.TempDir(), StartTimeout: 5 * time.Second}
-	pl, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
-	if err == nil {
-		_ = pl.Close(context.Background())
-		t.Fatal("a handshake naming a link was accepted")
-	}
-	if !strings.Contains(err.Error(), "not a socket") {
-		t.Errorf("error = %v, want it to say the path is not a socket", err)
-	}
-	select {
-	case <-dialled:
-		t.Fatal("the host connected to the socket the plugin's link named")
-	case <-time.After(300 * time.Millisecond):
+	// A link to the socket, and (red team round 11) a link to its folder
+	// with the socket named through it.
+	for _, tc := range []struct{ link, name, want string }{
+		{target, "p", "not a socket"},
+		{filepath.Dir(target), "d/l.sock", "not in its socket folder"},
+	} {
+		plugin := filepath.Join(t.TempDir(), "aim")
+		script := "#!/bin/sh\nln -s " + tc.link + " \"$PLUGIN_UNIX_SOCKET_DIR/" + strings.Split(tc.name, "/")[0] + "\"\necho \"1|2|unix|$PLUGIN_UNIX_SOCKET_DIR/" + tc.name + "|grpc|\"\nsleep 5\n"
+		if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil { //nolint:gosec // G306: an executable
+			t.Fatal(err)
+		}
+		spec := launcher.Spec{Name: "aim", Path: plugin, ProjectDir: w.project, DataDir: t.TempDir(), StartTimeout: 5 * time.Second}
+		pl, err := launcher.Launch(t.Context(), spec, hclog.NewNullLogger())
+		if err == nil {
+			_ = pl.Close(context.Background())
+			t.Fatalf("%s: a handshake naming a link was accepted", tc.name)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error = %v, want it to say %q", tc.name, err, tc.want)
+		}
+		select {
+		case <-dialled:
+			t.Fatalf("%s: the host connected to the socket the plugin's link named", tc.name)
+		case <-time.After(300 * time.Millisecond):
+		}
 	}
 }
 

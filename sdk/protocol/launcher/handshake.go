@@ -93,7 +93,7 @@ func pinHandshake(line, socketDir string) (string, func(), string) {
 	if socketDir == "" || len(parts) < 4 || parts[2] != "unix" {
 		return line, nil, ""
 	}
-	addr, release, err := pinSocket(parts[3])
+	addr, release, err := pinSocket(socketDir, filepath.Base(parts[3]))
 	if err != nil {
 		return "", nil, fmt.Sprintf("refused the plugin's handshake: %v", err)
 	}
@@ -114,11 +114,13 @@ func refuseHandshake(line, socketDir string, unixOnly bool) string {
 		if socketDir == "" {
 			return ""
 		}
-		dir := filepath.Clean(socketDir)
-		if a := filepath.Clean(addr); filepath.IsAbs(a) && strings.HasPrefix(a, dir+string(filepath.Separator)) {
+		// Directly in the folder: a folder below it may be a link the
+		// plugin made to any folder (red team round 11), and pinSocket
+		// follows no link in the name alone.
+		if a := filepath.Clean(addr); filepath.IsAbs(a) && filepath.Dir(a) == filepath.Clean(socketDir) {
 			return ""
 		}
-		return fmt.Sprintf("refused the plugin's handshake: its socket %q is not in its socket folder %s", addr, socketDir)
+		return fmt.Sprintf("refused the plugin's handshake: its socket %q is not in its socket folder %s itself", addr, socketDir)
 	case "tcp":
 		if unixOnly {
 			return fmt.Sprintf("refused the plugin's handshake: it has no network, so its address %q cannot be its own; a plugin listens on a Unix socket in its socket folder", addr)

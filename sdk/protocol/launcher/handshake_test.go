@@ -37,6 +37,11 @@ func TestHandshakeGuard(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "plugin6"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A link to the folder elsewhere, and the socket named through it
+	// (red team round 11).
+	if err := os.Symlink(filepath.Dir(elsewhere), filepath.Join(dir, "d")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ line, refused string }{
 		{"1|2|unix|" + sock + "|grpc|CERT", ""},
 		{"1|2|unix|" + filepath.Join(dir, "plugin5") + "|grpc|CERT", "not a socket"},
@@ -48,6 +53,8 @@ func TestHandshakeGuard(t *testing.T) {
 		{"1|2|tcp|10.0.0.1:4567|grpc|", "not a numeric loopback address"},
 		{"1|2|unix|/tmp/elsewhere/sock|grpc|", "not in its socket folder"},
 		{"1|2|unix|" + dir + "/../../x|grpc|", "not in its socket folder"},
+		{"1|2|unix|" + filepath.Join(dir, "d", "s") + "|grpc|", "not in its socket folder"},
+		{"1|2|unix|" + filepath.Join(dir, "sub", "plugin4") + "|grpc|", "not in its socket folder"},
 		{"1|2|udp|127.0.0.1:1|grpc|", "neither unix nor tcp"},
 		{"not a handshake", ""},
 	} {

@@ -4,16 +4,24 @@ package launcher
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// pinSocket opens the socket at path without following a link and
-// returns a path that leads to that socket for as long as the returned
-// function has not been called.
-func pinSocket(path string) (string, func(), error) {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// pinSocket opens the socket name in the folder dir (the host's own,
+// which the plugin cannot replace) without following a link, and returns
+// a path that leads to that socket for as long as the returned function
+// has not been called.
+func pinSocket(dir, name string) (string, func(), error) {
+	path := filepath.Join(dir, name)
+	d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, fmt.Errorf("its socket folder %q: %w", dir, err)
+	}
+	fd, err := unix.Openat(d, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	_ = unix.Close(d)
 	if err != nil {
 		return "", nil, fmt.Errorf("its socket %q: %w", path, err)
 	}

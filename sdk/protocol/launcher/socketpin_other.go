@@ -5,11 +5,13 @@ package launcher
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // pinSocket checks that path is a socket, not a link (without
 // /proc/self/fd, the host connects by the path itself).
-func pinSocket(path string) (string, func(), error) {
+func pinSocket(dir, name string) (string, func(), error) {
+	path := filepath.Join(dir, name)
 	st, err := os.Lstat(path)
 	if err != nil {
 		return "", nil, fmt.Errorf("its socket %q: %w", path, err)
