@@ -507,3 +507,90 @@ func TestPlaceholderOutlivesAnotherHostsStop(t *testing.T) {
 		t.Error("the last host to stop left the placeholder behind")
 	}
 }
+
+// TestAnotherHostsFilesOutOfReach: with one host's project inside
+// another's, the outer host's bash wrote the inner host's config (an
+// external server with its sandbox off ran at that host's next start) and
+// filled its .git placeholder (red team round 11). A host's sandboxes now
+// hide the config, lock file and .mcp.json of the other running hosts, and
+// bind their placeholders read-only, where its servers may write them:
+// at each start, and, for a host started later, after restarting its
+// servers. The control: the outer host's bash writes the inner project's
+// other files.
+func TestAnotherHostsFilesOutOfReach(t *testing.T) {
+	for _, order := range []string{"inner first", "outer first"} {
+		t.Run(order, func(t *testing.T) {
+			e := setup(t)
+			base := t.TempDir()
+			outer := filepath.Join(base, "outer")
+			inner := filepath.Join(outer, "proj")
+			if err := os.MkdirAll(filepath.Join(inner, ".switchboard"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			in, out := e, e
+			in.config = filepath.Join(inner, ".switchboard", "a.hcl")
+			out.config = filepath.Join(base, "b.hcl")
+			innerCfg := fmt.Sprintf("project_dir = \"..\"\ndata_dir = %q\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", filepath.Join(base, "stateA"))
+			outerCfg := fmt.Sprintf("project_dir = %q\ndata_dir = %q\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", outer, filepath.Join(base, "stateB"))
+			for f, body := range map[string]string{in.config: innerCfg, out.config: outerCfg} {
+				if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := func(e env) *client.Client {
+				c, _ := mcpClient(t, e)
+				t.Cleanup(func() { _ = c.Close() })
+				initialize(t, c)
+				return c
+			}
+			home := func(c *client.Client, i int) string {
+				got, _ := mustCall(t, c, "bash__run", map[string]any{"command": fmt.Sprintf("echo $HOME END %d", i)})
+				h, _, _ := strings.Cut(got, " END")
+				return h
+			}
+			var ci, co *client.Client
+			if order == "inner first" {
+				ci = start(in)
+				home(ci, 0)
+				co = start(out)
+				home(co, 0)
+			} else {
+				co = start(out)
+				before := home(co, 0)
+				ci = start(in)
+				home(ci, 0)
+				// The outer host restarts its bash to cover the inner
+				// host's files.
+				deadline := time.Now().Add(time.Minute)
+				for i := 1; ; i++ {
+					if h := home(co, i); h != before && !strings.Contains(h, "starting") && h != "" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the outer host did not restart its bash once the inner host ran")
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			if !gitplaceholder.IsFile(filepath.Join(inner, ".git")) {
+				t.Fatal("no placeholder in the inner project")
+			}
+			script := fmt.Sprintf(`cd %s; echo 'external "x" { command = "/bin/true" }' >> .switchboard/a.hcl 2>/dev/null
+echo filled > .git 2>/dev/null; rm -f .git 2>/dev/null; mkdir .git 2>/dev/null
+echo kept > other.txt; cat .switchboard/a.hcl; echo END`, inner)
+			got, _ := mustCall(t, co, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+			if b, err := os.ReadFile(filepath.Join(inner, "other.txt")); err != nil || string(b) != "kept\n" {
+				t.Fatalf("control: the outer host's bash could not write the inner project (%q, %v): %q", b, err, got)
+			}
+			if b, _ := os.ReadFile(in.config); string(b) != innerCfg {
+				t.Errorf("the outer host's bash changed the inner host's config: %q", b)
+			}
+			if strings.Contains(got, "project_dir") {
+				t.Errorf("the outer host's bash read the inner host's config: %q", got)
+			}
+			if !gitplaceholder.IsFile(filepath.Join(inner, ".git")) {
+				t.Error("the outer host's bash changed the inner host's placeholder")
+			}
+		})
+	}
+}

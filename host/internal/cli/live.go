@@ -256,7 +256,8 @@ const (
 	// write the config file (configWatch.suspect).
 	reachCheck = 2 * time.Second
 	// placeholderCheck is how often the watcher checks the .git
-	// placeholders (loader.Host.RestorePlaceholders), and placeholderSettle
+	// placeholders (loader.Host.RestorePlaceholders) and other hosts' files
+	// (loader.Host.CoverOtherHosts), and placeholderSettle
 	// how long a moved one waits, so that a person's `rm .git && git init`
 	// has made the repository the restarted servers then see read-only.
 	placeholderCheck  = 2 * time.Second
@@ -298,6 +299,12 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 		if ok, why := h.ConfigOutOfReach(); !ok {
 			log.Info("changes to the config file wait for `switchboard reload`", "because", why)
 		}
+	}
+	// This host's sandboxes cannot have covered the config before it
+	// started (red team round 11: one host's bash wrote an external
+	// server into another's config, which ran at that host's next start).
+	if why := loader.OtherHostReaches(file); why != "" {
+		log.Warn("the config file is within reach of another running host's servers: a tool of theirs could have changed it before this host started; review it, and keep it out of their folders", "because", why)
 	}
 	wg.Add(2)
 	go func() {
@@ -361,6 +368,9 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 			case <-placeTick.C:
 				if restore == nil && loader.PlaceholdersMoved() {
 					restore = time.After(placeholderSettle)
+				}
+				if names := h.CoverOtherHosts(); len(names) > 0 {
+					log.Info("another host started on a project these servers may write; restarted them so that its config and .git placeholders are out of their reach", "servers", strings.Join(names, ", "))
 				}
 			case <-restore:
 				restore = nil

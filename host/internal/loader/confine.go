@@ -186,9 +186,56 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	if dir := configFolderInReach(cfg, p, files.links); dir != "" {
 		p.ReadOnly = append(p.ReadOnly, dir)
 	}
-	// The .git placeholders among ro are held while the sandbox may bind
-	// them (holdPlaceholders).
-	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper, Prepared: func() { holdPlaceholders(ro) }}
+	sb := &sandbox.Sandbox{Name: name, Policy: p, Helper: helper}
+	c := &cover{readOnly: ro}
+	sb.Prepare = c.prepare
+	covers.Store(sb, c)
+	return sb
+}
+
+// cover is what each start of a sandbox does before it is built: hold
+// the .git placeholders among readOnly while the sandbox may bind them
+// (holdPlaceholders), and cover the files of other running hosts that lie
+// in its writable folders (othersFiles), remembering which (others).
+type cover struct {
+	readOnly []string
+	mu       sync.Mutex
+	others   []string // at the last start
+}
+
+// covers maps each sandbox.Sandbox that confinement made to its cover.
+var covers sync.Map
+
+func (c *cover) prepare(p *sandbox.Policy) {
+	holdPlaceholders(c.readOnly)
+	hide, ro := othersFiles(p.Write)
+	for _, f := range hide {
+		if !slices.Contains(p.Hide, f) {
+			p.Hide = append(p.Hide, f)
+		}
+	}
+	for _, f := range ro {
+		if !slices.Contains(p.ReadOnly, f) {
+			p.ReadOnly = append(p.ReadOnly, f)
+		}
+	}
+	c.mu.Lock()
+	c.others = append(hide, ro...)
+	c.mu.Unlock()
+}
+
+// uncovered reports whether another running host (of recs) has files in
+// reach of the sandbox that its last start did not cover.
+func (c *cover) uncovered(recs []hostRecord, p sandbox.Policy) bool {
+	hide, ro := filesOf(recs, p.Write)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range append(hide, ro...) {
+		if !slices.Contains(c.others, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // privateHome is the environment that makes own an external server's home

@@ -23,10 +23,16 @@ import (
 
 // hostRecord is one running host's record.
 type hostRecord struct {
-	PID      int       `json:"pid"`
-	Config   string    `json:"config"`
-	Writable []string  `json:"writable"`
-	Gone     time.Time `json:"gone,omitzero"` // when the host stopped
+	PID      int      `json:"pid"`
+	Config   string   `json:"config"`
+	Writable []string `json:"writable"`
+	// Control lists the host's control-plane files (its config, lock
+	// file, imported .mcp.json), and Placeholders its .git placeholders:
+	// another host's sandboxes hide the first and bind the second
+	// read-only where they fall inside its writable folders (othersFiles).
+	Control      []string  `json:"control,omitempty"`
+	Placeholders []string  `json:"placeholders,omitempty"`
+	Gone         time.Time `json:"gone,omitzero"` // when the host stopped
 }
 
 // recordLinger is how long a stopped host's record still counts: a
@@ -61,9 +67,56 @@ func (h *Host) publish() {
 			}
 		}
 	}
+	for _, f := range []string{cfg.File, cfg.LockFile(), cfg.MCPJSON} {
+		if f != "" {
+			rec.Control = append(rec.Control, resolved(f))
+		}
+	}
 	h.mu.Unlock()
+	placeholders.Lock()
+	for p := range placeholders.paths {
+		rec.Placeholders = append(rec.Placeholders, p)
+	}
+	placeholders.Unlock()
 	slices.Sort(rec.Writable)
+	slices.Sort(rec.Placeholders)
 	h.writeRecord(rec)
+}
+
+// othersFiles lists the other running hosts' control-plane files (hide)
+// and .git placeholders (readOnly) inside the folders of write: a server
+// of this host that may write another host's project wrote that host's
+// config (applied at its next start) and filled its placeholder (red team
+// round 11, with one project inside the other). They are covered at each
+// start of a sandbox (sandbox.Sandbox.Prepare), and a change of them
+// restarts the servers that may write them (CoverOtherHosts).
+func othersFiles(write []string) (hide, readOnly []string) { return filesOf(otherHosts(), write) }
+
+// filesOf is othersFiles for the hosts of recs.
+func filesOf(recs []hostRecord, write []string) (hide, readOnly []string) {
+	in := func(f string) bool {
+		for _, w := range write {
+			if w != "" && within(f, w) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range recs {
+		for _, f := range r.Control {
+			if in(f) && !slices.Contains(hide, f) {
+				hide = append(hide, f)
+			}
+		}
+		for _, f := range r.Placeholders {
+			if in(f) && !slices.Contains(readOnly, f) {
+				readOnly = append(readOnly, f)
+			}
+		}
+	}
+	slices.Sort(hide)
+	slices.Sort(readOnly)
+	return hide, readOnly
 }
 
 // ownRecord is this process's record as last written; stopped is set once
@@ -155,6 +208,10 @@ func otherHosts() []hostRecord {
 	}
 	return out
 }
+
+// OtherHostReaches says how another running host's servers could write
+// file ("" when none can).
+func OtherHostReaches(file string) string { return otherHostReaches(resolved(file)) }
 
 // otherHostReaches says how another running host's servers could write
 // file ("" when none can).

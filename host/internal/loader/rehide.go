@@ -61,12 +61,12 @@ func (h *Host) Rehide() []string {
 		return nil
 	}
 	// Landlock keeps the file out of reach of the others anyway.
-	return h.restartConfined(func(p sandbox.Policy) bool { return sees(p, changed) })
+	return h.restartConfined(func(sb *sandbox.Sandbox) bool { return sees(sb.Policy, changed) })
 }
 
 // restartConfined restarts the running servers confined in namespaces
 // whose policy matches, and returns their names.
-func (h *Host) restartConfined(match func(sandbox.Policy) bool) []string {
+func (h *Host) restartConfined(match func(*sandbox.Sandbox) bool) []string {
 	h.mu.Lock()
 	cfg := h.cfg
 	jobs := make([]job, 0, len(h.jobs))
@@ -80,7 +80,7 @@ func (h *Host) restartConfined(match func(sandbox.Policy) bool) []string {
 	var restarted []string
 	for _, j := range jobs {
 		sb := sandboxOf(j)
-		if sb == nil || !sb.Report().Namespaces || sb.Policy.Mode == sandbox.ModeOff || !match(sb.Policy) {
+		if sb == nil || !sb.Report().Namespaces || sb.Policy.Mode == sandbox.ModeOff || !match(sb) {
 			continue
 		}
 		e := h.reg.Entry(j.spec.Name)
@@ -126,12 +126,27 @@ func (h *Host) RestorePlaceholders() []string {
 	if len(moved) == 0 {
 		return nil
 	}
-	return h.restartConfined(func(p sandbox.Policy) bool {
+	return h.restartConfined(func(sb *sandbox.Sandbox) bool {
 		for _, m := range moved {
-			if slices.Contains(p.ReadOnly, m) {
+			if slices.Contains(sb.Policy.ReadOnly, m) {
 				return true
 			}
 		}
 		return false
+	})
+}
+
+// CoverOtherHosts restarts the running confined servers whose sandboxes
+// do not cover a control-plane file or .git placeholder of another running
+// host inside their writable folders (a host started after them, on a
+// project inside theirs), and returns their names (othersFiles).
+func (h *Host) CoverOtherHosts() []string {
+	recs := otherHosts()
+	if len(recs) == 0 {
+		return nil
+	}
+	return h.restartConfined(func(sb *sandbox.Sandbox) bool {
+		c, ok := covers.Load(sb)
+		return ok && c.(*cover).uncovered(recs, sb.Policy)
 	})
 }

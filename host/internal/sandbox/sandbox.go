@@ -147,10 +147,11 @@ type Sandbox struct {
 	// launcher.TempDir(), the host's folder in the system's temporary
 	// folder).
 	TempRoot string
-	// Prepared, when set, is called by each Wrap once the policy's Make
-	// folders and Files are made, before the server starts (the loader
-	// holds the .git placeholders it binds).
-	Prepared func()
+	// Prepare, when set, is called by each Wrap once the policy's Make
+	// folders and Files are made, with the policy of this start, which it
+	// may add to before the sandbox is built (the loader holds the .git
+	// placeholders it binds, and covers other hosts' files).
+	Prepare func(p *Policy)
 }
 
 // Errors.

@@ -229,8 +229,8 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	for _, f := range p.Files {
 		makeFile(f, p.Write)
 	}
-	if s.Prepared != nil {
-		s.Prepared()
+	if s.Prepare != nil {
+		s.Prepare(&p)
 	}
 	c := &confinement{offline: !p.Network}
 	root := s.TempRoot
