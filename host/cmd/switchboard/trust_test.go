@@ -369,7 +369,12 @@ const (
 // with another config, runs bash, which may write the project: A's agent
 // rewrote B's config and B applied it by itself (red team round 5). B now
 // knows from A's record that A's servers may write its config, holds the
-// change, and says why; a person's reload applies it.
+// change, and says why; a person's reload applies it. Since round 11, A's
+// sandboxes hide B's config (B's record names it), so A's bash no longer
+// reaches it; the test checks that, then makes the change itself, as A's
+// agent could have before A's sandboxes covered the file (a host started
+// later is covered within seconds, not at once), and checks that B holds
+// it.
 func TestAnotherHostsServersHoldTheReload(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -420,27 +425,24 @@ func anotherHostWrites(t *testing.T, stopping, otherHome bool) {
 	ca, cmdA := mcpClient(t, a, tweaks...)
 	initialize(t, ca)
 	cfgText := writeB("")
+	// A's bash cannot reach B's config: A's sandbox hides it.
+	out, _ := mustCall(t, ca, "bash__run", map[string]any{"command": fmt.Sprintf("printf '%s' > .sb/config.hcl.tmp && mv .sb/config.hcl.tmp .sb/config.hcl && echo END; cat .sb/config.hcl", strings.ReplaceAll(cfgText, "\n", `\n`))})
+	if strings.Contains(out, "END") || strings.Contains(out, "project_dir") {
+		t.Fatalf("A's bash reached B's config: %q", out)
+	}
+	// The change as A's agent could have made it before A's sandboxes
+	// covered the file: replaced, as an editor would, while A runs, or
+	// (a job's SIGTERM trap, red team round 6) as A stops, so that A's
+	// record is gone by the time B's watcher looks.
 	if stopping {
-		// A's agent leaves a job that rewrites B's config when A stops
-		// (its SIGTERM), so that A's record is gone by the time B's
-		// watcher looks (red team round 6).
-		job := fmt.Sprintf("trap 'echo %s | base64 -d > .sb/config.hcl.tmp && mv .sb/config.hcl.tmp .sb/config.hcl; exit 0' TERM HUP INT; echo READY; while true; do sleep 0.1; done", base64.StdEncoding.EncodeToString([]byte(cfgText)))
-		out, _ := mustCall(t, ca, "bash__start", map[string]any{"command": job})
-		if !strings.Contains(out, "READY") && !strings.Contains(out, "job") {
-			t.Fatalf("bash__start: %q", out)
-		}
-		time.Sleep(500 * time.Millisecond) // the trap is set
 		_ = ca.Close()
 		_ = cmdA.Wait()
-		if b, _ := os.ReadFile(b.config); !strings.Contains(string(b), "deny = []") {
-			t.Fatalf("A's job did not rewrite B's config as A stopped, so the test proves nothing:\n%s", b)
-		}
-	} else {
-		// A's agent replaces B's config, as an editor would.
-		out, _ := mustCall(t, ca, "bash__run", map[string]any{"command": fmt.Sprintf("printf '%s' > .sb/config.hcl.tmp && mv .sb/config.hcl.tmp .sb/config.hcl && echo END", strings.ReplaceAll(cfgText, "\n", `\n`))})
-		if !strings.Contains(out, "END") {
-			t.Fatalf("A's bash did not rewrite B's config, so the test proves nothing: %q", out)
-		}
+	}
+	if err := os.WriteFile(b.config+".tmp", []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(b.config+".tmp", b.config); err != nil {
+		t.Fatal(err)
 	}
 	var st statusWithNotices
 	eventually(15*time.Second, func() bool {
@@ -465,7 +467,10 @@ func anotherHostWrites(t *testing.T, stopping, otherHome bool) {
 // through mmap, which makes no file event, so B saw nothing; once A had
 // stopped, any later write event made B apply the agent's config by itself
 // (red team round 7). B now checks every few seconds whether a server could
-// write its config and holds every change until a person reloads.
+// write its config and holds every change until a person reloads. Since
+// round 11 A's sandboxes hide B's config, so A's bash no longer reaches it;
+// the test checks that, then makes the rewrite itself, as A's agent could
+// have before A's sandboxes covered the file.
 func TestUnseenChangeIsHeldLater(t *testing.T) {
 	// The system's, which the sandbox shows (not a shim in a home folder).
 	python := "/usr/bin/python3"
@@ -499,8 +504,16 @@ func TestUnseenChangeIsHeldLater(t *testing.T) {
 	time.Sleep(3 * time.Second) // B's watcher has looked at who may write its file
 	script := fmt.Sprintf("import mmap,os,base64\nfd=os.open('.sb/config.hcl',os.O_RDWR)\nm=mmap.mmap(fd,0)\nm[:]=base64.b64decode('%s')\nm.flush()\nprint('END')\n", base64.StdEncoding.EncodeToString(cfgB("")))
 	out, _ := mustCall(t, ca, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | " + python + " -"})
-	if !strings.Contains(out, "END") {
-		t.Fatalf("A's bash did not rewrite B's config through mmap, so the test proves nothing: %q", out)
+	if strings.Contains(out, "END") {
+		t.Fatalf("A's bash rewrote B's config through mmap: %q", out)
+	}
+	// The rewrite as A's agent could have made it before its sandbox
+	// covered the file.
+	cmd := exec.Command(python, "-")
+	cmd.Dir = b.project
+	cmd.Stdin = strings.NewReader(script)
+	if got, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(got), "END") {
+		t.Fatalf("the mmap rewrite: %v %s", err, got)
 	}
 	_ = ca.Close()
 	_ = cmdA.Wait()

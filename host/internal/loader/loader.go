@@ -877,6 +877,7 @@ func comparable(s launcher.Sandbox) launcher.Sandbox {
 	}
 	c := *sb
 	c.Policy.Hide, c.Policy.ReadOnly = nil, nil
+	c.Prepare = nil // a closure of each load (cover), never equal
 	return &c
 }
 
