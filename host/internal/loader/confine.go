@@ -186,11 +186,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	if dir := configFolderInReach(cfg, p, files.links); dir != "" {
 		p.ReadOnly = append(p.ReadOnly, dir)
 	}
-	sb := &sandbox.Sandbox{Name: name, Policy: p, Helper: helper}
-	c := &cover{readOnly: ro}
-	sb.Prepare = c.prepare
-	covers.Store(sb, c)
-	return sb
+	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper, Preparer: &cover{readOnly: ro}}
 }
 
 // cover is what each start of a sandbox does before it is built: hold
@@ -203,10 +199,10 @@ type cover struct {
 	others   []string // at the last start
 }
 
-// covers maps each sandbox.Sandbox that confinement made to its cover.
-var covers sync.Map
+var _ sandbox.Preparer = (*cover)(nil)
 
-func (c *cover) prepare(p *sandbox.Policy) {
+// Prepare implements sandbox.Preparer.
+func (c *cover) Prepare(p *sandbox.Policy) {
 	holdPlaceholders(c.readOnly)
 	hide, ro := othersFiles(p.Write)
 	for _, f := range hide {

@@ -877,7 +877,7 @@ func comparable(s launcher.Sandbox) launcher.Sandbox {
 	}
 	c := *sb
 	c.Policy.Hide, c.Policy.ReadOnly = nil, nil
-	c.Prepare = nil // a closure of each load (cover), never equal
+	c.Preparer = nil // what each start holds and covers, not what it runs as
 	return &c
 }
 

@@ -146,7 +146,7 @@ func (h *Host) CoverOtherHosts() []string {
 		return nil
 	}
 	return h.restartConfined(func(sb *sandbox.Sandbox) bool {
-		c, ok := covers.Load(sb)
-		return ok && c.(*cover).uncovered(recs, sb.Policy)
+		c, ok := sb.Preparer.(*cover)
+		return ok && c.uncovered(recs, sb.Policy)
 	})
 }

@@ -147,11 +147,18 @@ type Sandbox struct {
 	// launcher.TempDir(), the host's folder in the system's temporary
 	// folder).
 	TempRoot string
-	// Prepare, when set, is called by each Wrap once the policy's Make
-	// folders and Files are made, with the policy of this start, which it
-	// may add to before the sandbox is built (the loader holds the .git
-	// placeholders it binds, and covers other hosts' files).
-	Prepare func(p *Policy)
+	// Preparer, when set, is called by each Wrap once the policy's Make
+	// folders and Files are made (the loader holds the .git placeholders
+	// it binds, and covers other hosts' files).
+	Preparer Preparer
+}
+
+// Preparer adds to the policy of one start of a sandbox before the
+// sandbox is built (Sandbox.Preparer). Prepare may be called from several
+// goroutines at once (starts of the same server do not overlap, but a
+// Preparer may be shared).
+type Preparer interface {
+	Prepare(p *Policy)
 }
 
 // Errors.

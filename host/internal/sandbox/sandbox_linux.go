@@ -229,8 +229,8 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 	for _, f := range p.Files {
 		makeFile(f, p.Write)
 	}
-	if s.Prepare != nil {
-		s.Prepare(&p)
+	if s.Preparer != nil {
+		s.Preparer.Prepare(&p)
 	}
 	c := &confinement{offline: !p.Network}
 	root := s.TempRoot
