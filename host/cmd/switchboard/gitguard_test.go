@@ -209,16 +209,22 @@ func TestSubmodulesGitFileStays(t *testing.T) {
 				git(e.project, "submodule", "add", "-q", lib, "pkg/lib")
 			}
 			git(e.project, "commit", "-q", "-m", "with lib")
+			// The submodule uses husky: its hooks folder is in its work
+			// tree (round 12: that folder was writable).
+			git(sub, "config", "core.hooksPath", ".husky")
+			hookMarker := filepath.Join(t.TempDir(), "hook-ran")
 			cfg := fmt.Sprintf("project_dir = %q\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", projectDir)
 			if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			c, _ := mcpClient(t, e)
 			initialize(t, c)
-			script := fmt.Sprintf(`cd %s; echo kept > other.txt
+			hookScript := fmt.Sprintf(`cd %s; mkdir -p .husky; printf '#!/bin/sh\ntouch %s\n' > .husky/pre-commit; chmod +x .husky/pre-commit`, sub, hookMarker)
+			gitScript := fmt.Sprintf(`cd %s; echo kept > other.txt
 rm -f .git && git init -q --bare .git && git --git-dir=.git config core.bare false &&
 git --git-dir=.git config core.fsmonitor "touch %s; false"
 echo END`, sub, marker)
+			script := hookScript + "\n" + gitScript
 			out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
 			if !strings.Contains(out, "END") {
 				t.Fatalf("the command did not run: %q", out)
@@ -233,9 +239,20 @@ echo END`, sub, marker)
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatal("the person's git status ran a program a server wrote into a submodule")
 			}
+			git(sub, "commit", "-q", "--allow-empty", "-m", "person's")
+			if _, err := os.Stat(hookMarker); err == nil {
+				t.Fatal("the person's commit in the submodule ran a hook a server wrote into its hooksPath")
+			}
 			_ = c.Close()
 			// The control: the same commands outside any sandbox.
-			if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+			if out, err := exec.Command("sh", "-c", hookScript).CombinedOutput(); err != nil {
+				t.Fatalf("control: %v %s", err, out)
+			}
+			git(sub, "commit", "-q", "--allow-empty", "-m", "person's again")
+			if _, err := os.Stat(hookMarker); err != nil {
+				t.Fatal("control: the person's commit ran no hook after the same commands outside the sandbox: the test proves nothing")
+			}
+			if out, err := exec.Command("sh", "-c", gitScript).CombinedOutput(); err != nil {
 				t.Fatalf("control: %v %s", err, out)
 			}
 			git(filepath.Join(e.project, projectDir[len("project"):]), "status")

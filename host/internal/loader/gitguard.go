@@ -123,18 +123,28 @@ func repoProtected(top, gitDir, common string, add func(path string, mk bool)) {
 	for _, m := range submoduleRepos(filepath.Join(common, "modules"), 4) {
 		add(filepath.Join(m, "hooks"), true)
 		add(filepath.Join(m, "config"), false)
+		wt := configValue(filepath.Join(m, "config"), "core", "worktree")
+		if wt != "" && !filepath.IsAbs(wt) {
+			wt = filepath.Join(m, wt)
+		}
 		// The submodule's work tree's .git (a file naming m): replaced by
 		// a folder with a config of its own, the person's `git status` in
 		// the project would go into it and run that.
-		if wt := configValue(filepath.Join(m, "config"), "core", "worktree"); wt != "" {
-			if !filepath.IsAbs(wt) {
-				wt = filepath.Join(m, wt)
-			}
+		if wt != "" {
 			if dot := filepath.Join(filepath.Clean(wt), ".git"); within(dot, top) {
 				if _, err := os.Lstat(dot); err == nil {
 					add(dot, false)
 				}
 			}
+		}
+		// The folder the submodule's core.hooksPath names (relative to
+		// its work tree): a hook written there ran at the person's next
+		// commit in the submodule (red team round 12).
+		if hp := hooksPath(filepath.Join(m, "config")); hp != "" && (filepath.IsAbs(hp) || wt != "") {
+			if !filepath.IsAbs(hp) {
+				hp = filepath.Join(wt, hp)
+			}
+			add(filepath.Clean(hp), true)
 		}
 	}
 	if gitDir != common {

@@ -28,7 +28,7 @@ func TestGitProtected(t *testing.T) {
 	dir := t.TempDir()
 	main := filepath.Join(dir, "main")
 	write(filepath.Join(main, ".git", "config"), "[core]\n\tbare = false\n[Core]\n\tHooksPath = \"tools/hooks\"\n")
-	write(filepath.Join(main, ".git", "modules", "lib", "config"), "[core]\n\tworktree = ../../../lib\n")
+	write(filepath.Join(main, ".git", "modules", "lib", "config"), "[core]\n\tworktree = ../../../lib\n\thooksPath = .husky\n")
 	write(filepath.Join(main, "lib", ".git"), "gitdir: ../.git/modules/lib\n")
 	write(filepath.Join(main, ".git", "modules", "lib", "modules", "deep", "config"), "")
 	write(filepath.Join(main, ".git", "modules", "vendor", "x", "config"), "")
@@ -52,7 +52,8 @@ func TestGitProtected(t *testing.T) {
 		filepath.Join(g, "modules", "lib", "hooks"), filepath.Join(g, "modules", "lib", "config"),
 		filepath.Join(g, "modules", "lib", "modules", "deep", "hooks"), filepath.Join(g, "modules", "lib", "modules", "deep", "config"),
 		filepath.Join(g, "modules", "vendor", "x", "hooks"), filepath.Join(g, "modules", "vendor", "x", "config"),
-		filepath.Join(main, "lib", ".git"), // the submodule's work tree's .git file
+		filepath.Join(main, "lib", ".git"),   // the submodule's work tree's .git file
+		filepath.Join(main, "lib", ".husky"), // the submodule's core.hooksPath
 	}
 	for _, w := range want {
 		if !slices.Contains(ro, w) {
