@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -547,7 +548,18 @@ func TestAnotherHostsFilesOutOfReach(t *testing.T) {
 			in, out := e, e
 			in.config = filepath.Join(inner, ".switchboard", "a.hcl")
 			out.config = filepath.Join(base, "b.hcl")
-			innerCfg := fmt.Sprintf("project_dir = \"..\"\ndata_dir = %q\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", filepath.Join(base, "stateA"))
+			// A plugin binary of the inner host's inside its project.
+			hello, err := os.ReadFile(e.bins.Hello)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(inner, "bin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(inner, "bin", "switchboard-plugin-hello"), hello, 0o755); err != nil { //nolint:gosec // G306: an executable
+				t.Fatal(err)
+			}
+			innerCfg := fmt.Sprintf("project_dir = \"..\"\ndata_dir = %q\nbuiltin \"bash\" {}\nplugin \"hello\" {\n  path = \"../bin/switchboard-plugin-hello\"\n  start = \"lazy\"\n}\npermissions { default = \"allow\" }\n", filepath.Join(base, "stateA"))
 			outerCfg := fmt.Sprintf("project_dir = %q\ndata_dir = %q\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", outer, filepath.Join(base, "stateB"))
 			for f, body := range map[string]string{in.config: innerCfg, out.config: outerCfg} {
 				if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
@@ -594,6 +606,7 @@ func TestAnotherHostsFilesOutOfReach(t *testing.T) {
 			}
 			script := fmt.Sprintf(`cd %s; echo 'external "x" { command = "/bin/true" }' >> .switchboard/a.hcl 2>/dev/null
 echo filled > .git 2>/dev/null; rm -f .git 2>/dev/null; mkdir .git 2>/dev/null
+mv bin/switchboard-plugin-hello bin/.old 2>/dev/null; echo agent > bin/switchboard-plugin-hello 2>/dev/null; mv bin bin2 2>/dev/null
 echo kept > other.txt; cat .switchboard/a.hcl; echo END`, inner)
 			got, _ := mustCall(t, co, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
 			if b, err := os.ReadFile(filepath.Join(inner, "other.txt")); err != nil || string(b) != "kept\n" {
@@ -607,6 +620,9 @@ echo kept > other.txt; cat .switchboard/a.hcl; echo END`, inner)
 			}
 			if !gitplaceholder.IsFile(filepath.Join(inner, ".git")) {
 				t.Error("the outer host's bash changed the inner host's placeholder")
+			}
+			if b, err := os.ReadFile(filepath.Join(inner, "bin", "switchboard-plugin-hello")); err != nil || !bytes.Equal(b, hello) {
+				t.Errorf("the outer host's bash replaced the inner host's plugin binary (%d bytes, %v)", len(b), err)
 			}
 		})
 	}

@@ -30,9 +30,15 @@ type hostRecord struct {
 	// file, imported .mcp.json), and Placeholders its .git placeholders:
 	// another host's sandboxes hide the first and bind the second
 	// read-only where they fall inside its writable folders (othersFiles).
-	Control      []string  `json:"control,omitempty"`
-	Placeholders []string  `json:"placeholders,omitempty"`
-	Gone         time.Time `json:"gone,omitzero"` // when the host stopped
+	Control      []string `json:"control,omitempty"`
+	Placeholders []string `json:"placeholders,omitempty"`
+	// Binaries lists what the host runs: its own binary, its plugins'
+	// (and their folders, plugin_dirs), bound read-only likewise (the
+	// outer host's bash renamed the inner host's plugin binary aside and
+	// put its own in place, which ran at that host's next start: red team
+	// round 12).
+	Binaries []string  `json:"binaries,omitempty"`
+	Gone     time.Time `json:"gone,omitzero"` // when the host stopped
 }
 
 // recordLinger is how long a stopped host's record still counts: a
@@ -72,6 +78,10 @@ func (h *Host) publish() {
 			rec.Control = append(rec.Control, resolved(f))
 		}
 	}
+	rec.Binaries = cfg.Binaries()
+	if self, err := os.Executable(); err == nil {
+		rec.Binaries = append(rec.Binaries, resolved(self))
+	}
 	h.mu.Unlock()
 	placeholders.Lock()
 	for p := range placeholders.paths {
@@ -84,7 +94,7 @@ func (h *Host) publish() {
 }
 
 // othersFiles lists the other running hosts' control-plane files (hide)
-// and .git placeholders (readOnly) inside the folders of write: a server
+// and .git placeholders and binaries (readOnly) inside the folders of write: a server
 // of this host that may write another host's project wrote that host's
 // config (applied at its next start) and filled its placeholder (red team
 // round 11, with one project inside the other). They are covered at each
@@ -108,7 +118,7 @@ func filesOf(recs []hostRecord, write []string) (hide, readOnly []string) {
 				hide = append(hide, f)
 			}
 		}
-		for _, f := range r.Placeholders {
+		for _, f := range append(slices.Clone(r.Placeholders), r.Binaries...) {
 			if in(f) && !slices.Contains(readOnly, f) {
 				readOnly = append(readOnly, f)
 			}
