@@ -627,3 +627,70 @@ echo kept > other.txt; cat .switchboard/a.hcl; echo END`, inner)
 		})
 	}
 }
+
+// TestLinkedWorkTreeInsideTheProject: a linked work tree of the project's
+// repository inside the project (git worktree add wt) had its .git file
+// writable, and one naming a repository of the agent's had the person's
+// `git status` there run that repository's config; and the repository's
+// relative core.hooksPath, as git resolves it in the linked work tree
+// (wt/.husky), was writable too (red team round 12). Both are read-only;
+// the controls: bash writes the work tree's other files, and the same
+// commands outside the sandbox do make git run the programs.
+func TestLinkedWorkTreeInsideTheProject(t *testing.T) {
+	e := setup(t)
+	marker, hookMarker := filepath.Join(t.TempDir(), "ran"), filepath.Join(t.TempDir(), "hook-ran")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.email=p@example.com", "-c", "user.name=P"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(e.project, "init", "-q")
+	git(e.project, "config", "core.hooksPath", ".husky")
+	git(e.project, "add", "notes.txt")
+	git(e.project, "commit", "-q", "-m", "first")
+	git(e.project, "worktree", "add", "-q", "wt")
+	wt := filepath.Join(e.project, "wt")
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hookScript := fmt.Sprintf(`cd %s; mkdir -p .husky; printf '#!/bin/sh\ntouch %s\n' > .husky/pre-commit; chmod +x .husky/pre-commit`, wt, hookMarker)
+	gitScript := fmt.Sprintf(`cd %s; echo kept > other.txt
+git init -q --bare ../.cache/g && git --git-dir=../.cache/g config core.bare false &&
+git --git-dir=../.cache/g config core.fsmonitor "touch %s; false" && echo "gitdir: %s" > .git
+echo END`, wt, marker, filepath.Join(e.project, ".cache", "g"))
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(hookScript+"\n"+gitScript)) + " | base64 -d | sh"})
+	if b, err := os.ReadFile(filepath.Join(wt, "other.txt")); err != nil || string(b) != "kept\n" {
+		t.Fatalf("control: bash could not write the linked work tree (%q, %v): %q", b, err, out)
+	}
+	git(wt, "status")
+	git(wt, "commit", "-q", "--allow-empty", "-m", "person's")
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the person's git status in the linked work tree ran a program a server wrote")
+	}
+	if _, err := os.Stat(hookMarker); err == nil {
+		t.Error("the person's commit in the linked work tree ran a hook a server wrote")
+	}
+	_ = c.Close()
+	// The controls: the same commands outside any sandbox.
+	for _, script := range []string{hookScript, gitScript} {
+		if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("control: %v %s", err, out)
+		}
+		if script == hookScript {
+			git(wt, "commit", "-q", "--allow-empty", "-m", "person's again")
+		}
+	}
+	git(wt, "status")
+	for _, m := range []string{hookMarker, marker} {
+		if _, err := os.Stat(m); err != nil {
+			t.Fatalf("control: %s was not made outside the sandbox: the test proves nothing", m)
+		}
+	}
+}

@@ -114,11 +114,29 @@ func repoProtected(top, gitDir, common string, add func(path string, mk bool)) {
 	// keeps them in the common folder).
 	add(filepath.Join(common, "hooks"), true)
 	add(filepath.Join(common, "config"), false)
-	if hp := hooksPath(filepath.Join(common, "config")); hp != "" {
-		if !filepath.IsAbs(hp) {
-			hp = filepath.Join(top, hp)
+	hp := hooksPath(filepath.Join(common, "config"))
+	if hp != "" {
+		if filepath.IsAbs(hp) {
+			add(filepath.Clean(hp), true)
+		} else {
+			add(filepath.Join(top, hp), true)
 		}
-		add(filepath.Clean(hp), true)
+	}
+	// The repository's linked work trees (git worktree add): each one's
+	// .git file, which rewritten sent the person's git there to a
+	// repository of the agent's, its config.worktree, and the relative
+	// hooksPath as git resolves it there (husky's .husky in the linked
+	// work tree; red team round 12). The top's own, when it is one, is
+	// above.
+	for _, wt := range linkedWorkTrees(common) {
+		add(filepath.Join(wt.gitDir, "config.worktree"), false)
+		if wt.top == top {
+			continue
+		}
+		add(filepath.Join(wt.top, ".git"), false)
+		if hp != "" && !filepath.IsAbs(hp) {
+			add(filepath.Join(wt.top, hp), true)
+		}
 	}
 	for _, m := range submoduleRepos(filepath.Join(common, "modules"), 4) {
 		add(filepath.Join(m, "hooks"), true)
@@ -150,6 +168,42 @@ func repoProtected(top, gitDir, common string, add func(path string, mk bool)) {
 	if gitDir != common {
 		add(filepath.Join(gitDir, "config.worktree"), false)
 	}
+}
+
+// linkedWorkTree is one linked work tree of a repository.
+type linkedWorkTree struct {
+	gitDir string // common/worktrees/NAME
+	top    string // its work tree's top, where its .git file is
+}
+
+// linkedWorkTrees lists a repository's linked work trees from its common
+// folder's worktrees/*/gitdir files (each names the work tree's .git
+// file).
+func linkedWorkTrees(common string) []linkedWorkTree {
+	entries, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if err != nil {
+		return nil
+	}
+	var out []linkedWorkTree
+	for _, e := range entries {
+		if !e.IsDir() || len(out) >= 256 {
+			continue
+		}
+		gd := filepath.Join(common, "worktrees", e.Name())
+		b, err := regularfile.Read(filepath.Join(gd, "gitdir"), 4096)
+		if err != nil {
+			continue
+		}
+		dot := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(dot) {
+			dot = filepath.Join(gd, dot)
+		}
+		if filepath.Base(dot) != ".git" {
+			continue
+		}
+		out = append(out, linkedWorkTree{gitDir: gd, top: filepath.Dir(filepath.Clean(dot))})
+	}
+	return out
 }
 
 // repoFolders lists the git folders of the work trees at the roots (each

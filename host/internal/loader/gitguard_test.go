@@ -32,6 +32,9 @@ func TestGitProtected(t *testing.T) {
 	write(filepath.Join(main, "lib", ".git"), "gitdir: ../.git/modules/lib\n")
 	write(filepath.Join(main, ".git", "modules", "lib", "modules", "deep", "config"), "")
 	write(filepath.Join(main, ".git", "modules", "vendor", "x", "config"), "")
+	// A linked work tree inside the project (git worktree add wt).
+	write(filepath.Join(main, ".git", "worktrees", "wt", "gitdir"), filepath.Join(main, "wt", ".git")+"\n")
+	write(filepath.Join(main, "wt", ".git"), "gitdir: "+filepath.Join(main, ".git", "worktrees", "wt")+"\n")
 	linked := filepath.Join(dir, "linked")
 	write(filepath.Join(main, ".git", "worktrees", "linked", "commondir"), "../..\n")
 	write(filepath.Join(linked, ".git"), "gitdir: "+filepath.Join(main, ".git", "worktrees", "linked")+"\n")
@@ -54,6 +57,8 @@ func TestGitProtected(t *testing.T) {
 		filepath.Join(g, "modules", "vendor", "x", "hooks"), filepath.Join(g, "modules", "vendor", "x", "config"),
 		filepath.Join(main, "lib", ".git"),   // the submodule's work tree's .git file
 		filepath.Join(main, "lib", ".husky"), // the submodule's core.hooksPath
+		filepath.Join(main, "wt", ".git"),    // a linked work tree's .git file
+		filepath.Join(main, "wt", "tools", "hooks"),
 	}
 	for _, w := range want {
 		if !slices.Contains(ro, w) {
