@@ -694,3 +694,73 @@ echo END`, wt, marker, filepath.Join(e.project, ".cache", "g"))
 		}
 	}
 }
+
+// TestGitlinkRepositoriesStay: a submodule added from a repository already
+// in the work tree ("Adding existing repo at …"), or a repository
+// committed inside another as a gitlink, keeps its git folder in its work
+// tree; the person's `git status` in the superproject enters it and runs
+// what its config names, and that folder was writable (red team round
+// 12), also from a host whose project_dir is a folder of the
+// superproject. Both are read-only now; the control: the same write
+// outside the sandbox makes the person's git run the program.
+func TestGitlinkRepositoriesStay(t *testing.T) {
+	for _, projectDir := range []string{"project", "project/pkg"} {
+		t.Run(projectDir, func(t *testing.T) {
+			e := setup(t)
+			git := func(dir string, args ...string) {
+				t.Helper()
+				cmd := exec.Command("git", append([]string{"-c", "protocol.file.allow=always", "-c", "user.email=p@example.com", "-c", "user.name=P"}, args...)...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			git(e.project, "init", "-q")
+			for _, r := range []string{"pkg/vend", "pkg/emb"} {
+				d := filepath.Join(e.project, r)
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				git(d, "init", "-q")
+				if err := os.WriteFile(filepath.Join(d, "f"), []byte(r), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				git(d, "add", "f")
+				git(d, "commit", "-q", "-m", r)
+			}
+			git(e.project, "submodule", "add", "-q", "./pkg/vend", "pkg/vend")
+			git(e.project, "add", "pkg/emb") // an embedded repository, as a gitlink
+			git(e.project, "commit", "-q", "-m", "with both")
+			cfg := fmt.Sprintf("project_dir = %q\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n", projectDir)
+			if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			marker := filepath.Join(t.TempDir(), "ran")
+			script := fmt.Sprintf(`cd %s; echo kept > pkg/vend/other.txt
+for r in vend emb; do printf '[core]\n\tfsmonitor = "touch %s-%%s; false"\n' $r >> pkg/$r/.git/config; done; echo END`, e.project, marker)
+			c, _ := mcpClient(t, e)
+			initialize(t, c)
+			out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+			if b, err := os.ReadFile(filepath.Join(e.project, "pkg", "vend", "other.txt")); err != nil || string(b) != "kept\n" {
+				t.Fatalf("control: bash could not write the submodule's files (%q, %v): %q", b, err, out)
+			}
+			_ = c.Close()
+			git(e.project, "status")
+			for _, r := range []string{"vend", "emb"} {
+				if _, err := os.Stat(marker + "-" + r); err == nil {
+					t.Errorf("the person's git status ran a program a server wrote into %s's git folder", r)
+				}
+			}
+			if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+				t.Fatalf("control: %v %s", err, out)
+			}
+			git(e.project, "status")
+			for _, r := range []string{"vend", "emb"} {
+				if _, err := os.Stat(marker + "-" + r); err != nil {
+					t.Errorf("control: %s's program did not run after the same write outside the sandbox: the test proves nothing", r)
+				}
+			}
+		})
+	}
+}

@@ -84,7 +84,7 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 			// round 11), the folder core.hooksPath names.
 			if top := outerWorkTree(root); top != "" {
 				if gitDir, common := repoDirs(top); gitDir != "" {
-					repoProtected(top, gitDir, common, func(p string, mk bool) {
+					repoProtected(top, gitDir, common, maxNested, func(p string, mk bool) {
 						if within(p, root) {
 							add(p, mk)
 						}
@@ -94,7 +94,7 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 			continue
 		}
 		if gitDir, common := repoDirs(root); gitDir != "" {
-			repoProtected(root, gitDir, common, add)
+			repoProtected(root, gitDir, common, maxNested, add)
 		}
 	}
 	return readOnly, make, files
@@ -103,7 +103,7 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 // repoProtected passes add what a person's git runs programs from in the
 // repository whose work tree's top is top (gitProtected), and whether it
 // is a folder to make when missing.
-func repoProtected(top, gitDir, common string, add func(path string, mk bool)) {
+func repoProtected(top, gitDir, common string, depth int, add func(path string, mk bool)) {
 	if gitDir != filepath.Join(top, ".git") {
 		// The .git file itself (a linked work tree, a submodule checked
 		// out as the project): rewritten, it would send the person's git
@@ -168,6 +168,45 @@ func repoProtected(top, gitDir, common string, add func(path string, mk bool)) {
 	if gitDir != common {
 		add(filepath.Join(gitDir, "config.worktree"), false)
 	}
+	// The repositories of its gitlinks that live in their work trees
+	// (nestedRepos): the same for each, and its git folder read-only for
+	// every server but the git built-in (repoFolders).
+	for _, n := range nestedRepos(top, gitDir, common, depth) {
+		repoProtected(n, filepath.Join(n, ".git"), filepath.Join(n, ".git"), depth-1, add)
+	}
+}
+
+// maxNested is how deep gitlinks' repositories are followed.
+const maxNested = 4
+
+// nestedRepos lists the work trees of the repository's gitlinks (its
+// index's mode 160000 entries) whose git folder is a .git folder in the
+// work tree: a submodule added from an existing repository ("Adding
+// existing repo at …"), an embedded repository committed as a gitlink.
+// The person's `git status` in the superproject enters each and runs what
+// its config names, and nothing else covered them (red team round 12: an
+// fsmonitor written into vend/.git/config ran). A gitlink whose .git is a
+// file (an absorbed submodule) is covered through .git/modules.
+func nestedRepos(top, gitDir, common string, depth int) []string {
+	if depth <= 0 {
+		return nil
+	}
+	oidLen := 20
+	if strings.EqualFold(configValue(filepath.Join(common, "config"), "extensions", "objectformat"), "sha256") {
+		oidLen = 32
+	}
+	var out []string
+	for _, link := range gitlinks(filepath.Join(gitDir, "index"), oidLen) {
+		wt := filepath.Join(top, filepath.FromSlash(link))
+		if !within(wt, top) || wt == top {
+			continue
+		}
+		dot := filepath.Join(wt, ".git")
+		if st, err := os.Lstat(dot); err == nil && st.IsDir() && !emptyDir(dot) {
+			out = append(out, wt)
+		}
+	}
+	return out
 }
 
 // linkedWorkTree is one linked work tree of a repository.
@@ -214,11 +253,30 @@ func linkedWorkTrees(common string) []linkedWorkTree {
 // and only git, run by the git built-in, has any business writing there.
 func repoFolders(roots []string) []string {
 	var out []string
-	for _, root := range roots {
-		gitDir, common := repoDirs(root)
+	var walk func(top, gitDir, common string, depth int)
+	walk = func(top, gitDir, common string, depth int) {
 		for _, d := range []string{gitDir, common} {
 			if d != "" && !slices.Contains(out, d) {
 				out = append(out, d)
+			}
+		}
+		for _, n := range nestedRepos(top, gitDir, common, depth) {
+			walk(n, filepath.Join(n, ".git"), filepath.Join(n, ".git"), depth-1)
+		}
+	}
+	for _, root := range roots {
+		if gitDir, common := repoDirs(root); gitDir != "" {
+			walk(root, gitDir, common, maxNested)
+			continue
+		}
+		// Inside another work tree: its gitlinks' repositories in root.
+		if top := outerWorkTree(root); top != "" {
+			if gitDir, common := repoDirs(top); gitDir != "" {
+				for _, n := range nestedRepos(top, gitDir, common, maxNested) {
+					if within(n, root) {
+						walk(n, filepath.Join(n, ".git"), filepath.Join(n, ".git"), maxNested-1)
+					}
+				}
 			}
 		}
 	}
