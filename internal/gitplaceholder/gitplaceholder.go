@@ -25,7 +25,8 @@ import (
 const Content = "switchboard: no repository here while a Switchboard host's servers run.\n" +
 	"A server that may write this folder could otherwise make one, and your git would run\n" +
 	"what its config names. The host removes this file when it stops.\n" +
-	"To make a repository now: rm .git && git init (the host's servers restart to see it read-only).\n" +
+	"To make a repository here, stop the host first, then: rm .git && git init\n" +
+	"(while its servers run, one could write the new repository before they restart to see it read-only).\n" +
 	"If this file is still here after the host stopped, this folder holds a HEAD file that could make\n" +
 	"git take the folder itself for a repository (with HEAD, objects/, refs/ and a config a server\n" +
 	"wrote): look at them before you remove this file.\n"

@@ -374,8 +374,8 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 				}
 			case <-restore:
 				restore = nil
-				if names := h.RestorePlaceholders(); len(names) > 0 {
-					log.Info("a .git placeholder was moved; restarted the confined servers that may write its folder, so that the repository there (or a new placeholder) is read-only to them", "servers", strings.Join(names, ", "))
+				for _, m := range h.RestorePlaceholders() {
+					log.Warn("a .git placeholder was moved while servers that may write its folder ran: restarted them so that what is there is read-only to them; a repository made there meanwhile may hold what a server wrote before the restart (look at its .git/config and hooks before you run git there; stop the host before making a repository)", "placeholder", m.Path, "servers", strings.Join(m.Servers, ", "), "other_host", m.OtherHost)
 				}
 			case <-rehide:
 				rehide = nil

@@ -114,26 +114,36 @@ func PlaceholdersMoved() bool { return len(movedPlaceholders(false)) > 0 }
 
 // RestorePlaceholders restarts the confined servers that may write a
 // folder whose .git placeholder is no longer as the host made it, and
-// returns their names. Only a person can have moved it (it is a mount
-// point in every sandbox): to make a repository there (rm .git && git
-// init), or just removing it. The sandboxes then lose their read-only
+// says which. Only a person can have moved it (it is a mount point in
+// every sandbox of this host), to make a repository there (rm .git && git
+// init) or just removing it, or a server of another host whose folders
+// hold it before that host's sandboxes covered it. The sandboxes then lose their read-only
 // bind of it (the kernel takes a mount away with the file under it), so a
 // server could make the repository the placeholder is there to prevent. A
 // fresh start binds the person's repository read-only (the policy names
 // the path whatever it holds), or makes the placeholder again.
-func (h *Host) RestorePlaceholders() []string {
-	moved := movedPlaceholders(true)
-	if len(moved) == 0 {
-		return nil
+func (h *Host) RestorePlaceholders() []MovedPlaceholder {
+	var out []MovedPlaceholder
+	for _, m := range movedPlaceholders(true) {
+		out = append(out, MovedPlaceholder{
+			Path: m,
+			Servers: h.restartConfined(func(sb *sandbox.Sandbox) bool {
+				return slices.Contains(sb.Policy.ReadOnly, m)
+			}),
+			// Another host's servers may write the folder (one project
+			// inside another's): one of them may have moved it (red team
+			// round 12).
+			OtherHost: otherHostReaches(m),
+		})
 	}
-	return h.restartConfined(func(sb *sandbox.Sandbox) bool {
-		for _, m := range moved {
-			if slices.Contains(sb.Policy.ReadOnly, m) {
-				return true
-			}
-		}
-		return false
-	})
+	return out
+}
+
+// MovedPlaceholder is a .git placeholder RestorePlaceholders acted on.
+type MovedPlaceholder struct {
+	Path      string
+	Servers   []string // restarted
+	OtherHost string   // how another running host's servers may write it ("" when none can)
 }
 
 // CoverOtherHosts restarts the running confined servers whose sandboxes
