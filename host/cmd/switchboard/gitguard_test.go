@@ -390,9 +390,19 @@ echo changed > other.txt; echo END`, fsmonitor, fsmonitor))
 	if !gitplaceholder.IsFile(dotGit) {
 		t.Fatal("no placeholder at the second start")
 	}
+	// A command of the agent's waits for the repository the person makes
+	// and writes into its config at once (red team round 12). The servers
+	// whose sandboxes bound the placeholder stop as soon as it goes.
+	job := fmt.Sprintf(`while ! [ -f .git/config ]; do :; done; printf '%s' >> .git/config; echo WROTE > wrote.txt`, fsmonitor)
+	if out, _ := mustCall(t, c, "bash__start", map[string]any{"command": job}); !strings.Contains(out, "job") {
+		t.Fatalf("bash__start: %q", out)
+	}
 	if err := os.Remove(dotGit); err != nil {
 		t.Fatal(err)
 	}
+	// The person's next command, a moment later (less than the host's
+	// restart of its servers takes).
+	time.Sleep(150 * time.Millisecond)
 	if out, err := personsGit("init", "-q"); err != nil {
 		t.Fatalf("the person's git init: %v %s", err, out)
 	}
@@ -413,6 +423,9 @@ echo changed > other.txt; echo END`, fsmonitor, fsmonitor))
 	out = bash(c, fmt.Sprintf(`printf '%s' >> .git/config 2>&1; echo END`, fsmonitor))
 	if _, err := personsGit("status"); err != nil || ran() {
 		t.Fatalf("the person's repository: git status %v, ran %v (bash: %q)", err, ran(), out)
+	}
+	if _, err := os.Stat(filepath.Join(e.project, "wrote.txt")); err == nil {
+		t.Fatal("the agent's waiting command wrote into the person's new repository")
 	}
 	_ = c.Close()
 	if gone() {

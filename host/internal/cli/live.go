@@ -323,9 +323,30 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 			reach = tick.C
 		}
 		// The .git placeholders are checked whether or not the config is
-		// watched: they guard the person's git, not the config.
+		// watched: they guard the person's git, not the config. Their
+		// folders are watched too, so that the servers that bound one
+		// that is removed stop at once (loader.Host.StopForPlaceholder).
 		placeTick := time.NewTicker(placeholderCheck)
 		defer placeTick.Stop()
+		var placeEvents <-chan fsnotify.Event
+		var placeErrs <-chan error
+		placed := map[string]bool{}
+		pw, perr := fsnotify.NewWatcher()
+		if perr == nil {
+			defer func() { _ = pw.Close() }()
+			placeEvents, placeErrs = pw.Events, pw.Errors
+		}
+		watchPlaceholders := func() {
+			if pw == nil {
+				return
+			}
+			for _, p := range loader.Placeholders() {
+				if !placed[p] && pw.Add(filepath.Dir(p)) == nil {
+					placed[p] = true
+				}
+			}
+		}
+		watchPlaceholders()
 		var debounce, rehide, restore <-chan time.Time
 		var due time.Time // the latest a burst of changes waits until
 		// taint is why a change of this burst may not be a person's, as
@@ -365,7 +386,19 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 				if ok, why := h.ConfigOutOfReach(); !ok {
 					watch.suspected(why)
 				}
+			case ev := <-placeEvents:
+				if placed[filepath.Clean(ev.Name)] && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+					if names := h.StopForPlaceholder(filepath.Clean(ev.Name)); len(names) > 0 {
+						log.Warn("a .git placeholder was removed; stopped at once the servers whose sandboxes bound it", "placeholder", ev.Name, "servers", strings.Join(names, ", "))
+					}
+					if restore == nil {
+						restore = time.After(placeholderSettle)
+					}
+				}
+			case err := <-placeErrs:
+				log.Debug("placeholder watcher", "error", err)
 			case <-placeTick.C:
+				watchPlaceholders()
 				if restore == nil && loader.PlaceholdersMoved() {
 					restore = time.After(placeholderSettle)
 				}

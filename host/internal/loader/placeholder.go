@@ -229,3 +229,14 @@ func RemovePlaceholders() {
 		removeUnheld(p, ph.file)
 	}
 }
+
+// Placeholders lists the .git placeholders this host registered.
+func Placeholders() []string {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	out := make([]string, 0, len(placeholders.paths))
+	for p := range placeholders.paths {
+		out = append(out, p)
+	}
+	return out
+}

@@ -160,3 +160,38 @@ func (h *Host) CoverOtherHosts() []string {
 		return ok && c.uncovered(recs, sb.Policy)
 	})
 }
+
+// StopForPlaceholder kills at once the running confined servers whose
+// sandboxes bind the .git placeholder at path, which was just removed or
+// renamed (a file event): with it went their read-only mount of it, and
+// a command waiting for that wrote an fsmonitor into the repository the
+// person made next, in the seconds before the restart (red team round
+// 12). Killing a sandbox's helper, its PID namespace's init, ends every
+// process in it; the supervisor starts the servers again, and
+// RestorePlaceholders restarts them once more when it runs. It returns
+// their names.
+func (h *Host) StopForPlaceholder(path string) []string {
+	h.mu.Lock()
+	jobs := make([]job, 0, len(h.jobs))
+	for _, j := range h.jobs {
+		jobs = append(jobs, j)
+	}
+	h.mu.Unlock()
+	var killed []string
+	for _, j := range jobs {
+		sb := sandboxOf(j)
+		if sb == nil || !slices.Contains(sb.Policy.ReadOnly, path) {
+			continue
+		}
+		e := h.reg.Entry(j.spec.Name)
+		if e == nil {
+			continue
+		}
+		if srv, ok := e.Server.(*supervisor.Server); ok {
+			if pid := srv.PID(); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed = append(killed, j.spec.Name)
+			}
+		}
+	}
+	return killed
+}
