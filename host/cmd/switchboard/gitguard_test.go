@@ -637,6 +637,23 @@ echo kept > other.txt; cat .switchboard/a.hcl; echo END`, inner)
 			if b, err := os.ReadFile(filepath.Join(inner, "bin", "switchboard-plugin-hello")); err != nil || !bytes.Equal(b, hello) {
 				t.Errorf("the outer host's bash replaced the inner host's plugin binary (%d bytes, %v)", len(b), err)
 			}
+			// The inner host stops: its placeholder stays while the outer
+			// host's servers may write the folder (red team round 13: it
+			// was removed, and a job of the outer host's waiting for that
+			// made a repository there, with an fsmonitor in its config).
+			_ = ci.Close()
+			dot := filepath.Join(inner, ".git")
+			if !gitplaceholder.IsFile(dot) {
+				t.Fatal("the inner host's stop removed its placeholder while the outer host's bash may write the folder")
+			}
+			got, _ = mustCall(t, co, "bash__run", map[string]any{"command": "cd " + inner + "; rm -f .git 2>&1; mkdir .git 2>&1; git init -q 2>&1; echo END"})
+			if !gitplaceholder.IsFile(dot) {
+				t.Fatalf("the outer host's bash replaced the stopped inner host's placeholder: %q", got)
+			}
+			_ = co.Close()
+			if _, err := os.Lstat(dot); err == nil {
+				t.Error("the last host to stop left the inner host's placeholder behind")
+			}
 		})
 	}
 }

@@ -192,7 +192,10 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 // cover is what each start of a sandbox does before it is built: hold
 // the .git placeholders among readOnly while the sandbox may bind them
 // (holdPlaceholders), and cover the files of other running hosts that lie
-// in its writable folders (othersFiles), remembering which (others).
+// in its writable folders (othersFiles), remembering which (others),
+// holding their placeholders too: the other host removes its own when it
+// stops only if no host holds it, and a command of this host's waiting
+// for it to go made a repository there (red team round 13).
 type cover struct {
 	readOnly []string
 	mu       sync.Mutex
@@ -201,10 +204,32 @@ type cover struct {
 
 var _ sandbox.Preparer = (*cover)(nil)
 
+// binds reports whether the sandbox's last start bound path read-only:
+// its own policy's, or another host's file it covered.
+func (c *cover) binds(p sandbox.Policy, path string) bool {
+	if slices.Contains(p.ReadOnly, path) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.others, path)
+}
+
+// bindsPath is cover.binds for any sandbox (one without a cover binds
+// only what its policy names).
+func bindsPath(sb *sandbox.Sandbox, path string) bool {
+	if c, ok := sb.Preparer.(*cover); ok {
+		return c.binds(sb.Policy, path)
+	}
+	return slices.Contains(sb.Policy.ReadOnly, path)
+}
+
 // Prepare implements sandbox.Preparer.
 func (c *cover) Prepare(p *sandbox.Policy) {
 	holdPlaceholders(c.readOnly)
-	hide, ro := othersFiles(p.Write)
+	hide, ro, phs := othersFiles(p.Write)
+	adoptPlaceholders(phs)
+	holdPlaceholders(phs)
 	for _, f := range hide {
 		if !slices.Contains(p.Hide, f) {
 			p.Hide = append(p.Hide, f)
@@ -223,7 +248,7 @@ func (c *cover) Prepare(p *sandbox.Policy) {
 // uncovered reports whether another running host (of recs) has files in
 // reach of the sandbox that its last start did not cover.
 func (c *cover) uncovered(recs []hostRecord, p sandbox.Policy) bool {
-	hide, ro := filesOf(recs, p.Write)
+	hide, ro, _ := filesOf(recs, p.Write)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range append(hide, ro...) {

@@ -84,8 +84,10 @@ func (h *Host) publish() {
 	}
 	h.mu.Unlock()
 	placeholders.Lock()
-	for p := range placeholders.paths {
-		rec.Placeholders = append(rec.Placeholders, p)
+	for p, ph := range placeholders.paths {
+		if !ph.foreign {
+			rec.Placeholders = append(rec.Placeholders, p)
+		}
 	}
 	placeholders.Unlock()
 	slices.Sort(rec.Writable)
@@ -100,10 +102,13 @@ func (h *Host) publish() {
 // round 11, with one project inside the other). They are covered at each
 // start of a sandbox (sandbox.Sandbox.Prepare), and a change of them
 // restarts the servers that may write them (CoverOtherHosts).
-func othersFiles(write []string) (hide, readOnly []string) { return filesOf(otherHosts(), write) }
+func othersFiles(write []string) (hide, readOnly, placeholders []string) {
+	return filesOf(otherHosts(), write)
+}
 
-// filesOf is othersFiles for the hosts of recs.
-func filesOf(recs []hostRecord, write []string) (hide, readOnly []string) {
+// filesOf is othersFiles for the hosts of recs; placeholders are the
+// .git placeholders among readOnly.
+func filesOf(recs []hostRecord, write []string) (hide, readOnly, placeholders []string) {
 	in := func(f string) bool {
 		for _, w := range write {
 			if w != "" && within(f, w) {
@@ -123,10 +128,15 @@ func filesOf(recs []hostRecord, write []string) (hide, readOnly []string) {
 				readOnly = append(readOnly, f)
 			}
 		}
+		for _, f := range r.Placeholders {
+			if in(f) && !slices.Contains(placeholders, f) {
+				placeholders = append(placeholders, f)
+			}
+		}
 	}
 	slices.Sort(hide)
 	slices.Sort(readOnly)
-	return hide, readOnly
+	return hide, readOnly, placeholders
 }
 
 // ownRecord is this process's record as last written; stopped is set once

@@ -59,6 +59,8 @@ func repoPlaceholder(root string) (dot string, file, ok bool) {
 			ph.release()
 		}
 		placeholders.paths[dot] = &placeholder{file: file, fd: -1}
+	} else {
+		ph.foreign = false // one of this host's roots: its own too
 	}
 	placeholders.Unlock()
 	return dot, file, true
@@ -95,6 +97,10 @@ var placeholders = struct {
 // placeholder is one .git placeholder.
 type placeholder struct {
 	file bool // the placeholder file (else the empty folder)
+	// foreign is set for another running host's placeholder that this
+	// host's sandboxes bind (adoptPlaceholders): held and watched like
+	// the host's own, not recorded as its own.
+	foreign bool
 	// fd holds a shared flock on the placeholder while this host's
 	// sandboxes may bind it (-1: none), so that no other host removes it
 	// under their mounts: a host removes one only under an exclusive
@@ -159,6 +165,29 @@ func holdPlaceholders(paths []string) {
 		}
 		_ = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB) // held by a stopping host: RestorePlaceholders sees it go
 		ph.fd, ph.ino = fd, st.Ino
+	}
+}
+
+// adoptPlaceholders registers the placeholders of other running hosts
+// among paths (othersFiles) that this host has not registered, as they
+// are now (the file or an empty folder), so that holdPlaceholders holds
+// them, the watcher watches them, and RemovePlaceholders removes them
+// when this host stops after their own host (if no host holds them then).
+func adoptPlaceholders(paths []string) {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	for _, p := range paths {
+		if _, seen := placeholders.paths[p]; seen {
+			continue
+		}
+		st, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case st.Mode().IsRegular() && gitplaceholder.IsFile(p):
+			placeholders.paths[p] = &placeholder{file: true, foreign: true, fd: -1}
+		case st.IsDir() && emptyDir(p):
+			placeholders.paths[p] = &placeholder{foreign: true, fd: -1}
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package loader
 
 import (
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -128,7 +127,7 @@ func (h *Host) RestorePlaceholders() []MovedPlaceholder {
 		out = append(out, MovedPlaceholder{
 			Path: m,
 			Servers: h.restartConfined(func(sb *sandbox.Sandbox) bool {
-				return slices.Contains(sb.Policy.ReadOnly, m)
+				return bindsPath(sb, m)
 			}),
 			// Another host's servers may write the folder (one project
 			// inside another's): one of them may have moved it (red team
@@ -180,7 +179,7 @@ func (h *Host) StopForPlaceholder(path string) []string {
 	var killed []string
 	for _, j := range jobs {
 		sb := sandboxOf(j)
-		if sb == nil || !slices.Contains(sb.Policy.ReadOnly, path) {
+		if sb == nil || !bindsPath(sb, path) {
 			continue
 		}
 		e := h.reg.Entry(j.spec.Name)
