@@ -794,3 +794,68 @@ for r in vend emb; do printf '[core]\n\tfsmonitor = "touch %s-%%s; false"\n' $r 
 		})
 	}
 }
+
+// TestIncludedConfigStays: a repository whose config includes files in
+// the work tree (a project's documented `git config include.path
+// ../.gitconfig`, an includeIf) had them writable, and an fsmonitor a
+// server wrote there ran at the person's next `git status` (red team
+// round 13); so did a core.hooksPath set in an included file. Included
+// files are read-only to every server, one that does not exist yet is
+// made empty first, and the hooks path an included file names is
+// protected like the config's own; the controls: bash writes the work
+// tree's other files, and the same writes outside the sandbox make git
+// run the program.
+func TestIncludedConfigStays(t *testing.T) {
+	e := setup(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.email=p@example.com", "-c", "user.name=P"}, args...)...)
+		cmd.Dir = e.project
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	if err := os.MkdirAll(filepath.Join(e.project, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, body := range map[string]string{".gitconfig": "[core]\n\tautocrlf = false\n", "tools/git.inc": "[core]\n\thooksPath = .githooks ; the project's hooks\n"} {
+		if err := os.WriteFile(filepath.Join(e.project, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("config", "include.path", "../.gitconfig")
+	git("config", "includeIf.gitdir:/.path", "../tools/git.inc")
+	git("config", "--add", "include.path", "../later.inc") // not there yet
+	git("add", "notes.txt")
+	git("commit", "-q", "-m", "first")
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`for f in .gitconfig tools/git.inc later.inc; do printf '[core]\n\tfsmonitor = "touch %s; false"\n' >> $f; done
+mkdir -p .githooks; printf '#!/bin/sh\ntouch %s\n' > .githooks/pre-commit; chmod +x .githooks/pre-commit
+echo kept > other.txt; echo END`, marker, marker)
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	out, _ := mustCall(t, c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh 2>&1"})
+	if b, err := os.ReadFile(filepath.Join(e.project, "other.txt")); err != nil || string(b) != "kept\n" {
+		t.Fatalf("control: bash could not write the project (%q, %v): %q", b, err, out)
+	}
+	git("status")
+	git("commit", "-q", "--allow-empty", "-m", "person's")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("the person's git ran a program a server wrote into an included config or the hooks path it names: %q", out)
+	}
+	_ = c.Close()
+	// The control: the same script outside any sandbox.
+	if out, err := exec.Command("sh", "-c", "cd "+e.project+"; "+script).CombinedOutput(); err != nil {
+		t.Fatalf("control: %v %s", err, out)
+	}
+	git("status")
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("control: git did not run the included fsmonitor outside the sandbox: the test proves nothing")
+	}
+}

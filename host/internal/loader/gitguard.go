@@ -1,8 +1,6 @@
 package loader
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -63,10 +61,13 @@ func WritableFolders(cfg *config.Config) []string {
 // protected too. Only the roots and the work trees around them are looked
 // at (a repository deeper in a root is not).
 func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File) {
-	add := func(p string, mk bool) {
+	add := func(p string, k made) {
 		readOnly = append(readOnly, p)
-		if mk {
+		switch k {
+		case madeFolder:
 			make = append(make, p)
+		case madeFile:
+			files = append(files, sandbox.File{Path: p})
 		}
 	}
 	for _, root := range roots {
@@ -75,7 +76,7 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 				readOnly = append(readOnly, ph)
 				files = append(files, sandbox.File{Path: ph, Content: gitplaceholder.Content})
 			} else {
-				add(ph, true)
+				add(ph, madeFolder)
 			}
 			// Inside another work tree, what of that repository lies in
 			// root: a submodule's .git file (with project_dir a folder of
@@ -84,9 +85,9 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 			// round 11), the folder core.hooksPath names.
 			if top := outerWorkTree(root); top != "" {
 				if gitDir, common := repoDirs(top); gitDir != "" {
-					repoProtected(top, gitDir, common, maxNested, func(p string, mk bool) {
+					repoProtected(top, gitDir, common, maxNested, func(p string, k made) {
 						if within(p, root) {
-							add(p, mk)
+							add(p, k)
 						}
 					})
 				}
@@ -100,26 +101,47 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 	return readOnly, make, files
 }
 
+// made says what gitProtected makes of a path it protects when nothing is
+// there: a path where nothing exists cannot be bound read-only, and what a
+// server put there would run.
+type made int
+
+const (
+	madeNothing made = iota
+	madeFolder       // a hooks folder, the core.hooksPath folder
+	madeFile         // an empty file: a config file an include names
+)
+
 // repoProtected passes add what a person's git runs programs from in the
-// repository whose work tree's top is top (gitProtected), and whether it
-// is a folder to make when missing.
-func repoProtected(top, gitDir, common string, depth int, add func(path string, mk bool)) {
+// repository whose work tree's top is top (gitProtected), and what to
+// make there when it is missing.
+func repoProtected(top, gitDir, common string, depth int, add func(path string, k made)) {
+	// A config file and the files it includes (include.path,
+	// includeIf.*.path: a project's documented `git config include.path
+	// ../.gitconfig` had the agent write a core.fsmonitor there, red team
+	// round 13).
+	config := func(path string) {
+		add(path, madeNothing)
+		for _, inc := range readGitConfig(path).includes {
+			add(inc, madeFile)
+		}
+	}
 	if gitDir != filepath.Join(top, ".git") {
 		// The .git file itself (a linked work tree, a submodule checked
 		// out as the project): rewritten, it would send the person's git
 		// to a repository of the agent's.
-		add(filepath.Join(top, ".git"), false)
+		add(filepath.Join(top, ".git"), madeNothing)
 	}
 	// The hooks and config of the repository proper (a linked work tree
 	// keeps them in the common folder).
-	add(filepath.Join(common, "hooks"), true)
-	add(filepath.Join(common, "config"), false)
+	add(filepath.Join(common, "hooks"), madeFolder)
+	config(filepath.Join(common, "config"))
 	hp := hooksPath(filepath.Join(common, "config"))
 	if hp != "" {
 		if filepath.IsAbs(hp) {
-			add(filepath.Clean(hp), true)
+			add(filepath.Clean(hp), madeFolder)
 		} else {
-			add(filepath.Join(top, hp), true)
+			add(filepath.Join(top, hp), madeFolder)
 		}
 	}
 	// The repository's linked work trees (git worktree add): each one's
@@ -129,18 +151,18 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 	// work tree; red team round 12). The top's own, when it is one, is
 	// above.
 	for _, wt := range linkedWorkTrees(common) {
-		add(filepath.Join(wt.gitDir, "config.worktree"), false)
+		config(filepath.Join(wt.gitDir, "config.worktree"))
 		if wt.top == top {
 			continue
 		}
-		add(filepath.Join(wt.top, ".git"), false)
+		add(filepath.Join(wt.top, ".git"), madeNothing)
 		if hp != "" && !filepath.IsAbs(hp) {
-			add(filepath.Join(wt.top, hp), true)
+			add(filepath.Join(wt.top, hp), madeFolder)
 		}
 	}
 	for _, m := range submoduleRepos(filepath.Join(common, "modules"), 4) {
-		add(filepath.Join(m, "hooks"), true)
-		add(filepath.Join(m, "config"), false)
+		add(filepath.Join(m, "hooks"), madeFolder)
+		config(filepath.Join(m, "config"))
 		wt := configValue(filepath.Join(m, "config"), "core", "worktree")
 		if wt != "" && !filepath.IsAbs(wt) {
 			wt = filepath.Join(m, wt)
@@ -151,7 +173,7 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 		if wt != "" {
 			if dot := filepath.Join(filepath.Clean(wt), ".git"); within(dot, top) {
 				if _, err := os.Lstat(dot); err == nil {
-					add(dot, false)
+					add(dot, madeNothing)
 				}
 			}
 		}
@@ -162,11 +184,11 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 			if !filepath.IsAbs(hp) {
 				hp = filepath.Join(wt, hp)
 			}
-			add(filepath.Clean(hp), true)
+			add(filepath.Clean(hp), madeFolder)
 		}
 	}
 	if gitDir != common {
-		add(filepath.Join(gitDir, "config.worktree"), false)
+		config(filepath.Join(gitDir, "config.worktree"))
 	}
 	// The repositories of its gitlinks that live in their work trees
 	// (nestedRepos): the same for each, and its git folder read-only for
@@ -334,34 +356,6 @@ func repoDirs(root string) (gitDir, common string) {
 		}
 	}
 	return gitDir, common
-}
-
-// hooksPath reads core.hooksPath from a repository's config file.
-func hooksPath(config string) string { return configValue(config, "core", "hookspath") }
-
-// configValue reads section.key from a repository's config file (git's
-// own format: [section] then key = …; names are case-insensitive; the
-// last one wins, as in git).
-func configValue(config, section, key string) string {
-	b, err := regularfile.Read(config, 1<<20)
-	if err != nil {
-		return ""
-	}
-	current, found := "", ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			name, _, _ := strings.Cut(strings.Trim(line, "[]"), " ")
-			current = strings.ToLower(strings.TrimSpace(name))
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if current == section && ok && strings.EqualFold(strings.TrimSpace(k), key) {
-			found = strings.Trim(strings.TrimSpace(v), `"`)
-		}
-	}
-	return found
 }
 
 // submoduleRepos lists the repositories under a modules folder (each has a
