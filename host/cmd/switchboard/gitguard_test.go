@@ -859,3 +859,94 @@ echo kept > other.txt; echo END`, marker, marker)
 		t.Fatal("control: git did not run the included fsmonitor outside the sandbox: the test proves nothing")
 	}
 }
+
+// TestGitStructuresAddedWhileServersRun: what the person's git runs from
+// was decided when a sandbox started, so a submodule the person added
+// while the host ran had its .git file writable (the agent pointed it at
+// a repository of its own, and the person's `git status` in the project
+// ran its fsmonitor), and so had a linked work tree's .git file and the
+// folder a new core.hooksPath names (husky init: a hook written there ran
+// at the person's next commit; red team round 13). The host watches the
+// repository's git folder and restarts the servers that may write what
+// was added; the test waits for bash to see the three read-only, then
+// writes them through bash and runs git as the person; the controls: the
+// same writes outside the sandbox make git run the programs.
+func TestGitStructuresAddedWhileServersRun(t *testing.T) {
+	e := setup(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.email=p@example.com", "-c", "user.name=P", "-c", "protocol.file.allow=always"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	src := filepath.Join(t.TempDir(), "src")
+	git(filepath.Dir(src), "init", "-q", src)
+	git(src, "commit", "-q", "--allow-empty", "-m", "lib")
+	git(e.project, "init", "-q")
+	git(e.project, "add", "notes.txt")
+	git(e.project, "commit", "-q", "-m", "first")
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nduplicate_call_limit = 0\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	bash := func(script string) string {
+		res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh 2>&1"}, nil)
+		if err != nil {
+			t.Fatalf("bash: %v", err)
+		}
+		return resultText(res)
+	}
+	if got := bash("echo up"); !strings.Contains(got, "up") {
+		t.Fatalf("bash: %q", got)
+	}
+	// The person, while the host runs.
+	git(e.project, "submodule", "add", "-q", src, "sub")
+	git(e.project, "worktree", "add", "-q", "wt")
+	git(e.project, "config", "core.hooksPath", ".husky")
+	if err := os.MkdirAll(filepath.Join(e.project, ".husky"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check := `for f in sub/.git wt/.git .husky; do [ -w $f ] && echo "writable $f"; done; echo END`
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := bash(check)
+		if strings.Contains(got, "END") && !strings.Contains(got, "writable") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the person added them, bash may still write what the person's git runs from: %q", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	attack := fmt.Sprintf(`mkdir -p .cache; git init -q --bare .cache/g; git --git-dir=.cache/g config core.bare false
+git --git-dir=.cache/g config core.fsmonitor "touch %s; false"
+echo "gitdir: ../.cache/g" > sub/.git; echo "gitdir: ../.cache/g" > wt/.git
+printf '#!/bin/sh\ntouch %s\n' > .husky/pre-commit; chmod +x .husky/pre-commit
+echo kept > other.txt; echo END`, marker, marker)
+	cd := "cd " + e.project + "; "
+	out := bash(cd + attack)
+	if b, err := os.ReadFile(filepath.Join(e.project, "other.txt")); err != nil || string(b) != "kept\n" {
+		t.Fatalf("control: bash could not write the project (%q, %v): %q", b, err, out)
+	}
+	git(e.project, "status")
+	git(filepath.Join(e.project, "wt"), "status")
+	git(e.project, "commit", "-q", "--allow-empty", "-m", "person's")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("the person's git ran a program a server wrote into what the person added while the host ran: %q", out)
+	}
+	_ = c.Close()
+	// The control: the same writes outside any sandbox.
+	if out, err := exec.Command("sh", "-c", cd+attack).CombinedOutput(); err != nil {
+		t.Fatalf("control: %v %s", err, out)
+	}
+	git(e.project, "commit", "-q", "--allow-empty", "-m", "person's again")
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("control: git ran nothing the script wrote outside the sandbox: the test proves nothing")
+	}
+}

@@ -262,6 +262,10 @@ const (
 	// has made the repository the restarted servers then see read-only.
 	placeholderCheck  = 2 * time.Second
 	placeholderSettle = 300 * time.Millisecond
+	// gitSettle is how long a change in a watched git folder waits
+	// before the servers' git protection is checked (a git command
+	// writes several files).
+	gitSettle = 100 * time.Millisecond
 )
 
 // watchReload reloads the config on SIGHUP, and when the file changes
@@ -347,7 +351,23 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 			}
 		}
 		watchPlaceholders()
-		var debounce, rehide, restore <-chan time.Time
+		// The git folders of the work trees servers may write: a
+		// submodule, linked work tree, hooks path or include the person
+		// adds while the host runs is bound read-only once the servers
+		// that may write it restart (loader.Host.ReprotectGit).
+		gitWatched := map[string]bool{}
+		watchGit := func() {
+			if pw == nil {
+				return
+			}
+			for _, d := range h.GitFolders() {
+				if !gitWatched[d] && pw.Add(d) == nil {
+					gitWatched[d] = true
+				}
+			}
+		}
+		watchGit()
+		var debounce, rehide, restore, reprotect <-chan time.Time
 		var due time.Time // the latest a burst of changes waits until
 		// taint is why a change of this burst may not be a person's, as
 		// seen when it was made: by the end of the wait the server that
@@ -387,6 +407,9 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 					watch.suspected(why)
 				}
 			case ev := <-placeEvents:
+				if gitWatched[filepath.Dir(filepath.Clean(ev.Name))] && reprotect == nil {
+					reprotect = time.After(gitSettle)
+				}
 				if placed[filepath.Clean(ev.Name)] && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
 					if names := h.StopForPlaceholder(filepath.Clean(ev.Name)); len(names) > 0 {
 						log.Warn("a .git placeholder was removed; stopped at once the servers whose sandboxes bound it", "placeholder", ev.Name, "servers", strings.Join(names, ", "))
@@ -399,11 +422,21 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 				log.Debug("placeholder watcher", "error", err)
 			case <-placeTick.C:
 				watchPlaceholders()
+				watchGit()
+				if reprotect == nil {
+					reprotect = time.After(0)
+				}
 				if restore == nil && loader.PlaceholdersMoved() {
 					restore = time.After(placeholderSettle)
 				}
 				if names := h.CoverOtherHosts(); len(names) > 0 {
 					log.Info("another host started on a project these servers may write; restarted them so that its config and .git placeholders are out of their reach", "servers", strings.Join(names, ", "))
+				}
+			case <-reprotect:
+				reprotect = nil
+				watchGit() // a modules or worktrees folder made meanwhile
+				if names := h.ReprotectGit(); len(names) > 0 {
+					log.Warn("what your git runs programs from changed in a repository servers may write (a submodule, linked work tree, hooks path or include added): restarted them so that it is read-only to them; a server may have written it before the restart (look at the new submodule's or work tree's .git file, config and hooks before you run git there)", "servers", strings.Join(names, ", "))
 				}
 			case <-restore:
 				restore = nil

@@ -165,10 +165,8 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	// hooks, config and the hooksPath folder for the git built-in (which
 	// runs git alone and must commit), the whole git folder for every
 	// other server.
-	ro, mk, mf := gitProtected(p.Write)
-	if kind != registry.KindBuiltin || name != git.Name {
-		ro = append(ro, repoFolders(p.Write)...)
-	}
+	gitBuiltin := kind == registry.KindBuiltin && name == git.Name
+	ro, mk, mf := gitProtection(p.Write, gitBuiltin, true)
 	p.ReadOnly, p.Make, p.Files = append(p.ReadOnly, ro...), append(p.Make, mk...), append(p.Files, mf...)
 	// The control plane: hidden where a grant would show it; binaries
 	// (and the host's own) read-only. Its paths are resolved already, once
@@ -186,23 +184,96 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	if dir := configFolderInReach(cfg, p, files.links); dir != "" {
 		p.ReadOnly = append(p.ReadOnly, dir)
 	}
-	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper, Preparer: &cover{readOnly: ro}}
+	return &sandbox.Sandbox{Name: name, Policy: p, Helper: helper, Preparer: &cover{readOnly: ro, gitBuiltin: gitBuiltin}}
 }
 
-// cover is what each start of a sandbox does before it is built: hold
-// the .git placeholders among readOnly while the sandbox may bind them
-// (holdPlaceholders), and cover the files of other running hosts that lie
-// in its writable folders (othersFiles), remembering which (others),
-// holding their placeholders too: the other host removes its own when it
-// stops only if no host holds it, and a command of this host's waiting
-// for it to go made a repository there (red team round 13).
+// cover is what each start of a sandbox does before it is built: bind
+// what the person's git runs from as it is at that start (gitProtection:
+// a submodule, linked work tree, hooks path or include the person added
+// while the host ran was writable to the servers started before, red
+// team round 13), hold the .git placeholders it binds while the sandbox
+// may bind them (holdPlaceholders), and cover the files of other running
+// hosts that lie in its writable folders (othersFiles), remembering which
+// (others), holding their placeholders too: the other host removes its
+// own when it stops only if no host holds it, and a command of this
+// host's waiting for it to go made a repository there (red team round
+// 13).
 type cover struct {
-	readOnly []string
-	mu       sync.Mutex
-	others   []string // at the last start
+	readOnly   []string // the git protection when the policy was made
+	gitBuiltin bool     // the git built-in's sandbox (its git folders stay writable)
+	mu         sync.Mutex
+	git        []string // the git protection at the last start
+	others     []string // other hosts' files covered at the last start
 }
 
 var _ sandbox.Preparer = (*cover)(nil)
+
+// Prepare implements sandbox.Preparer: what the person's git runs from
+// now, and the other hosts' files.
+func (c *cover) Prepare(p *sandbox.Policy) {
+	ro, mk, mf := gitProtection(p.Write, c.gitBuiltin, true)
+	for _, f := range ro {
+		if !slices.Contains(p.ReadOnly, f) {
+			p.ReadOnly = append(p.ReadOnly, f)
+		}
+	}
+	for _, f := range mk {
+		if !slices.Contains(p.Make, f) {
+			p.Make = append(p.Make, f)
+		}
+	}
+	for _, f := range mf {
+		if !slices.ContainsFunc(p.Files, func(g sandbox.File) bool { return g.Path == f.Path }) {
+			p.Files = append(p.Files, f)
+		}
+	}
+	hide, others, _ := othersFiles(p.Write)
+	for _, f := range hide {
+		if !slices.Contains(p.Hide, f) {
+			p.Hide = append(p.Hide, f)
+		}
+	}
+	for _, f := range others {
+		if !slices.Contains(p.ReadOnly, f) {
+			p.ReadOnly = append(p.ReadOnly, f)
+		}
+	}
+	c.mu.Lock()
+	c.git = ro
+	c.others = append(hide, others...)
+	c.mu.Unlock()
+}
+
+// Made implements sandbox.Preparer: the placeholders bound, the host's
+// own and other hosts', are held.
+func (c *cover) Made(p *sandbox.Policy) {
+	c.mu.Lock()
+	own := append(slices.Clone(c.readOnly), c.git...)
+	c.mu.Unlock()
+	holdPlaceholders(own)
+	_, _, phs := othersFiles(p.Write)
+	adoptPlaceholders(phs)
+	holdPlaceholders(phs)
+}
+
+// gitStale reports whether what the person's git runs from in the
+// sandbox's writable folders now holds a path its last start did not
+// bind (a submodule, a linked work tree, a hooks path or an include added
+// since).
+func (c *cover) gitStale(p sandbox.Policy, protection func(write []string, gitBuiltin bool) []string) bool {
+	now := protection(p.Write, c.gitBuiltin)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.git == nil {
+		return false // not started since the policy was made
+	}
+	for _, f := range now {
+		if !slices.Contains(c.git, f) {
+			return true
+		}
+	}
+	return false
+}
 
 // binds reports whether the sandbox's last start bound path read-only:
 // its own policy's, or another host's file it covered.
@@ -224,26 +295,6 @@ func bindsPath(sb *sandbox.Sandbox, path string) bool {
 	return slices.Contains(sb.Policy.ReadOnly, path)
 }
 
-// Prepare implements sandbox.Preparer.
-func (c *cover) Prepare(p *sandbox.Policy) {
-	holdPlaceholders(c.readOnly)
-	hide, ro, phs := othersFiles(p.Write)
-	adoptPlaceholders(phs)
-	holdPlaceholders(phs)
-	for _, f := range hide {
-		if !slices.Contains(p.Hide, f) {
-			p.Hide = append(p.Hide, f)
-		}
-	}
-	for _, f := range ro {
-		if !slices.Contains(p.ReadOnly, f) {
-			p.ReadOnly = append(p.ReadOnly, f)
-		}
-	}
-	c.mu.Lock()
-	c.others = append(hide, ro...)
-	c.mu.Unlock()
-}
 
 // uncovered reports whether another running host (of recs) has files in
 // reach of the sandbox that its last start did not cover.

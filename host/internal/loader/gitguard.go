@@ -61,6 +61,24 @@ func WritableFolders(cfg *config.Config) []string {
 // protected too. Only the roots and the work trees around them are looked
 // at (a repository deeper in a root is not).
 func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File) {
+	return gitProtectedAt(roots, true)
+}
+
+// gitProtection is what a sandbox binds read-only of the person's git in
+// the writable roots: gitProtected, and for every server but the git
+// built-in the whole git folders (repoFolders). Without placehold, the
+// .git placeholders are looked at, not made or registered (a check).
+func gitProtection(roots []string, gitBuiltin, placehold bool) (readOnly, make []string, files []sandbox.File) {
+	readOnly, make, files = gitProtectedAt(roots, placehold)
+	if !gitBuiltin {
+		readOnly = append(readOnly, repoFolders(roots)...)
+	}
+	return readOnly, make, files
+}
+
+// gitProtectedAt is gitProtected; without placehold it only looks at the
+// placeholders (placeholderAt).
+func gitProtectedAt(roots []string, placehold bool) (readOnly, make []string, files []sandbox.File) {
 	add := func(p string, k made) {
 		readOnly = append(readOnly, p)
 		switch k {
@@ -71,7 +89,11 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 		}
 	}
 	for _, root := range roots {
-		if ph, file, ok := repoPlaceholder(root); ok {
+		placeholderOf := repoPlaceholder
+		if !placehold {
+			placeholderOf = placeholderAt
+		}
+		if ph, file, ok := placeholderOf(root); ok {
 			if file {
 				readOnly = append(readOnly, ph)
 				files = append(files, sandbox.File{Path: ph, Content: gitplaceholder.Content})

@@ -66,6 +66,32 @@ func repoPlaceholder(root string) (dot string, file, ok bool) {
 	return dot, file, true
 }
 
+// placeholderAt is repoPlaceholder without its effects: where the
+// placeholder of root is or would be, and of which kind.
+func placeholderAt(root string) (dot string, file, ok bool) {
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return "", false, false
+	}
+	dot = filepath.Join(root, ".git")
+	file = outerWorkTree(root) == ""
+	st, err := os.Lstat(dot)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", false, false
+	case st.IsDir() && emptyDir(dot):
+	case st.Mode().IsRegular() && gitplaceholder.IsFile(dot):
+	default:
+		return "", false, false
+	}
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	if ph, seen := placeholders.paths[dot]; seen {
+		file = ph.file
+	}
+	return dot, file, true
+}
+
 // outerWorkTree returns the nearest folder above dir that has a .git,
 // where the person's git looks for a repository when dir has none (a
 // placeholder is none), or "".

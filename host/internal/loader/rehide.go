@@ -1,7 +1,10 @@
 package loader
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -158,6 +161,75 @@ func (h *Host) CoverOtherHosts() []string {
 		c, ok := sb.Preparer.(*cover)
 		return ok && c.uncovered(recs, sb.Policy)
 	})
+}
+
+// ReprotectGit restarts the running confined servers whose writable
+// folders now hold something the person's git runs programs from that
+// their sandboxes did not bind when they started: a submodule added, a
+// linked work tree, a core.hooksPath set, an include (red team round 13:
+// the person's `git submodule add` while the host ran left the new
+// submodule's .git file writable, and the agent pointed it at a
+// repository of its own). A fresh start binds them (cover.Prepare). It
+// returns their names.
+func (h *Host) ReprotectGit() []string {
+	memo := map[string][]string{}
+	protection := func(write []string, gitBuiltin bool) []string {
+		key := fmt.Sprint(gitBuiltin, write)
+		if ro, ok := memo[key]; ok {
+			return ro
+		}
+		ro, _, _ := gitProtection(write, gitBuiltin, false)
+		memo[key] = ro
+		return ro
+	}
+	return h.restartConfined(func(sb *sandbox.Sandbox) bool {
+		c, ok := sb.Preparer.(*cover)
+		return ok && c.gitStale(sb.Policy, protection)
+	})
+}
+
+// GitFolders lists the git folders of the work trees the confined servers
+// may write (each repository's own and common folder, with its modules
+// and worktrees folders, and the same of a work tree around a writable
+// folder), for a watcher: a change there may add what the person's git
+// runs from (ReprotectGit). Folders that do not exist are listed too.
+func (h *Host) GitFolders() []string {
+	h.mu.Lock()
+	jobs := make([]job, 0, len(h.jobs))
+	for _, j := range h.jobs {
+		jobs = append(jobs, j)
+	}
+	h.mu.Unlock()
+	var out []string
+	add := func(top string) {
+		gitDir, common := repoDirs(top)
+		if gitDir == "" {
+			return
+		}
+		for _, d := range []string{gitDir, common, filepath.Join(common, "modules"), filepath.Join(common, "worktrees")} {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		sb := sandboxOf(j)
+		if sb == nil || sb.Policy.Mode == sandbox.ModeOff {
+			continue
+		}
+		for _, w := range sb.Policy.Write {
+			if w == "" || seen[w] {
+				continue
+			}
+			seen[w] = true
+			add(w)
+			if top := outerWorkTree(w); top != "" {
+				add(top)
+			}
+		}
+	}
+	return out
 }
 
 // StopForPlaceholder kills at once the running confined servers whose

@@ -147,18 +147,21 @@ type Sandbox struct {
 	// launcher.TempDir(), the host's folder in the system's temporary
 	// folder).
 	TempRoot string
-	// Preparer, when set, is called by each Wrap once the policy's Make
-	// folders and Files are made (the loader holds the .git placeholders
-	// it binds, and covers other hosts' files).
+	// Preparer, when set, is called by each Wrap: Prepare before the
+	// policy's Make folders and Files are made (the loader adds what the
+	// person's git runs from as it is now), Made after (it holds the .git
+	// placeholders it binds, and covers other hosts' files).
 	Preparer Preparer
 }
 
 // Preparer adds to the policy of one start of a sandbox before the
-// sandbox is built (Sandbox.Preparer). Prepare may be called from several
-// goroutines at once (starts of the same server do not overlap, but a
-// Preparer may be shared).
+// sandbox is built (Sandbox.Preparer): Prepare may add folders and files
+// to make, Made is called once they are made. Both may be called from
+// several goroutines at once (starts of the same server do not overlap,
+// but a Preparer may be shared).
 type Preparer interface {
 	Prepare(p *Policy)
+	Made(p *Policy)
 }
 
 // Errors.

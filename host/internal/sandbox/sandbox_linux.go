@@ -223,6 +223,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 			return nil, fmt.Errorf("sandbox: the server's state folder: %w", err)
 		}
 	}
+	if s.Preparer != nil {
+		s.Preparer.Prepare(&p)
+	}
 	for _, d := range p.Make {
 		makeFolder(d, append([]string{p.State}, p.Write...)) // best effort: the server says what it misses
 	}
@@ -230,7 +233,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		makeFile(f, p.Write)
 	}
 	if s.Preparer != nil {
-		s.Preparer.Prepare(&p)
+		s.Preparer.Made(&p)
 	}
 	c := &confinement{offline: !p.Network}
 	root := s.TempRoot
