@@ -295,7 +295,6 @@ func bindsPath(sb *sandbox.Sandbox, path string) bool {
 	return slices.Contains(sb.Policy.ReadOnly, path)
 }
 
-
 // uncovered reports whether another running host (of recs) has files in
 // reach of the sandbox that its last start did not cover.
 func (c *cover) uncovered(recs []hostRecord, p sandbox.Policy) bool {
