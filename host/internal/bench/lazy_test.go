@@ -66,7 +66,7 @@ func BenchmarkLazy(b *testing.B) {
 	}
 
 	// Ready time and idle tree RSS, eager against lazy, alternated.
-	var eagerReady, lazyReady []time.Duration
+	var eagerReady, lazyReady, lazyGCReady []time.Duration
 	var eagerRSS, lazyRSS int
 	for i := 0; i < 3; i++ {
 		if i < 2 { // an eager start of 100 plugins takes long: two rounds
@@ -85,9 +85,22 @@ func BenchmarkLazy(b *testing.B) {
 		}
 		_ = p.c.Close()
 		_ = p.cmd.Wait()
+		// The same with garbage collection on while the host starts
+		// (GOGC set: tuning.HostStarting leaves the collector alone).
+		for range 2 {
+			p, d = startMCP(b, []string{"GOGC=100"}, bins.Switchboard, "serve", "--config", lazyCfg)
+			lazyGCReady = append(lazyGCReady, d)
+			_ = p.c.Close()
+			_ = p.cmd.Wait()
+			p, d = startMCP(b, nil, bins.Switchboard, "serve", "--config", lazyCfg)
+			lazyReady = append(lazyReady, d)
+			_ = p.c.Close()
+			_ = p.cmd.Wait()
+		}
 	}
 	add("host with no servers: ready (the floor), median", ms(median(none)), "-", "-")
 	add("100 plugins: host ready (init + tools/list), median", ms(median(lazyReady))+" lazy", ms(median(eagerReady))+" (eager, 2 runs)", ratio(float64(median(lazyReady)), float64(median(eagerReady))))
+	add("100 lazy plugins ready, collection on at start (GOGC=100)", ms(median(lazyGCReady)), ms(median(lazyReady))+" (as shipped)", ratio(float64(median(lazyGCReady)), float64(median(lazyReady))))
 	add("100 plugins: idle process tree RSS", mb(lazyRSS)+" lazy", mb(eagerRSS)+" (eager)", ratio(float64(lazyRSS), float64(eagerRSS)))
 
 	// Later calls on the lazily started plugin against the same calls on

@@ -343,6 +343,8 @@ func (a *app) serveCmd() *cobra.Command {
 // --http, until the client leaves or a signal stops it; then it stops
 // every server.
 func (a *app) serve(opts serveOptions) error {
+	started := tuning.HostStarting()
+	defer started()
 	var ln net.Listener
 	if opts.httpAddr != "" {
 		// Who may call, and over what, is settled before anything

@@ -142,3 +142,38 @@ func TestSDKNamesTheSameVariable(t *testing.T) {
 		t.Errorf("sdk.Serve's doc does not name %s:\n%s", tuning.EnvPluginCPUProfile, out)
 	}
 }
+
+// TestHostStarting: no collection while the host starts, under a memory
+// limit, and the collector as it was once done (or Host's settle) runs;
+// a GOGC or GOMEMLIMIT the user set is left alone.
+func TestHostStarting(t *testing.T) {
+	for _, tt := range []struct {
+		name, gogc, gomemlimit string
+		off                    bool
+	}{
+		{"defaults", "", "", true},
+		{"GOGC set", "100", "", false},
+		{"GOMEMLIMIT set", "", "1GiB", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			keepRuntime(t)
+			t.Setenv("GOGC", tt.gogc)
+			t.Setenv("GOMEMLIMIT", tt.gomemlimit)
+			debug.SetGCPercent(150)
+			limit := debug.SetMemoryLimit(-1)
+			done := tuning.HostStarting()
+			got, gotLimit := gcPercent(), debug.SetMemoryLimit(-1)
+			if tt.off && (got != -1 || gotLimit == limit) {
+				t.Errorf("while starting: GC percent %d, memory limit %d; want off under a limit", got, gotLimit)
+			}
+			if !tt.off && (got != 150 || gotLimit != limit) {
+				t.Errorf("while starting with %s: GC percent %d, memory limit %d; want 150, %d", tt.name, got, gotLimit, limit)
+			}
+			done()
+			done() // twice is once
+			if got, gotLimit := gcPercent(), debug.SetMemoryLimit(-1); got != 150 || gotLimit != limit {
+				t.Errorf("once started: GC percent %d, memory limit %d; want 150, %d", got, gotLimit, limit)
+			}
+		})
+	}
+}
