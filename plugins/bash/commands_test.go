@@ -259,6 +259,11 @@ func TestCommandsOpaque(t *testing.T) {
 		{"su", `su -c 'rm x'`, []string{"su"}},
 		{"bash stdin", `bash -s < x`, []string{"bash"}},
 		{"bash rcfile", `bash --rcfile ./x -i`, []string{"bash"}},
+		// The dynamic loader runs the program it is given (red team
+		// round 14: it ran rm under a deny rule for rm).
+		{"glibc loader", `/lib64/ld-linux-x86-64.so.2 /bin/rm x`, []string{"ld-linux-x86-64.so.2"}},
+		{"ld.so", `/lib/ld.so rm x`, []string{"ld.so"}},
+		{"musl loader", `/lib/ld-musl-x86_64.so.1 /bin/rm x`, []string{"ld-musl-x86_64.so.1"}},
 
 		// Redirections this check cannot judge.
 		{"computed target", `echo x > $f`, []string{"echo"}},
