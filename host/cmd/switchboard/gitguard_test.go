@@ -950,3 +950,107 @@ echo kept > other.txt; echo END`, marker, marker)
 		t.Fatal("control: git ran nothing the script wrote outside the sandbox: the test proves nothing")
 	}
 }
+
+// TestGitPathsTheAgentCouldRedirect: red team round 14 found what the
+// person's git runs from where the host did not look or could not bind:
+// a .git that is a symbolic link (no protection at all: `rm .git && git
+// init` and an fsmonitor), an include or hooks folder reached through a
+// link (re-pointed), the hooks path and includes of config.worktree, a
+// relative core.hooksPath in the person's global config, an include in
+// a folder that did not exist, and the includes of a config over 1 MiB.
+// Each case sets the repository up as the person would, lets bash try,
+// and runs git as the person; a sandbox that cannot protect a link
+// refuses to start (the error says how to fix it). The control for each:
+// the same script outside any sandbox makes git run the program.
+func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
+	fsmon := func(m string) string { return fmt.Sprintf(`printf '[core]\n\tfsmonitor = "touch %s; false"\n'`, m) }
+	hook := func(dir, m string) string {
+		return fmt.Sprintf(`mkdir -p %s; printf '#!/bin/sh\ntouch %s\n' > %s/pre-commit; chmod +x %s/pre-commit`, dir, m, dir, dir)
+	}
+	for _, tc := range []struct {
+		name    string
+		setup   []string // shell lines run by the person before the host starts
+		attack  func(marker string) string
+		refused bool // the servers cannot start: a link they could re-point
+	}{
+		{"a .git link", []string{"mv .git ../store.git", "ln -s ../store.git .git"},
+			func(m string) string { return "rm -f .git && git init -q . && " + fsmon(m) + " >> .git/config" }, true},
+		{"an include through a link", []string{"echo '[core]' > real.gitconfig", "ln -s real.gitconfig link.gitconfig", "git config include.path ../link.gitconfig"},
+			func(m string) string { return fsmon(m) + " > evil.gitconfig; rm link.gitconfig; ln -s evil.gitconfig link.gitconfig" }, true},
+		{"a hooks folder through a link", []string{"mkdir -p tools/hooks", "ln -s tools/hooks .husky", "git config core.hooksPath .husky"},
+			func(m string) string { return "rm .husky; " + hook(".husky", m) }, true},
+		{"config.worktree", []string{"git config extensions.worktreeConfig true", "git config --worktree core.hooksPath .wthooks", "git config --worktree include.path ../wtinc.gitconfig"},
+			func(m string) string { return hook(".wthooks", m) + "; " + fsmon(m) + " >> wtinc.gitconfig" }, false},
+		{"a global hooks path", []string{"printf '[core]\\n\\thooksPath = .githooks\\n' > \"$HOME/.gitconfig\""},
+			func(m string) string { return hook(".githooks", m) }, false},
+		{"an include in a missing folder", []string{"git config --add include.path ../nodir/x.gitconfig"},
+			func(m string) string { return "mkdir -p nodir; " + fsmon(m) + " > nodir/x.gitconfig" }, false},
+		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},
+			func(m string) string { return fsmon(m) + " >> big.gitconfig" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t)
+			home := t.TempDir()
+			marker := filepath.Join(t.TempDir(), "ran")
+			envs := append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+			sh := func(script string) {
+				t.Helper()
+				cmd := exec.Command("sh", "-c", script)
+				cmd.Dir = e.project
+				cmd.Env = envs
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%s: %v\n%s", script, err, out)
+				}
+			}
+			git := func(args ...string) {
+				t.Helper()
+				cmd := exec.Command("git", append([]string{"-c", "user.email=p@example.com", "-c", "user.name=P"}, args...)...)
+				cmd.Dir = e.project
+				cmd.Env = envs
+				_, _ = cmd.CombinedOutput() // the hooks and fsmonitor are the point, not git's verdict
+			}
+			sh("git init -q . && git -c user.email=p@example.com -c user.name=P commit -q --allow-empty -m first")
+			for _, line := range tc.setup {
+				sh(line)
+			}
+			cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nduplicate_call_limit = 0\nbuiltin \"bash\" {}\npermissions { default = \"allow\" }\n"
+			if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := mcpClient(t, e, func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config")) })
+			initialize(t, c)
+			script := tc.attack(marker) + "; echo kept > other.txt; echo END"
+			res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh 2>&1"}, nil)
+			var out string
+			switch {
+			case err != nil:
+				out = err.Error() // not listed: it could not start
+			default:
+				out = resultText(res)
+			}
+			if tc.refused {
+				if err == nil && !res.IsError {
+					t.Errorf("bash ran with a link it could re-point: %q", out)
+				}
+				// The refusal says what to do.
+				if _, errOut, code := run(t, e, "call", "--config", e.config, "bash.run", `{"command":"echo hi"}`); code == 0 || !strings.Contains(errOut, "symbolic link") || !strings.Contains(errOut, "best-effort") {
+					t.Errorf("switchboard call with the link: exit %d, %q; want a refusal naming the link and the fix", code, errOut)
+				}
+			} else if b, err := os.ReadFile(filepath.Join(e.project, "other.txt")); err != nil || string(b) != "kept\n" {
+				t.Fatalf("control: bash could not write the project (%q, %v): %q", b, err, out)
+			}
+			git("status")
+			git("commit", "-q", "--allow-empty", "-m", "person's")
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("the person's git ran a program a server wrote: %q", out)
+			}
+			_ = c.Close()
+			sh(tc.attack(marker))
+			git("status")
+			git("commit", "-q", "--allow-empty", "-m", "person's again")
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatal("control: the script outside the sandbox made git run nothing: the test proves nothing")
+			}
+		})
+	}
+}

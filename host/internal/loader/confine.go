@@ -166,7 +166,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	// runs git alone and must commit), the whole git folder for every
 	// other server.
 	gitBuiltin := kind == registry.KindBuiltin && name == git.Name
-	ro, mk, mf := gitProtection(p.Write, gitBuiltin, true)
+	ro, mk, mf, _ := gitProtection(p.Write, gitBuiltin, true)
 	p.ReadOnly, p.Make, p.Files = append(p.ReadOnly, ro...), append(p.Make, mk...), append(p.Files, mf...)
 	// The control plane: hidden where a grant would show it; binaries
 	// (and the host's own) read-only. Its paths are resolved already, once
@@ -210,8 +210,11 @@ var _ sandbox.Preparer = (*cover)(nil)
 
 // Prepare implements sandbox.Preparer: what the person's git runs from
 // now, and the other hosts' files.
-func (c *cover) Prepare(p *sandbox.Policy) {
-	ro, mk, mf := gitProtection(p.Write, c.gitBuiltin, true)
+func (c *cover) Prepare(p *sandbox.Policy) error {
+	ro, mk, mf, links := gitProtection(p.Write, c.gitBuiltin, true)
+	if len(links) > 0 && p.Mode == sandbox.ModeRequired {
+		return &unprotectableError{links: links}
+	}
 	for _, f := range ro {
 		if !slices.Contains(p.ReadOnly, f) {
 			p.ReadOnly = append(p.ReadOnly, f)
@@ -242,6 +245,7 @@ func (c *cover) Prepare(p *sandbox.Policy) {
 	c.git = ro
 	c.others = append(hide, others...)
 	c.mu.Unlock()
+	return nil
 }
 
 // Made implements sandbox.Preparer: the placeholders bound, the host's

@@ -28,6 +28,47 @@ type gitVar struct {
 // maxIncludeDepth is how deep includes are followed (git stops at 10).
 const maxIncludeDepth = 10
 
+// maxConfigSize is the largest config file read: a 1 MiB limit skipped
+// the includes of a person's 1.1 MB config (red team round 14). Servers
+// cannot write the configs read here (they are bound read-only), only the
+// person can make one this large.
+const maxConfigSize = 64 << 20
+
+// personConfigs are the person's own git config files, in the order git
+// reads them before a repository's: the system's, then the global ones
+// (XDG's, then ~/.gitconfig). A relative core.hooksPath set there is
+// resolved in each work tree, and their includes may lie in a folder
+// servers may write (red team round 14: a global hooksPath = .githooks
+// had the agent's hook run at the person's commit).
+func personConfigs() []string {
+	out := []string{"/etc/gitconfig"}
+	home, _ := os.UserHomeDir()
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		out = append(out, filepath.Join(x, "git", "config"))
+	} else if home != "" {
+		out = append(out, filepath.Join(home, ".config", "git", "config"))
+	}
+	if home != "" {
+		out = append(out, filepath.Join(home, ".gitconfig"))
+	}
+	return out
+}
+
+// effectiveHooksPath is core.hooksPath as git resolves it for a work tree
+// whose repository keeps its config in common and its per-work-tree
+// config (extensions.worktreeConfig) in gitDir: the last one set of the
+// person's configs, the repository's config and its config.worktree
+// (each with its includes). Relative, it is relative to the work tree.
+func effectiveHooksPath(common, gitDir string) string {
+	hp := ""
+	for _, f := range append(personConfigs(), filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree")) {
+		if v := hooksPath(f); v != "" {
+			hp = v
+		}
+	}
+	return hp
+}
+
 // readGitConfig reads the config file at path and the files it includes.
 // Every includeIf is followed whatever its condition: what git may
 // include is protected (conservative, as a condition such as onbranch:
@@ -43,7 +84,7 @@ func (c *gitConfig) read(path, home string, depth int) {
 	if depth > maxIncludeDepth {
 		return
 	}
-	b, err := regularfile.Read(path, 1<<20)
+	b, err := regularfile.Read(path, maxConfigSize)
 	if err != nil {
 		return
 	}

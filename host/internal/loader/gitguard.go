@@ -2,6 +2,7 @@ package loader
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -68,12 +69,61 @@ func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File
 // the writable roots: gitProtected, and for every server but the git
 // built-in the whole git folders (repoFolders). Without placehold, the
 // .git placeholders are looked at, not made or registered (a check).
-func gitProtection(roots []string, gitBuiltin, placehold bool) (readOnly, make []string, files []sandbox.File) {
+func gitProtection(roots []string, gitBuiltin, placehold bool) (readOnly, make []string, files []sandbox.File, links []string) {
 	readOnly, make, files = gitProtectedAt(roots, placehold)
 	if !gitBuiltin {
 		readOnly = append(readOnly, repoFolders(roots)...)
 	}
-	return readOnly, make, files
+	for _, root := range roots {
+		if l := filepath.Join(root, ".git"); isLink(l) && !slices.Contains(links, l) {
+			links = append(links, l)
+		}
+		for _, p := range readOnly {
+			if l := linkBelow(root, p); l != "" && !slices.Contains(links, l) {
+				links = append(links, l)
+			}
+		}
+	}
+	return readOnly, make, files, links
+}
+
+// isLink reports whether path is a symbolic link.
+func isLink(path string) bool {
+	st, err := os.Lstat(path)
+	return err == nil && st.Mode()&os.ModeSymlink != 0
+}
+
+// linkBelow returns the first symbolic link on the way from root down to
+// p (p itself included, root not), or "" when there is none or p is not
+// below root. A read-only bind lands on where a link leads, and the link
+// itself stays replaceable where servers may write: re-pointed, it sent
+// the person's git to an include or hooks folder of the agent's (red team
+// round 14).
+func linkBelow(root, p string) string {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	cur := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		st, err := os.Lstat(cur)
+		if err != nil {
+			return ""
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			return cur
+		}
+	}
+	return ""
+}
+
+// unprotectableError is a start refused because what the person's git runs
+// from lies behind symbolic links a server may replace.
+type unprotectableError struct{ links []string }
+
+func (e *unprotectableError) Error() string {
+	return fmt.Sprintf("sandbox: %s is a symbolic link in a folder this server may write, on the way to what your git runs programs from (the repository, its config, includes or hooks folder): the server could point it elsewhere, and your next git command would run what it put there; replace the link with what it points to (for a .git link: t=$(readlink -f .git) && rm .git && printf 'gitdir: %%s\\n' \"$t\" > .git), or set sandbox { mode = \"best-effort\" } in the server's block to start it with the link unprotected", strings.Join(e.links, ", "))
 }
 
 // gitProtectedAt is gitProtected; without placehold it only looks at the
@@ -86,6 +136,22 @@ func gitProtectedAt(roots []string, placehold bool) (readOnly, make []string, fi
 			make = append(make, p)
 		case madeFile:
 			files = append(files, sandbox.File{Path: p})
+		}
+	}
+	// The person's own configs and what they include, where servers may
+	// write them (a project in the home folder).
+	for _, f := range personConfigs() {
+		for _, p := range append([]string{f}, readGitConfig(f).includes...) {
+			for _, root := range roots {
+				if within(p, root) {
+					k := madeFile
+					if p == f {
+						k = madeNothing
+					}
+					add(p, k)
+					break
+				}
+			}
 		}
 	}
 	for _, root := range roots {
@@ -158,7 +224,10 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 	// keeps them in the common folder).
 	add(filepath.Join(common, "hooks"), madeFolder)
 	config(filepath.Join(common, "config"))
-	hp := hooksPath(filepath.Join(common, "config"))
+	// The work tree's own config (extensions.worktreeConfig): its
+	// hooksPath and includes, like the config's (red team round 14).
+	config(filepath.Join(gitDir, "config.worktree"))
+	hp := effectiveHooksPath(common, gitDir)
 	if hp != "" {
 		if filepath.IsAbs(hp) {
 			add(filepath.Clean(hp), madeFolder)
@@ -178,8 +247,13 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 			continue
 		}
 		add(filepath.Join(wt.top, ".git"), madeNothing)
-		if hp != "" && !filepath.IsAbs(hp) {
-			add(filepath.Join(wt.top, hp), madeFolder)
+		whp := effectiveHooksPath(common, wt.gitDir)
+		switch {
+		case whp == "":
+		case filepath.IsAbs(whp):
+			add(filepath.Clean(whp), madeFolder)
+		default:
+			add(filepath.Join(wt.top, whp), madeFolder)
 		}
 	}
 	for _, m := range submoduleRepos(filepath.Join(common, "modules"), 4) {
@@ -202,16 +276,14 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 		// The folder the submodule's core.hooksPath names (relative to
 		// its work tree): a hook written there ran at the person's next
 		// commit in the submodule (red team round 12).
-		if hp := hooksPath(filepath.Join(m, "config")); hp != "" && (filepath.IsAbs(hp) || wt != "") {
+		if hp := effectiveHooksPath(m, m); hp != "" && (filepath.IsAbs(hp) || wt != "") {
 			if !filepath.IsAbs(hp) {
 				hp = filepath.Join(wt, hp)
 			}
 			add(filepath.Clean(hp), madeFolder)
 		}
 	}
-	if gitDir != common {
-		config(filepath.Join(gitDir, "config.worktree"))
-	}
+
 	// The repositories of its gitlinks that live in their work trees
 	// (nestedRepos): the same for each, and its git folder read-only for
 	// every server but the git built-in (repoFolders).
@@ -344,6 +416,17 @@ func emptyDir(dir string) bool {
 func repoDirs(root string) (gitDir, common string) {
 	dot := filepath.Join(root, ".git")
 	st, err := os.Lstat(dot)
+	if err == nil && st.Mode()&os.ModeSymlink != 0 {
+		// A .git link to the repository (its protection then binds where
+		// it leads; the link itself a sandbox start refuses, see
+		// linkBelow).
+		if r, err := filepath.EvalSymlinks(dot); err == nil {
+			if rst, err := os.Stat(r); err == nil && rst.IsDir() && !emptyDir(r) {
+				return r, r
+			}
+		}
+		return "", ""
+	}
 	switch {
 	case err != nil:
 		return "", ""

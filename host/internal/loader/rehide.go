@@ -178,7 +178,7 @@ func (h *Host) ReprotectGit() []string {
 		if ro, ok := memo[key]; ok {
 			return ro
 		}
-		ro, _, _ := gitProtection(write, gitBuiltin, false)
+		ro, _, _, _ := gitProtection(write, gitBuiltin, false)
 		memo[key] = ro
 		return ro
 	}
@@ -206,7 +206,11 @@ func (h *Host) GitFolders() []string {
 		if gitDir == "" {
 			return
 		}
-		for _, d := range []string{gitDir, common, filepath.Join(common, "modules"), filepath.Join(common, "worktrees")} {
+		dirs := []string{gitDir, common, filepath.Join(common, "modules"), filepath.Join(common, "worktrees")}
+		for _, wt := range linkedWorkTrees(common) {
+			dirs = append(dirs, wt.gitDir) // its config.worktree
+		}
+		for _, d := range dirs {
 			if !slices.Contains(out, d) {
 				out = append(out, d)
 			}

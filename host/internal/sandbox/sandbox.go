@@ -160,7 +160,8 @@ type Sandbox struct {
 // several goroutines at once (starts of the same server do not overlap,
 // but a Preparer may be shared).
 type Preparer interface {
-	Prepare(p *Policy)
+	// Prepare may refuse the start (its error is the start's).
+	Prepare(p *Policy) error
 	Made(p *Policy)
 }
 

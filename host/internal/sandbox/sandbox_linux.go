@@ -224,7 +224,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, socketDir string) (launcher.Confinement, e
 		}
 	}
 	if s.Preparer != nil {
-		s.Preparer.Prepare(&p)
+		if err := s.Preparer.Prepare(&p); err != nil {
+			return nil, err
+		}
 	}
 	for _, d := range p.Make {
 		makeFolder(d, append([]string{p.State}, p.Write...)) // best effort: the server says what it misses
@@ -338,13 +340,17 @@ func makeFolder(d string, roots []string) {
 }
 
 // makeFile makes f.Path with f.Content when nothing is there, in a folder
-// that exists under one of roots, on makeFolder's terms: no link is
-// followed, and an existing entry of any kind is left alone.
+// under one of roots (made first when missing), on makeFolder's terms: no
+// link is followed, and an existing entry of any kind is left alone.
 func makeFile(f File, roots []string) {
 	dir, name := filepath.Split(f.Path)
 	fd, ok := openUnder(filepath.Clean(dir), roots, false)
 	if !ok {
-		return
+		// Its folder made first (an include in a folder that did not
+		// exist yet was left for a server to make: red team round 14).
+		if fd, ok = openUnder(filepath.Clean(dir), roots, true); !ok {
+			return
+		}
 	}
 	defer func() { _ = unix.Close(fd) }()
 	w, err := unix.Openat(fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
