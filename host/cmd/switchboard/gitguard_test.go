@@ -976,7 +976,9 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 		{"a .git link", []string{"mv .git ../store.git", "ln -s ../store.git .git"},
 			func(m string) string { return "rm -f .git && git init -q . && " + fsmon(m) + " >> .git/config" }, true},
 		{"an include through a link", []string{"echo '[core]' > real.gitconfig", "ln -s real.gitconfig link.gitconfig", "git config include.path ../link.gitconfig"},
-			func(m string) string { return fsmon(m) + " > evil.gitconfig; rm link.gitconfig; ln -s evil.gitconfig link.gitconfig" }, true},
+			func(m string) string {
+				return fsmon(m) + " > evil.gitconfig; rm link.gitconfig; ln -s evil.gitconfig link.gitconfig"
+			}, true},
 		{"a hooks folder through a link", []string{"mkdir -p tools/hooks", "ln -s tools/hooks .husky", "git config core.hooksPath .husky"},
 			func(m string) string { return "rm .husky; " + hook(".husky", m) }, true},
 		{"config.worktree", []string{"git config extensions.worktreeConfig true", "git config --worktree core.hooksPath .wthooks", "git config --worktree include.path ../wtinc.gitconfig"},
@@ -1017,7 +1019,9 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c, _ := mcpClient(t, e, func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config")) })
+			c, _ := mcpClient(t, e, func(cmd *exec.Cmd) {
+				cmd.Env = append(cmd.Env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+			})
 			initialize(t, c)
 			script := tc.attack(marker) + "; echo kept > other.txt; echo END"
 			res, err := callTool(t.Context(), c, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh 2>&1"}, nil)
