@@ -987,6 +987,20 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			func(m string) string { return hook(".githooks", m) }, false},
 		{"an include in a missing folder", []string{"git config --add include.path ../nodir/x.gitconfig"},
 			func(m string) string { return "mkdir -p nodir; " + fsmon(m) + " > nodir/x.gitconfig" }, false},
+		// Round 15: links outside the project that lead into it (a
+		// dotfiles repository), and programs the config names by path.
+		{"a global config that is a link into the project", []string{`echo '[user]' > gitconfig`, `ln -s "$PWD/gitconfig" "$HOME/.gitconfig"`},
+			func(m string) string { return fsmon(m) + " >> gitconfig" }, false},
+		{"a global include through a link outside", []string{`ln -s "$PWD" "$HOME/p"`, `printf '[include]\n\tpath = ~/p/team.gitconfig\n' > "$HOME/.gitconfig"`, `echo '[core]' > team.gitconfig`},
+			func(m string) string { return fsmon(m) + " >> team.gitconfig" }, false},
+		{"a global hooks path through a link outside", []string{"mkdir .githooks", `ln -s "$PWD/.githooks" "$HOME/hooks"`, `printf '[core]\n\thooksPath = ~/hooks\n' > "$HOME/.gitconfig"`},
+			func(m string) string { return hook(".githooks", m) }, false},
+		{"an fsmonitor program in the work tree", []string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, "chmod +x .tools/fsmon", "git config core.fsmonitor .tools/fsmon"},
+			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > .tools/fsmon`, m) }, false},
+		{"a filter program in the work tree", []string{"mkdir scripts", `printf '#!/bin/sh\ncat\n' > scripts/fmt`, "chmod +x scripts/fmt", "git config filter.fmt.clean ./scripts/fmt"},
+			func(m string) string {
+				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > scripts/fmt; echo '* filter=fmt' > .gitattributes; echo x > a.txt`, m)
+			}, false},
 		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},
 			func(m string) string { return fsmon(m) + " >> big.gitconfig" }, false},
 	} {
@@ -1044,6 +1058,7 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 				t.Fatalf("control: bash could not write the project (%q, %v): %q", b, err, out)
 			}
 			git("status")
+			git("add", "-A")
 			git("commit", "-q", "--allow-empty", "-m", "person's")
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("the person's git ran a program a server wrote: %q", out)
@@ -1051,6 +1066,7 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			_ = c.Close()
 			sh(tc.attack(marker))
 			git("status")
+			git("add", "-A")
 			git("commit", "-q", "--allow-empty", "-m", "person's again")
 			if _, err := os.Stat(marker); err != nil {
 				t.Fatal("control: the script outside the sandbox made git run nothing: the test proves nothing")

@@ -66,6 +66,12 @@ func effectiveHooksPath(common, gitDir string) string {
 			hp = v
 		}
 	}
+	if rest, ok := strings.CutPrefix(hp, "~/"); ok {
+		// git expands ~/ in a path setting (a global hooksPath = ~/hooks).
+		if home, _ := os.UserHomeDir(); home != "" {
+			hp = filepath.Join(home, rest)
+		}
+	}
 	return hp
 }
 

@@ -74,6 +74,16 @@ func gitProtection(roots []string, gitBuiltin, placehold bool) (readOnly, make [
 	if !gitBuiltin {
 		readOnly = append(readOnly, repoFolders(roots)...)
 	}
+	// Where each leads, when that is through a link (outside the roots:
+	// one inside them refuses the start, below): a read-only bind lands
+	// there anyway, and listing it keeps the check honest.
+	for _, p := range slices.Clone(readOnly) {
+		for _, t := range withTarget(p)[1:] {
+			if !slices.Contains(readOnly, t) {
+				readOnly = append(readOnly, t)
+			}
+		}
+	}
 	for _, root := range roots {
 		if l := filepath.Join(root, ".git"); isLink(l) && !slices.Contains(links, l) {
 			links = append(links, l)
@@ -85,6 +95,43 @@ func gitProtection(roots []string, gitBuiltin, placehold bool) (readOnly, make [
 		}
 	}
 	return readOnly, make, files, links
+}
+
+// withTarget returns path and, when it leads elsewhere through a link,
+// where it leads.
+func withTarget(path string) []string {
+	if r, err := filepath.EvalSymlinks(path); err == nil && r != filepath.Clean(path) {
+		return []string{path, r}
+	}
+	return []string{path}
+}
+
+// programFile returns the file a config value names as the program to
+// run (its first word, after an alias's "!"), when that is a path (it
+// has a slash) to a regular file: relative to the work tree's top, where
+// git runs such programs, or after ~/. "" otherwise: a bare name is
+// looked up on the person's PATH.
+func programFile(value, top string) string {
+	v := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(value), "!"))
+	word, _, _ := strings.Cut(v, " ")
+	word = strings.Trim(word, `"'`)
+	if !strings.Contains(word, "/") || strings.Contains(word, "://") {
+		return ""
+	}
+	if rest, ok := strings.CutPrefix(word, "~/"); ok {
+		home, _ := os.UserHomeDir()
+		if home == "" {
+			return ""
+		}
+		word = filepath.Join(home, rest)
+	} else if !filepath.IsAbs(word) {
+		word = filepath.Join(top, word)
+	}
+	word = filepath.Clean(word)
+	if st, err := os.Stat(word); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	return word
 }
 
 // isLink reports whether path is a symbolic link.
@@ -140,16 +187,21 @@ func gitProtectedAt(roots []string, placehold bool) (readOnly, make []string, fi
 	}
 	// The person's own configs and what they include, where servers may
 	// write them (a project in the home folder).
+	// Reached through a link outside them too (a dotfiles repository as
+	// the project, ~/.gitconfig or ~/.config/git a link into it: red team
+	// round 15), so each path counts where it leads.
 	for _, f := range personConfigs() {
 		for _, p := range append([]string{f}, readGitConfig(f).includes...) {
-			for _, root := range roots {
-				if within(p, root) {
-					k := madeFile
-					if p == f {
-						k = madeNothing
+			for _, c := range withTarget(p) {
+				for _, root := range roots {
+					if within(c, root) {
+						k := madeFile
+						if p == f {
+							k = madeNothing
+						}
+						add(c, k)
+						break
 					}
-					add(p, k)
-					break
 				}
 			}
 		}
@@ -210,8 +262,17 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 	// round 13).
 	config := func(path string) {
 		add(path, madeNothing)
-		for _, inc := range readGitConfig(path).includes {
+		c := readGitConfig(path)
+		for _, inc := range c.includes {
 			add(inc, madeFile)
+		}
+		// The programs it names by path (core.fsmonitor = .tools/fsmon,
+		// a filter's clean = ./scripts/fmt, …): rewritten, the person's
+		// git ran them (red team round 15).
+		for _, v := range c.vars {
+			if f := programFile(v.value, top); f != "" {
+				add(f, madeNothing)
+			}
 		}
 	}
 	if gitDir != filepath.Join(top, ".git") {
