@@ -438,7 +438,11 @@ func (a *analysis) command(words []string, static []bool, depth int) {
 		"gdb", "sqlite3", "psql", "mysql", "m4", "dc", "ed", "ex", "vi", "vim", "nvim", "view", "vimdiff", "gvim",
 		"emacs", "emacsclient", "mail", "mailx", "tcpdump", "pkexec", "sshpass", "unshare", "nsenter",
 		"taskset", "chrt", "prlimit", "numactl", "fakeroot", "firejail", "bwrap", "xvfb-run", "newgrp",
-		"entr", "nodemon", "perf", "valgrind", "catchsegv", "dbus-launch", "setpriv", "ssh-agent", "busybox", "toybox":
+		"entr", "nodemon", "perf", "valgrind", "catchsegv", "dbus-launch", "setpriv", "ssh-agent", "busybox", "toybox",
+		// Red team round 15: each ran rm under a deny rule for rm.
+		"setarch", "linux32", "linux64", "x86_64", "i386", "uname26", "capsh", "run-parts", "start-stop-daemon", "logsave",
+		"groff", "troff", "nroff", "dbus-run-session", "gpg-agent", "systemd-cat", "systemd-inhibit", "runcon", "dpkg", "apt-get", "apt",
+		"ip", "chpst", "softlimit", "envdir", "setuidgid", "daemonize", "sponge", "faketime", "proxychains", "proxychains4", "torsocks":
 		a.opaque("%s can run commands or code named in its arguments", name)
 	case "find":
 		a.find(rest, restStatic, depth)

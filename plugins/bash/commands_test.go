@@ -263,6 +263,14 @@ func TestCommandsOpaque(t *testing.T) {
 		// round 14: it ran rm under a deny rule for rm).
 		{"glibc loader", `/lib64/ld-linux-x86-64.so.2 /bin/rm x`, []string{"ld-linux-x86-64.so.2"}},
 		{"ld.so", `/lib/ld.so rm x`, []string{"ld.so"}},
+		{"setarch", `setarch x86_64 rm x`, []string{"setarch"}},
+		{"linux64", `linux64 rm x`, []string{"linux64"}},
+		{"capsh", `capsh -- -c 'rm x'`, []string{"capsh"}},
+		{"run-parts", `run-parts --arg=x rp`, []string{"run-parts"}},
+		{"start-stop-daemon", `start-stop-daemon -S -x /bin/rm -- x`, []string{"start-stop-daemon"}},
+		{"logsave", `logsave /dev/null rm x`, []string{"logsave"}},
+		{"groff", `printf '.sy rm x\n' | groff -U -Tascii`, []string{"groff"}},
+		{"ip netns exec", `ip netns exec n rm x`, []string{"ip"}},
 		{"musl loader", `/lib/ld-musl-x86_64.so.1 /bin/rm x`, []string{"ld-musl-x86_64.so.1"}},
 
 		// Redirections this check cannot judge.

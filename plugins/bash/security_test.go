@@ -62,6 +62,9 @@ func TestAttacksRun(t *testing.T) {
 		{"git fsmonitor from the repo's config", `rm -rf .git && git init -q . && cp .git/config cfg && printf '[core]\n\tfsmonitor = "touch MARKER; false"\n' >> cfg && mv cfg .git/config && git status --short`},
 		{"split --filter", `echo x > in.txt && split --filter='touch MARKER' in.txt`},
 		// Round 14: the dynamic loader ran rm under a deny rule for rm.
+		// Round 15: program runners that ran rm under a deny rule for rm.
+		{"setarch", `setarch "$(uname -m)" touch MARKER`},
+		{"logsave", `logsave /dev/null touch MARKER`},
 		{"dynamic loader named", `/lib64/ld-linux-x86-64.so.2 "$(command -v touch)" MARKER`},
 		{"sort --compress-program", `printf '#!/bin/sh\ntouch MARKER\ncat\n' > c.sh && chmod +x c.sh && seq 40 > in.txt && sort -S 1K --compress=./c.sh -T . in.txt > /dev/null`},
 	}
