@@ -106,32 +106,39 @@ func withTarget(path string) []string {
 	return []string{path}
 }
 
-// programFile returns the file a config value names as the program to
-// run (its first word, after an alias's "!"), when that is a path (it
-// has a slash) to a regular file: relative to the work tree's top, where
-// git runs such programs, or after ~/. "" otherwise: a bare name is
-// looked up on the person's PATH.
-func programFile(value, top string) string {
-	v := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(value), "!"))
-	word, _, _ := strings.Cut(v, " ")
-	word = strings.Trim(word, `"'`)
-	if !strings.Contains(word, "/") || strings.Contains(word, "://") {
-		return ""
-	}
-	if rest, ok := strings.CutPrefix(word, "~/"); ok {
-		home, _ := os.UserHomeDir()
-		if home == "" {
-			return ""
+// programFiles returns the files a config value names by path, as the
+// program to run or its arguments (every word with a slash, after an
+// alias's "!", quotes and a VAR= prefix taken off: `sh ./x`, `FOO=1
+// ./x`), that are regular files: relative to the work tree's top, where
+// git runs such programs, or after ~/. A bare name is looked up on the
+// person's PATH, which the host does not look at.
+func programFiles(value, top string) []string {
+	var out []string
+	home, _ := os.UserHomeDir()
+	for _, word := range strings.FieldsFunc(strings.TrimPrefix(strings.TrimSpace(value), "!"), func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '`'
+	}) {
+		word = strings.Trim(word, `"'`)
+		if i := strings.LastIndexByte(word, '='); i >= 0 && !strings.HasPrefix(word, "/") && !strings.HasPrefix(word, ".") {
+			word = strings.Trim(word[i+1:], `"'`)
 		}
-		word = filepath.Join(home, rest)
-	} else if !filepath.IsAbs(word) {
-		word = filepath.Join(top, word)
+		if !strings.Contains(word, "/") || strings.Contains(word, "://") {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(word, "~/"); ok {
+			if home == "" {
+				continue
+			}
+			word = filepath.Join(home, rest)
+		} else if !filepath.IsAbs(word) {
+			word = filepath.Join(top, word)
+		}
+		word = filepath.Clean(word)
+		if st, err := os.Stat(word); err == nil && st.Mode().IsRegular() && !slices.Contains(out, word) {
+			out = append(out, word)
+		}
 	}
-	word = filepath.Clean(word)
-	if st, err := os.Stat(word); err != nil || !st.Mode().IsRegular() {
-		return ""
-	}
-	return word
+	return out
 }
 
 // isLink reports whether path is a symbolic link.
@@ -270,7 +277,7 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 		// a filter's clean = ./scripts/fmt, …): rewritten, the person's
 		// git ran them (red team round 15).
 		for _, v := range c.vars {
-			if f := programFile(v.value, top); f != "" {
+			for _, f := range programFiles(v.value, top) {
 				add(f, madeNothing)
 			}
 		}

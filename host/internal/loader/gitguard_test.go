@@ -247,3 +247,36 @@ func TestHeldPlaceholderStays(t *testing.T) {
 		}
 	}
 }
+
+func TestProgramFiles(t *testing.T) {
+	top := t.TempDir()
+	for _, f := range []string{"x", "tools/y", "z.sh"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(top, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(top, f), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for value, want := range map[string][]string{
+		"./x":                       {"x"},
+		"!./x --flag":               {"x"},
+		`"./tools/y" arg`:           {"tools/y"},
+		"FOO=1 ./x":                 {"x"},
+		`sh -c './z.sh; ./tools/y'`: {"z.sh", "tools/y"},
+		"env A=./x tools/y":         {"x", "tools/y"},
+		"cat":                       nil,
+		"https://example.com/a":     nil,
+		"./missing":                 nil,
+	} {
+		got := programFiles(value, top)
+		var rel []string
+		for _, g := range got {
+			r, _ := filepath.Rel(top, g)
+			rel = append(rel, r)
+		}
+		if !slices.Equal(rel, want) {
+			t.Errorf("programFiles(%q) = %q, want %q", value, rel, want)
+		}
+	}
+}
