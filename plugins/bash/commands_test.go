@@ -62,6 +62,8 @@ func TestCommands(t *testing.T) {
 		{"exec rm x", []string{"exec", opq, "rm"}},
 		{"command rm x", []string{"command", opq, "rm"}},
 		{"time make test", []string{"make"}}, // time is a keyword, not a command
+		{"time -- rm v", []string{"rm"}},     // round 16: -- ran rm unasked
+		{"time -p -- rm v", []string{"rm"}},
 		{"git status", []string{"git", opq}},
 		{"git -c alias.x='!rm -rf ~' x", []string{"git", opq}},
 		{"git -c core.sshCommand=evil fetch", []string{"git", opq}},
@@ -264,6 +266,8 @@ func TestCommandsOpaque(t *testing.T) {
 		{"glibc loader", `/lib64/ld-linux-x86-64.so.2 /bin/rm x`, []string{"ld-linux-x86-64.so.2"}},
 		{"ld.so", `/lib/ld.so rm x`, []string{"ld.so"}},
 		{"setarch", `setarch x86_64 rm x`, []string{"setarch"}},
+		{"diff3 --diff-program", `diff3 --diff-program=rm a b c`, []string{"diff3"}},
+		{"sdiff --diff-program", `sdiff --diff-program=rm a b`, []string{"sdiff"}},
 		{"linux64", `linux64 rm x`, []string{"linux64"}},
 		{"capsh", `capsh -- -c 'rm x'`, []string{"capsh"}},
 		{"run-parts", `run-parts --arg=x rp`, []string{"run-parts"}},
