@@ -1001,6 +1001,21 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > scripts/fmt; echo '* filter=fmt' > .gitattributes; echo x > a.txt`, m)
 			}, false},
+		// Round 16: other forms of naming a program, and other work trees.
+		{"a program named after sh", []string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, `git config core.fsmonitor "sh .tools/fsmon"`},
+			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > .tools/fsmon`, m) }, false},
+		{"a program not there yet", []string{"git config core.fsmonitor ./later/fsmon"},
+			func(m string) string {
+				return fmt.Sprintf(`mkdir -p later; printf '#!/bin/sh\ntouch %s\nexit 1\n' > later/fsmon; chmod +x later/fsmon`, m)
+			}, false},
+		{"a linked work tree's program", []string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, "chmod +x .tools/fsmon", "git add .tools && git -c user.email=p@example.com -c user.name=P commit -qm tools", "git worktree add -q wt", "git config core.fsmonitor .tools/fsmon"},
+			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > wt/.tools/fsmon`, m) }, false},
+		{"a submodule's program", []string{`s=$(mktemp -d) && git init -q "$s" && mkdir "$s/.tools" && printf '#!/bin/sh\nexit 1\n' > "$s/.tools/fsmon" && chmod +x "$s/.tools/fsmon" && git -C "$s" add .tools && git -C "$s" -c user.email=p@example.com -c user.name=P commit -qm t && git -c protocol.file.allow=always submodule add -q "$s" sub`, "git -C sub config core.fsmonitor .tools/fsmon"},
+			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > sub/.tools/fsmon`, m) }, false},
+		{"a global config's filter program", []string{"mkdir tools", `printf '#!/bin/sh\ncat\n' > tools/gclean`, "chmod +x tools/gclean", `printf '[filter "g"]\n\tclean = ./tools/gclean\n' > "$HOME/.gitconfig"`, "echo '*.g filter=g' > .gitattributes"},
+			func(m string) string {
+				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > tools/gclean; echo a >> x.g`, m)
+			}, false},
 		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},
 			func(m string) string { return fsmon(m) + " >> big.gitconfig" }, false},
 	} {
@@ -1058,6 +1073,7 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 				t.Fatalf("control: bash could not write the project (%q, %v): %q", b, err, out)
 			}
 			git("status")
+			git("-C", "wt", "status")
 			git("add", "-A")
 			git("commit", "-q", "--allow-empty", "-m", "person's")
 			if _, err := os.Stat(marker); err == nil {
@@ -1066,6 +1082,7 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			_ = c.Close()
 			sh(tc.attack(marker))
 			git("status")
+			git("-C", "wt", "status")
 			git("add", "-A")
 			git("commit", "-q", "--allow-empty", "-m", "person's again")
 			if _, err := os.Stat(marker); err != nil {

@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"io"
 	"os"
 	"path/filepath"
@@ -118,27 +119,112 @@ func programFiles(value, top string) []string {
 	for _, word := range strings.FieldsFunc(strings.TrimPrefix(strings.TrimSpace(value), "!"), func(r rune) bool {
 		return r == ' ' || r == '\t' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '`'
 	}) {
-		word = strings.Trim(word, `"'`)
-		if i := strings.LastIndexByte(word, '='); i >= 0 && !strings.HasPrefix(word, "/") && !strings.HasPrefix(word, ".") {
-			word = strings.Trim(word[i+1:], `"'`)
-		}
-		if !strings.Contains(word, "/") || strings.Contains(word, "://") {
+		word = programWord(word, top, home)
+		if word == "" {
 			continue
 		}
-		if rest, ok := strings.CutPrefix(word, "~/"); ok {
-			if home == "" {
-				continue
-			}
-			word = filepath.Join(home, rest)
-		} else if !filepath.IsAbs(word) {
-			word = filepath.Join(top, word)
+		matches := []string{word}
+		if strings.ContainsAny(word, "*?[") {
+			matches, _ = filepath.Glob(word)
 		}
-		word = filepath.Clean(word)
-		if st, err := os.Stat(word); err == nil && st.Mode().IsRegular() && !slices.Contains(out, word) {
-			out = append(out, word)
+		for _, m := range matches {
+			if st, err := os.Stat(m); err == nil && st.Mode().IsRegular() && !slices.Contains(out, m) {
+				out = append(out, m)
+			}
 		}
 	}
 	return out
+}
+
+// programWord is one word of a config value as the path it names (see
+// programFiles), or "" when it names none.
+func programWord(word, top, home string) string {
+	word = strings.Trim(word, `"'{}`)
+	if i := strings.LastIndexByte(word, '='); i >= 0 && !strings.HasPrefix(word, "/") && !strings.HasPrefix(word, ".") {
+		word = strings.Trim(word[i+1:], `"'`)
+	}
+	// $GIT_PREFIX./x, ${GIT_PREFIX}x: git sets it to the folder the
+	// command was started in below the top, often nothing.
+	for strings.HasPrefix(word, "$") {
+		rest := strings.TrimPrefix(word, "$")
+		if strings.HasPrefix(rest, "{") {
+			_, after, ok := strings.Cut(rest, "}")
+			if !ok {
+				return ""
+			}
+			word = after
+			continue
+		}
+		n := strings.IndexFunc(rest, func(r rune) bool { return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		if n < 0 {
+			return ""
+		}
+		word = rest[n:]
+	}
+	if !strings.Contains(word, "/") || strings.Contains(word, "://") {
+		return ""
+	}
+	if rest, ok := strings.CutPrefix(word, "~/"); ok {
+		if home == "" {
+			return ""
+		}
+		word = filepath.Join(home, rest)
+	} else if !filepath.IsAbs(word) {
+		word = filepath.Join(top, word)
+	}
+	return filepath.Clean(word)
+}
+
+// missingPrograms returns the paths a config value names (programFiles'
+// words) where nothing is: a program the project builds later, which a
+// server could write first (red team round 16, an alias's !./later/x).
+// Globs are left out.
+func missingPrograms(value, top string) []string {
+	var out []string
+	home, _ := os.UserHomeDir()
+	for _, word := range strings.FieldsFunc(strings.TrimPrefix(strings.TrimSpace(value), "!"), func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '`'
+	}) {
+		w := programWord(word, top, home)
+		if w == "" || strings.ContainsAny(w, "*?[") {
+			continue
+		}
+		if _, err := os.Lstat(w); errors.Is(err, fs.ErrNotExist) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// programKey reports whether a config variable names a program git runs
+// (its value a command line): the ones whose missing programs are made
+// (missingPrograms). A path in any other variable is protected only when
+// it is there.
+func programKey(v gitVar) bool {
+	switch v.section {
+	case "alias", "filter", "pager", "mergetool", "difftool", "trailer", "browser", "credential":
+		return true
+	case "core":
+		switch v.key {
+		case "fsmonitor", "pager", "editor", "sshcommand", "askpass", "gitproxy":
+			return true
+		}
+	case "diff":
+		return v.key == "external" || v.key == "textconv" || v.key == "command"
+	case "merge":
+		return v.key == "driver"
+	case "gpg":
+		return v.key == "program"
+	case "sequence":
+		return v.key == "editor"
+	case "interactive":
+		return v.key == "difffilter"
+	case "uploadpack":
+		return v.key == "packobjectshook"
+	case "web":
+		return v.key == "browser"
+	}
+	return false
 }
 
 // isLink reports whether path is a symbolic link.
@@ -269,16 +355,28 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 	// round 13).
 	config := func(path string) {
 		add(path, madeNothing)
-		c := readGitConfig(path)
-		for _, inc := range c.includes {
+		for _, inc := range readGitConfig(path).includes {
 			add(inc, madeFile)
 		}
-		// The programs it names by path (core.fsmonitor = .tools/fsmon,
-		// a filter's clean = ./scripts/fmt, …): rewritten, the person's
-		// git ran them (red team round 15).
-		for _, v := range c.vars {
-			for _, f := range programFiles(v.value, top) {
-				add(f, madeNothing)
+	}
+	// The programs the configs git reads for a work tree name by path
+	// (core.fsmonitor = .tools/fsmon, a filter's clean = sh
+	// scripts/fmt, an alias's !./x), resolved from that work tree's top
+	// as git runs them: rewritten, the person's git ran them (red team
+	// rounds 15 and 16, in the main and linked work trees, a submodule,
+	// and from the person's global config). One that is not there yet is
+	// made empty first, where servers may write it.
+	programs := func(wtTop string, configs ...string) {
+		for _, cfg := range append(personConfigs(), configs...) {
+			for _, v := range readGitConfig(cfg).vars {
+				for _, f := range programFiles(v.value, wtTop) {
+					add(f, madeNothing)
+				}
+				if programKey(v) {
+					for _, f := range missingPrograms(v.value, wtTop) {
+						add(f, madeFile)
+					}
+				}
 			}
 		}
 	}
@@ -295,6 +393,7 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 	// The work tree's own config (extensions.worktreeConfig): its
 	// hooksPath and includes, like the config's (red team round 14).
 	config(filepath.Join(gitDir, "config.worktree"))
+	programs(top, filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree"))
 	hp := effectiveHooksPath(common, gitDir)
 	if hp != "" {
 		if filepath.IsAbs(hp) {
@@ -315,6 +414,7 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 			continue
 		}
 		add(filepath.Join(wt.top, ".git"), madeNothing)
+		programs(wt.top, filepath.Join(common, "config"), filepath.Join(wt.gitDir, "config.worktree"))
 		whp := effectiveHooksPath(common, wt.gitDir)
 		switch {
 		case whp == "":
@@ -340,6 +440,7 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 					add(dot, madeNothing)
 				}
 			}
+			programs(filepath.Clean(wt), filepath.Join(m, "config"))
 		}
 		// The folder the submodule's core.hooksPath names (relative to
 		// its work tree): a hook written there ran at the person's next
