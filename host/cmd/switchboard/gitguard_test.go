@@ -1009,9 +1009,13 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 				return fmt.Sprintf(`mkdir -p later; printf '#!/bin/sh\ntouch %s\nexit 1\n' > later/fsmon; chmod +x later/fsmon`, m)
 			}, false},
 		{"a linked work tree's program", []string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, "chmod +x .tools/fsmon", "git add .tools && git -c user.email=p@example.com -c user.name=P commit -qm tools", "git worktree add -q wt", "git config core.fsmonitor .tools/fsmon"},
-			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > wt/.tools/fsmon`, m) }, false},
+			func(m string) string {
+				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > wt/.tools/fsmon`, m)
+			}, false},
 		{"a submodule's program", []string{`s=$(mktemp -d) && git init -q "$s" && mkdir "$s/.tools" && printf '#!/bin/sh\nexit 1\n' > "$s/.tools/fsmon" && chmod +x "$s/.tools/fsmon" && git -C "$s" add .tools && git -C "$s" -c user.email=p@example.com -c user.name=P commit -qm t && git -c protocol.file.allow=always submodule add -q "$s" sub`, "git -C sub config core.fsmonitor .tools/fsmon"},
-			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > sub/.tools/fsmon`, m) }, false},
+			func(m string) string {
+				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > sub/.tools/fsmon`, m)
+			}, false},
 		{"a global config's filter program", []string{"mkdir tools", `printf '#!/bin/sh\ncat\n' > tools/gclean`, "chmod +x tools/gclean", `printf '[filter "g"]\n\tclean = ./tools/gclean\n' > "$HOME/.gitconfig"`, "echo '*.g filter=g' > .gitattributes"},
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > tools/gclean; echo a >> x.g`, m)

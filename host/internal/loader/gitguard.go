@@ -3,8 +3,8 @@ package loader
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,7 +155,9 @@ func programWord(word, top, home string) string {
 			word = after
 			continue
 		}
-		n := strings.IndexFunc(rest, func(r rune) bool { return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		n := strings.IndexFunc(rest, func(r rune) bool {
+			return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		})
 		if n < 0 {
 			return ""
 		}
