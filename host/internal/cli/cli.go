@@ -752,7 +752,8 @@ func failedExit(rows []ServerInfo) error {
 // ServerInfos describes every server of a registry, failures included.
 func ServerInfos(reg *registry.Registry) []ServerInfo {
 	var rows []ServerInfo
-	for _, e := range reg.Entries() {
+	entries, failures := reg.Servers()
+	for _, e := range entries {
 		d := e.Server.Describe()
 		si := ServerInfo{
 			Name: e.Server.Name(), Kind: string(e.Kind), Source: e.Source, Origin: origin(e.Kind, e.Source), Status: "ready",
@@ -782,7 +783,7 @@ func ServerInfos(reg *registry.Registry) []ServerInfo {
 		}
 		rows = append(rows, si)
 	}
-	for _, f := range reg.Failures() {
+	for _, f := range failures {
 		si := ServerInfo{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Origin: origin(f.Kind, f.Source), Status: "failed", Error: oneLine(f.Err.Error())}
 		if errors.Is(f.Err, pluginstore.ErrQuarantined) {
 			si.Status = StatusQuarantined

@@ -217,10 +217,7 @@ func (h *Host) vetListChange(name string, d *toolcall.Description) error {
 	}
 	// Not on this goroutine: closing the server ends the watch that
 	// called us.
-	go func() {
-		_ = h.reg.Remove(context.Background(), name)
-		h.reg.Fail(registry.Failure{Name: name, Kind: e.Kind, Source: e.Source, Err: err})
-	}()
+	go h.reg.Retire(context.Background(), name, err)
 	return err
 }
 
@@ -523,12 +520,7 @@ func (h *Host) permanent(j job) func(error) bool {
 		}
 		name := j.spec.Name
 		h.log.Warn("server quarantined: its tools differ from the locked or approved ones", "server", name, "error", err)
-		go func() { // not under the supervisor's lock
-			if e := h.reg.Entry(name); e != nil {
-				_ = h.reg.Remove(context.Background(), name)
-				h.reg.Fail(registry.Failure{Name: name, Kind: e.Kind, Source: e.Source, Err: err})
-			}
-		}()
+		go h.reg.Retire(context.Background(), name, err) // not under the supervisor's lock
 		return true
 	}
 }

@@ -363,11 +363,27 @@ func (s *inputSchema) compiled() *jsonschema.Schema {
 
 // Remove unregisters a server and closes it (a reload removed it).
 func (r *Registry) Remove(ctx context.Context, name string) error {
+	return r.remove(ctx, name, nil)
+}
+
+// Retire unregisters a server that must not serve any more (its tools
+// changed and are quarantined), records why, and closes it. The entry's
+// removal and the failure are one step: status never shows the server as
+// neither running nor failed while it closes. It reports false when no
+// server called name is registered (then nothing is recorded).
+func (r *Registry) Retire(ctx context.Context, name string, err error) bool {
+	return r.remove(ctx, name, &err) == nil
+}
+
+func (r *Registry) remove(ctx context.Context, name string, failure *error) error {
 	r.mu.Lock()
 	e := r.entries[name]
 	if e == nil {
 		r.mu.Unlock()
 		return fmt.Errorf("registry: no server named %q", name)
+	}
+	if failure != nil {
+		r.failures = append(r.failures, Failure{Name: name, Kind: e.Kind, Source: e.Source, Err: *failure})
 	}
 	delete(r.entries, name)
 	r.order = slices.DeleteFunc(r.order, func(x *Entry) bool { return x == e })
@@ -452,6 +468,15 @@ func (r *Registry) Failures() []Failure {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return slices.Clone(r.failures)
+}
+
+// Servers returns the registered servers in start order and the servers
+// that failed, read together: a server retired meanwhile is in one list,
+// never in both or neither.
+func (r *Registry) Servers() ([]*Entry, []Failure) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.order), slices.Clone(r.failures)
 }
 
 // Entries returns the registered servers in start order.

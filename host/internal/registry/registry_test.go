@@ -211,3 +211,45 @@ func TestCallTimeout(t *testing.T) {
 		t.Errorf("a tool within its own longer limit = %v, %v; want done", res, err)
 	}
 }
+
+// slowCloser is a server whose Close waits until release is closed.
+type slowCloser struct {
+	stubServer
+	closing chan struct{}
+	release chan struct{}
+}
+
+func (s *slowCloser) Close(context.Context) error {
+	close(s.closing)
+	<-s.release
+	return nil
+}
+
+// A retired server (its tools changed while it ran) is failed from the
+// moment it leaves the registry, not once it has closed: found in CI, a
+// status read while an external server shut down showed it nowhere.
+func TestRetiredServerIsFailedWhileItCloses(t *testing.T) {
+	reg := New(nil, WithDuplicateLimit(0))
+	s := &slowCloser{stubServer: stubServer{name: "ext"}, closing: make(chan struct{}), release: make(chan struct{})}
+	if err := reg.Register(s, KindExternal, "test"); err != nil {
+		t.Fatal(err)
+	}
+	why := errors.New("its tools changed")
+	done := make(chan bool)
+	go func() { done <- reg.Retire(context.Background(), "ext", why) }()
+	<-s.closing
+	entries, failures := reg.Servers()
+	if len(entries) != 0 || len(failures) != 1 || failures[0].Name != "ext" || !errors.Is(failures[0].Err, why) {
+		t.Errorf("while ext closes: entries %d, failures %+v; want no entry and ext failed with %v", len(entries), failures, why)
+	}
+	close(s.release)
+	if !<-done {
+		t.Error("Retire of a registered server = false")
+	}
+	if reg.Retire(context.Background(), "ext", why) {
+		t.Error("Retire of a server no longer registered = true")
+	}
+	if _, failures := reg.Servers(); len(failures) != 1 {
+		t.Errorf("after retiring twice: %d failures, want 1", len(failures))
+	}
+}
