@@ -186,10 +186,15 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	for _, j := range jobs {
 		h.jobs[jobKey(j)] = j
 	}
+	// The manifests are read while the placeholders are made: those wait
+	// for the sandbox's probe of this machine (what a sandbox covers),
+	// which reading needs nothing of.
+	listed := make(chan []*cached, 1)
+	go func() { listed <- h.lazyManifests(jobs) }()
 	h.placeholdLock(cfg, jobs)
 	h.placeholdMCPJSON(cfg, jobs)
 	h.publish()
-	return h, h.startJobs(ctx, jobs, opts.WaitAll)
+	return h, h.startListed(ctx, jobs, <-listed, opts.WaitAll)
 }
 
 // vetListChange holds a running server's changed tools to the locked or
@@ -253,8 +258,12 @@ var StartWait = 3 * time.Second
 // they are up (a plugin found in plugin_dirs is always waited for: its
 // name comes from its answer).
 func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
+	return h.startListed(ctx, jobs, h.lazyManifests(jobs), waitAll)
+}
+
+// startListed is startJobs with the jobs' manifests read (lazyManifests).
+func (h *Host) startListed(ctx context.Context, jobs []job, lazy []*cached, waitAll bool) error {
 	results := make([]chan supervisor.StartResult, len(jobs))
-	lazy := h.lazyManifests(jobs)
 	for i, j := range jobs {
 		if lazy[i] != nil {
 			continue // listed from its manifest; its first call starts it
