@@ -98,6 +98,9 @@ type job struct {
 	builtins *builtinBinary
 	// hashes caches the hashes of pinned binaries (hashcache.go).
 	hashes *hashCache
+	// placed, if set, is closed once the host's control-plane
+	// placeholders are made (Start): no server of the job starts before.
+	placed <-chan struct{}
 }
 
 // Host is a running set of servers built from a config.
@@ -120,6 +123,8 @@ type Host struct {
 	// shared is the shared store (nil: state in data_dir's files).
 	shared        *sharedstore.Store
 	manifestDirOK atomic.Bool // data_dir/manifests passed strictmode.Check
+	// placed is closed once Start's control-plane placeholders are made.
+	placed chan struct{}
 }
 
 // Load starts everything the config names and returns the registry. See
@@ -179,6 +184,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	h.sup.SetVet(h.vetListChange)
 	reg.SetPrefixes(cfg.Prefixes)
 	reg.AtShutdown(h.sup.Stop)
+	reg.AtShutdown(h.waitPlaced) // then its record is not published after ForgetHost
 
 	run, pending := gateMCPJSON(cfg)
 	reg.SetDisabled(append(disabledOf(cfg), pending...))
@@ -186,15 +192,32 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	for _, j := range jobs {
 		h.jobs[jobKey(j)] = j
 	}
-	// The manifests are read while the placeholders are made: those wait
-	// for the sandbox's probe of this machine (what a sandbox covers),
-	// which reading needs nothing of.
-	listed := make(chan []*cached, 1)
-	go func() { listed <- h.lazyManifests(jobs) }()
-	h.placeholdLock(cfg, jobs)
-	h.placeholdMCPJSON(cfg, jobs)
-	h.publish()
-	return h, h.startListed(ctx, jobs, <-listed, opts.WaitAll)
+	// The placeholders wait for the sandbox's probe of this machine (what
+	// a sandbox covers): they are made while the host lists its lazy
+	// servers and goes on to serve, and every start waits for them
+	// (job.placed), as do reloads and servers connected later.
+	placed := make(chan struct{})
+	h.placed = placed
+	for i := range jobs {
+		jobs[i].placed = placed
+	}
+	go func() {
+		defer close(placed)
+		made := []string{h.placeholdLock(cfg, jobs), h.placeholdMCPJSON(cfg, jobs)}
+		h.mu.Lock()
+		h.hide(made...)
+		h.mu.Unlock()
+		h.publish()
+	}()
+	return h, h.startJobs(ctx, jobs, opts.WaitAll)
+}
+
+// waitPlaced waits for the placeholders of the host's start (Start) to be
+// made. The caller does not hold h.mu.
+func (h *Host) waitPlaced() {
+	if h.placed != nil {
+		<-h.placed
+	}
 }
 
 // vetListChange holds a running server's changed tools to the locked or
@@ -258,11 +281,7 @@ var StartWait = 3 * time.Second
 // they are up (a plugin found in plugin_dirs is always waited for: its
 // name comes from its answer).
 func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
-	return h.startListed(ctx, jobs, h.lazyManifests(jobs), waitAll)
-}
-
-// startListed is startJobs with the jobs' manifests read (lazyManifests).
-func (h *Host) startListed(ctx context.Context, jobs []job, lazy []*cached, waitAll bool) error {
+	lazy := h.lazyManifests(jobs)
 	results := make([]chan supervisor.StartResult, len(jobs))
 	for i, j := range jobs {
 		if lazy[i] != nil {
@@ -552,6 +571,13 @@ func backoffOf(j job) supervisor.Backoff {
 
 // launch starts one instance of a job, unchecked.
 func launch(ctx context.Context, j job, log hclog.Logger) (supervisor.Instance, error) {
+	if j.placed != nil {
+		select {
+		case <-j.placed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if j.ext != nil {
 		return external.Connect(ctx, *j.ext, log.Named("external"))
 	}
@@ -600,6 +626,7 @@ func (h *Host) ConnectExternal(ctx context.Context, x config.External) error {
 	if (x.Command == "") == (x.URL == "") {
 		return fmt.Errorf("external %s needs exactly one of command and url", x.Name)
 	}
+	h.waitPlaced()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if x.Timeout == 0 {
@@ -694,6 +721,7 @@ type ReloadResult struct {
 // diagnostics come back as *config.Result in the error. Otherwise the
 // differences are applied.
 func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
+	h.waitPlaced()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	res := config.Load(h.cfg.File)
@@ -788,8 +816,7 @@ func (h *Host) Reload(ctx context.Context) (*ReloadResult, error) {
 	}
 	h.jobs = byKey
 	h.cfg = next
-	h.placeholdLock(next, toStart)
-	h.placeholdMCPJSON(next, toStart)
+	h.hide(h.placeholdLock(next, toStart), h.placeholdMCPJSON(next, toStart))
 	if len(toStart) > 0 {
 		if err := h.startJobs(ctx, toStart, false); err != nil {
 			h.log.Warn("reload: a new server did not start", "error", err)
@@ -860,6 +887,7 @@ func gateMCPJSON(cfg *config.Config) (*config.Config, []registry.Failure) {
 // lists at their next start.
 func sameJob(a, b job) bool {
 	a.source, b.source = "", ""
+	a.placed, b.placed = nil, nil
 	a.spec.ProtectedPaths, b.spec.ProtectedPaths = nil, nil
 	a.spec.Sandbox, b.spec.Sandbox = comparable(a.spec.Sandbox), comparable(b.spec.Sandbox)
 	if a.ext != nil && b.ext != nil {

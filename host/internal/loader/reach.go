@@ -120,10 +120,10 @@ func within(p, dir string) bool {
 // otherwise create a lock file that pins what it likes (a tool surface a
 // quarantine would hold back, a binary's hash) for the host's next read
 // (found from outside). The empty lock pins nothing, so it changes no
-// verdict; `switchboard plugin lock` fills it in. The caller holds h.mu
-// (or has not shared h yet).
-func (h *Host) placeholdLock(cfg *config.Config, jobs []job) {
-	h.placehold(cfg, jobs, cfg.LockFile(), "lock file", func(path string) error {
+// verdict; `switchboard plugin lock` fills it in. It returns the file it
+// made ("" for none), for hide.
+func (h *Host) placeholdLock(cfg *config.Config, jobs []job) string {
+	return h.placehold(cfg, jobs, cfg.LockFile(), "lock file", func(path string) error {
 		return (&pluginstore.Lock{Path: path, Plugins: map[string]*pluginstore.Entry{}}).Write()
 	})
 }
@@ -134,11 +134,11 @@ func (h *Host) placeholdLock(cfg *config.Config, jobs []job) {
 // would offer its own servers at the next start (found from outside: bash
 // wrote one under a computed name, and the server it named ran after one
 // approval).
-func (h *Host) placeholdMCPJSON(cfg *config.Config, jobs []job) {
+func (h *Host) placeholdMCPJSON(cfg *config.Config, jobs []job) string {
 	if cfg.MCPJSON == "" {
-		return
+		return ""
 	}
-	h.placehold(cfg, jobs, cfg.MCPJSON, ".mcp.json", func(path string) error {
+	return h.placehold(cfg, jobs, cfg.MCPJSON, ".mcp.json", func(path string) error {
 		//nolint:gosec // a project file that other tools read, like the .mcp.json a person writes
 		return os.WriteFile(path, []byte("{\"mcpServers\": {}}\n"), 0o644)
 	})
@@ -146,10 +146,10 @@ func (h *Host) placeholdMCPJSON(cfg *config.Config, jobs []job) {
 
 // placehold makes the control-plane file at path with write when it does
 // not exist and one of jobs could write it, so that every sandbox covers
-// it, and watches it like the others (h.hidden).
-func (h *Host) placehold(cfg *config.Config, jobs []job, path, what string, write func(string) error) {
+// it, and returns it ("" when it made none).
+func (h *Host) placehold(cfg *config.Config, jobs []job, path, what string, write func(string) error) string {
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-		return
+		return ""
 	}
 	file := filepath.Join(resolved(filepath.Dir(path)), filepath.Base(path))
 	why := ""
@@ -159,14 +159,22 @@ func (h *Host) placehold(cfg *config.Config, jobs []job, path, what string, writ
 		}
 	}
 	if why == "" {
-		return
+		return ""
 	}
 	if err := write(path); err != nil {
 		h.log.Warn("no "+what+", and an empty one could not be made: a tool could create one", "file", path, "because", why, "error", err)
-		return
+		return ""
 	}
 	h.log.Info("made an empty "+what+" so that no tool can create one", "file", path, "because", why)
-	if id, ok := idOf(path); ok {
-		h.hidden[path] = id
+	return path
+}
+
+// hide watches the control-plane files made by placehold like the others
+// (h.hidden, Rehide). The caller holds h.mu.
+func (h *Host) hide(paths ...string) {
+	for _, p := range paths {
+		if id, ok := idOf(p); ok && p != "" {
+			h.hidden[p] = id
+		}
 	}
 }
