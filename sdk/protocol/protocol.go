@@ -28,7 +28,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -201,15 +200,29 @@ func FormatVersions(vs []int) string {
 	return fmt.Sprint(s)
 }
 
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-
 // ValidateToolName checks a tool name against MCP's grammar: 1 to 128 of
 // [A-Za-z0-9_.-].
 func ValidateToolName(name string) error {
-	if !toolNameRE.MatchString(name) {
+	if !validToolName(name) {
 		return fmt.Errorf("tool name %q is invalid: use 1-128 of [A-Za-z0-9_.-]", name)
 	}
 	return nil
+}
+
+// validToolName is ValidateToolName's check, by hand: a bounded repetition
+// in a regular expression compiles to as many copies, and a package-level
+// one is compiled at every start of every plugin and of the host.
+func validToolName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateDescribe checks what a plugin describes: every tool name valid

@@ -55,7 +55,7 @@ func LoadTokens(path string) ([]Token, error) {
 		return nil, fmt.Errorf("auth: tokens file %s is not valid JSON (%v); fix it, or delete it and create the tokens again", path, err)
 	}
 	for i, t := range f.Tokens {
-		if !config.TokenName.MatchString(t.Name) || len(t.SHA256) != sha256.Size*2 {
+		if !config.ValidTokenName(t.Name) || len(t.SHA256) != sha256.Size*2 {
 			return nil, fmt.Errorf("auth: tokens file %s: entry %d (%q) has no valid name or sha256; remove it with `switchboard token revoke`", path, i+1, t.Name)
 		}
 		if t.Access != "" && t.Access != "read" && t.Access != "write" {
@@ -75,7 +75,7 @@ func Hash(secret string) string {
 // tokens file at path (made 0600 in a folder made 0700 if needed) and
 // returns its secret, which is stored nowhere.
 func NewToken(path, name, access string) (string, error) {
-	if !config.TokenName.MatchString(name) {
+	if !config.ValidTokenName(name) {
 		return "", fmt.Errorf("auth: %q is not a token name: use letters, digits and _ . @ : - (at most 128)", name)
 	}
 	if access != "read" && access != "write" {

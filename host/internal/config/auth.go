@@ -5,8 +5,8 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -103,13 +103,39 @@ type tlsSchema struct {
 	Range        hcl.Range `hcl:",def_range"`
 }
 
-// TokenName is what a static token's name may be.
-var TokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}$`)
+// ValidTokenName reports whether name may be a static token's name: a
+// letter or digit, then at most 127 of letters, digits and _ . @ : -.
+func ValidTokenName(name string) bool {
+	return name != "" && isAlnum(name[0]) && nameOf(name, "_.@:-", 128)
+}
 
-// CallerName is what a caller block's name may be: a token's name, or a
-// JWT subject as issuers write them ("auth0|5f…", "user@example.com",
-// a UUID).
-var CallerName = regexp.MustCompile(`^[A-Za-z0-9_.@:|+/=-]{1,256}$`)
+// ValidCallerName reports whether name may be a caller block's name: a
+// token's name, or a JWT subject as issuers write them ("auth0|5f…",
+// "user@example.com", a UUID): 1 to 256 of letters, digits and
+// _ . @ : | + / = -.
+func ValidCallerName(name string) bool {
+	return name != "" && nameOf(name, "_.@:|+/=-", 256)
+}
+
+// nameOf reports whether s has at most limit bytes, each an ASCII letter
+// or digit or one of extra. (Checked by hand, not by a regular expression:
+// a bounded repetition compiles to as many copies, and package-level ones
+// are compiled at every start of every command.)
+func nameOf(s, extra string, limit int) bool {
+	if len(s) > limit {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isAlnum(s[i]) && strings.IndexByte(extra, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // auth reads the auth, caller and tls blocks (after folders: the tokens
 // file defaults into data_dir).
@@ -161,7 +187,7 @@ func (b *builder) auth(fs *fileSchema) {
 		}
 	}
 	for _, cs := range fs.Callers {
-		if !CallerName.MatchString(cs.Name) {
+		if !ValidCallerName(cs.Name) {
 			b.errAt(cs.Range, "Invalid caller name", fmt.Sprintf("caller %q: a caller is named like its token or its JWT subject: letters, digits and _ . @ : | + / = - (at most 256).", cs.Name))
 		}
 		if prev, dup := b.claim("caller", cs.Name, cs.Range); dup {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -474,16 +473,12 @@ func (b *builder) external(x externalSchema) {
 	b.cfg.Externals = append(b.cfg.Externals, ext)
 }
 
-// prefixRE is what a prefix must match: the characters of an MCP name, at
-// most 48 ("" for bare names).
-var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{0,48}$`)
-
 // prefix records a server block's prefix attribute, if set.
 func (b *builder) prefix(name string, p *string, rng hcl.Range) {
 	if p == nil {
 		return
 	}
-	if !prefixRE.MatchString(*p) {
+	if !nameOf(*p, "_-", 48) { // the characters of an MCP name; "" for bare names
 		b.errAt(b.in(rng, "prefix"), "Invalid prefix", fmt.Sprintf("%s: prefix %q may use only letters, digits, '_' and '-' (at most 48); \"\" shows names bare.", name, *p))
 		return
 	}
