@@ -357,6 +357,54 @@ func TestMCPJSONApprovedByElicitation(t *testing.T) {
 	}
 }
 
+// TestMCPJSONQuestionShowsNoHostSecret: a cloned repository's .mcp.json
+// names ${VAR}s of the host's environment; the question put to the client
+// (which is the agent's) showed their values (red team round 18), so a
+// client that declined had read them all the same. It now shows the entry
+// as written; what runs, once a person approves, has the values.
+func TestMCPJSONQuestionShowsNoHostSecret(t *testing.T) {
+	e := trustSetup(t, "required")
+	const secret = "host-secret-5d1e"
+	t.Setenv("SB_HOST_SECRET_FOR_TEST", secret)
+	marker := filepath.Join(e.project, "got")
+	server := filepath.Join(e.project, "mcpserver")
+	if b, err := os.ReadFile(e.bins.MCPServer); err != nil || os.WriteFile(server, b, 0o755) != nil {
+		t.Fatalf("copying the MCP server fixture: %v", err)
+	}
+	entry := map[string]any{"mcpServers": map[string]any{"cloned": map[string]any{
+		"command": "/bin/sh",
+		"args":    []string{"-c", fmt.Sprintf(`printf %%s "$X" > %s; exec %s # ${SB_HOST_SECRET_FOR_TEST}`, marker, server)},
+		"env":     map[string]string{"X": "${SB_HOST_SECRET_FOR_TEST}"},
+	}}}
+	b, _ := json.Marshal(entry)
+	if err := os.WriteFile(filepath.Join(e.project, ".mcp.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trustConfig(t, e.config, "required", "", "import_mcp_json = true\n")
+
+	el := &elicitor{}
+	el.will(StartServerForTest)
+	c := guardedClient(t, e, el, client.WithLegacyProtocolOnly()) //nolint:staticcheck // SA1019: only that era lets a server ask outside a call
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the approved server to write what it was given", func() bool {
+		got, err := os.ReadFile(marker)
+		return err == nil && len(got) > 0
+	})
+	asked := strings.Join(el.asked, "\n")
+	if strings.Contains(asked, secret) {
+		t.Errorf("the question put to the client shows the host's secret:\n%s", asked)
+	}
+	if !strings.Contains(asked, `X="${SB_HOST_SECRET_FOR_TEST}"`) || !strings.Contains(asked, "# ${SB_HOST_SECRET_FOR_TEST}") {
+		t.Errorf("the question does not show the entry as written:\n%s", asked)
+	}
+	if got, _ := os.ReadFile(marker); string(got) != secret {
+		t.Errorf("the approved server got X=%q, want the host's value %q", got, secret)
+	}
+}
+
 // The answers, as the front end names them.
 const (
 	StartServerForTest = "start"

@@ -798,34 +798,43 @@ type serverApprover struct {
 	watch *configWatch
 }
 
-func (s serverApprover) pending() map[string]approvals.Entry {
+// pending is the .mcp.json servers that wait for approval.
+func (s serverApprover) pending() map[string]*config.External {
 	cfg := s.h.Config()
 	store := approvals.Open(cfg.DataDir)
-	out := map[string]approvals.Entry{}
+	out := map[string]*config.External{}
 	for _, x := range cfg.Externals {
 		if !x.FromMCPJSON {
 			continue
 		}
-		e := x.ApprovalEntry()
-		if store.Check(approvals.KindMCPJSON, x.Name, e.Hash()) != nil {
-			out[x.Name] = e
+		if store.Check(approvals.KindMCPJSON, x.Name, x.ApprovalEntry().Hash()) != nil {
+			out[x.Name] = x
 		}
 	}
 	return out
 }
 
+// PendingServers shows each entry as .mcp.json writes it: the client is
+// asked, and the values ${VAR} takes from the host's environment are not
+// the client's to read (the approval covers them all the same: its hash
+// is of what runs).
 func (s serverApprover) PendingServers() []frontend.PendingServer {
 	var out []frontend.PendingServer
-	for name, e := range s.pending() {
-		out = append(out, frontend.PendingServer{Name: name, What: describeEntry(e), Hash: e.Hash()})
+	for name, x := range s.pending() {
+		e := x.ApprovalEntry()
+		what := describeEntry(x.AsWritten)
+		if what != describeEntry(e) {
+			what += "  (${…} filled in from the host's environment when it runs; the values are not shown)\n"
+		}
+		out = append(out, frontend.PendingServer{Name: name, What: what, Hash: e.Hash()})
 	}
 	slices.SortFunc(out, func(a, b frontend.PendingServer) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
 func (s serverApprover) ApproveServer(ctx context.Context, name, hash string) error {
-	e, ok := s.pending()[name]
-	if !ok || e.Hash() != hash {
+	x, ok := s.pending()[name]
+	if !ok || x.ApprovalEntry().Hash() != hash {
 		return fmt.Errorf("%s changed while the person was asked; it waits for a new approval", name)
 	}
 	if _, err := approvals.Open(s.h.Config().DataDir).Approve(approvals.KindMCPJSON, name, hash); err != nil {

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/host/internal/approvals"
 	"io"
 	"os"
 	"os/user"
@@ -291,7 +292,13 @@ type External struct {
 	Sandbox      Sandbox
 	// FromMCPJSON is set for servers read from .mcp.json.
 	FromMCPJSON bool
-	Range       hcl.Range
+	// AsWritten is a .mcp.json entry as the file writes it, before ${VAR}
+	// expansion: what a question to a client shows (ApprovalEntry, what
+	// runs, has the host's environment in it, which is not the client's
+	// to read; found from outside: a cloned repository's entry named
+	// ${SECRET} and the question put to the client showed its value).
+	AsWritten approvals.Entry
+	Range     hcl.Range
 	// Lifecycle is the block's start and idle_timeout.
 	Lifecycle Lifecycle
 }

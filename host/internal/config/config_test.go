@@ -213,7 +213,8 @@ func TestImportMCPJSON(t *testing.T) {
 	mcpJSON := `{"mcpServers": {
   "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"], "env": {"A": "${SB_MCP_TOKEN}", "B": "${SB_UNSET:-dflt}"}},
   "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${SB_MCP_TOKEN}"}},
-  "mine": {"command": "from-mcp-json"}
+  "mine": {"command": "from-mcp-json"},
+  "shell": {"command": "/bin/sh", "args": ["-c", "echo $0 $SB_MCP_TOKEN ${1} ${SB_MCP_TOKEN}x ${not-a-name} ${SB_MCP_TOKEN"]}
 }}`
 	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte(mcpJSON), 0o600); err != nil {
 		t.Fatal(err)
@@ -232,7 +233,7 @@ func TestImportMCPJSON(t *testing.T) {
 		byName[x.Name] = x
 		order = append(order, x.Name)
 	}
-	if strings.Join(order, ",") != "mine,everything,remote" {
+	if strings.Join(order, ",") != "mine,everything,remote,shell" {
 		t.Errorf("externals = %v, want the config's block first, then .mcp.json by name", order)
 	}
 	if byName["mine"].Command != "from-config" {
@@ -244,6 +245,15 @@ func TestImportMCPJSON(t *testing.T) {
 	}
 	if r := byName["remote"]; r.URL != "http://127.0.0.1:9/mcp" || r.Headers["Authorization"] != "Bearer tok" {
 		t.Errorf("remote = %+v", r)
+	}
+	// Only ${VAR} and ${VAR:-default}, as Claude Code reads the file: the
+	// shell's own $0, $VAR and ${1} reach the shell.
+	if got, want := byName["shell"].Args[1], "echo $0 $SB_MCP_TOKEN ${1} tokx ${not-a-name} ${SB_MCP_TOKEN"; got != want {
+		t.Errorf("shell's script = %q, want %q", got, want)
+	}
+	// The entry as written is kept beside what runs: a client is shown that.
+	if w := ev.AsWritten; w.Env["A"] != "${SB_MCP_TOKEN}" || w.Args[1] != "@modelcontextprotocol/server-everything" {
+		t.Errorf("everything as written = %+v", w)
 	}
 	if len(res.Config.Disabled) != 1 || res.Config.Disabled[0].Name != "git" {
 		t.Errorf("Disabled = %+v", res.Config.Disabled)

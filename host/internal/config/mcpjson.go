@@ -56,7 +56,8 @@ func readMCPJSON(path string, restart Restart) ([]*External, error) {
 			problems = append(problems, fmt.Sprintf("%q is not a valid server name", n))
 			continue
 		}
-		x := &External{Name: n, Command: expand(s.Command), URL: expand(s.URL), Timeout: 30 * time.Second, Restart: restart, FromMCPJSON: true}
+		x := &External{Name: n, Command: expand(s.Command), URL: expand(s.URL), Timeout: 30 * time.Second, Restart: restart, FromMCPJSON: true,
+			AsWritten: approvals.Entry{Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers}}
 		for _, a := range s.Args {
 			x.Args = append(x.Args, expand(a))
 		}
@@ -92,17 +93,48 @@ func readMCPJSON(path string, restart Restart) ([]*External, error) {
 	return out, nil
 }
 
+// expand fills in ${VAR} and ${VAR:-default} from the host's environment,
+// as Claude Code reads .mcp.json: nothing else, so a shell's $VAR (or $0,
+// $1) in an argument reaches the shell the entry runs.
 func expand(s string) string {
-	return os.Expand(s, func(v string) string {
-		name, def, hasDef := strings.Cut(v, ":-")
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			break
+		}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			break
+		}
+		name, def, hasDef := strings.Cut(s[i+2:i+end], ":-")
+		if !envName(name) {
+			b.WriteString(s[:i+2])
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
 		if val, ok := os.LookupEnv(name); ok && val != "" {
-			return val
+			b.WriteString(val)
+		} else if hasDef {
+			b.WriteString(def)
 		}
-		if hasDef {
-			return def
+		s = s[i+end+1:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// envName reports whether s is an environment variable's name as a shell
+// writes one: a letter or _, then letters, digits and _.
+func envName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
 		}
-		return ""
-	})
+	}
+	return s != ""
 }
 
 // ApprovalEntry is what a person approves of a server from .mcp.json
