@@ -28,8 +28,11 @@ var blockedRanges = []struct {
 	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
 	{netip.MustParsePrefix("172.16.0.0/12"), "private"},
 	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation"},
 	{netip.MustParsePrefix("192.168.0.0/16"), "private"},
 	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation"},
 	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
 	{netip.MustParsePrefix("::/128"), "unspecified"},
@@ -37,6 +40,8 @@ var blockedRanges = []struct {
 	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
 	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
+	{netip.MustParsePrefix("3fff::/20"), "documentation"},
 	{netip.MustParsePrefix("2002::/16"), "6to4"},
 	{netip.MustParsePrefix("fc00::/7"), "unique-local"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
@@ -123,17 +128,61 @@ type guard struct {
 	resolver Resolver
 }
 
-func (g *guard) check(addr netip.Addr) error {
+// opened reports whether allow_private_networks opens addr.
+func (g *guard) opened(addr netip.Addr) bool {
 	addr = addr.WithZone("")
 	for _, pr := range g.allowed {
 		if pr.Contains(addr) || (addr.Is4In6() && pr.Contains(addr.Unmap())) {
-			return nil
+			return true
 		}
 	}
-	if reason := Blocked(addr); reason != "" {
+	return false
+}
+
+func (g *guard) check(addr netip.Addr) error {
+	addr = addr.WithZone("")
+	if g.opened(addr) {
+		return nil
+	}
+	reason := Blocked(addr)
+	if reason == "" && ownAddress(addr) {
+		reason = "this machine's own"
+	}
+	if reason != "" {
 		return fmt.Errorf("refusing to connect to %s: %s address (open its range with allow_private_networks in the web block if you mean it)", addr, reason)
 	}
 	return nil
+}
+
+// ownAddress reports whether addr is one of this machine's interface
+// addresses: a service listening on all addresses (0.0.0.0, ::) is
+// reached through any of them as through loopback (found from outside:
+// the machine's public address reached a local server). An address that
+// cannot be read is not known to be ours; the check after connecting
+// (sameEnds) still holds.
+func ownAddress(addr netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == addr {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameEnds reports whether a connection's two ends have the same address:
+// the kernel connected this machine to itself (an address of its own that
+// ownAddress did not know of, such as one added since).
+func sameEnds(c net.Conn) bool {
+	l, lok := c.LocalAddr().(*net.TCPAddr)
+	r, rok := c.RemoteAddr().(*net.TCPAddr)
+	return lok && rok && l.IP.Equal(r.IP)
 }
 
 // resolve returns the checked addresses of host: an IP literal (in any
@@ -187,6 +236,10 @@ func (g *guard) dialContext(d *net.Dialer) func(ctx context.Context, network, ad
 		var firstErr error
 		for _, a := range addrs {
 			c, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+			if err == nil && sameEnds(c) && !g.opened(a) {
+				_ = c.Close()
+				err = fmt.Errorf("refusing to connect to %s: this machine's own address (open its range with allow_private_networks in the web block if you mean it)", a)
+			}
 			if err == nil {
 				return c, nil
 			}

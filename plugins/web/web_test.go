@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ func TestBlocked(t *testing.T) {
 		"127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "100.64.0.1", "169.254.169.254",
 		"0.0.0.0", "255.255.255.255", "224.0.0.1", "::1", "::", "fe80::1", "fe80::1%eth0", "fc00::1", "fd12::1", "fec0::1",
 		"::ffff:169.254.169.254", "::ffff:7f00:1", "64:ff9b::7f00:1", "::7f00:1", "2002:7f00:1::1", "ff02::1",
+		"192.0.2.2", "198.51.100.1", "203.0.113.9", "2001:db8::1", "::ffff:192.0.2.2", "3fff::1",
 	} {
 		if web.Blocked(netip.MustParseAddr(a)) == "" {
 			t.Errorf("Blocked(%s) = \"\", want refused", a)
@@ -107,6 +109,60 @@ func TestFetchLoopbackOnlyWhenAllowed(t *testing.T) {
 	pats := open.PermissionPatterns("fetch", map[string]any{"url": srv.URL + "/x"})
 	if len(pats) != 1 || pats[0] != "127.0.0.1" {
 		t.Errorf("PermissionPattern = %v; want the host", pats)
+	}
+}
+
+// TestFetchOwnAddressRefused: a server listening on every address is
+// reached through the machine's own interface address as through loopback
+// (red team round 18: web fetched a local service at the machine's eth0
+// address, 192.0.2.2). The fetch is refused and the server sees nothing.
+func TestFetchOwnAddressRefused(t *testing.T) {
+	var own netip.Addr
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap().Is4() && !ip.Unmap().IsLoopback() {
+				own = ip.Unmap()
+				break
+			}
+		}
+	}
+	if !own.IsValid() {
+		t.Skip("this machine has no IPv4 address besides loopback")
+	}
+	l, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "INTERNAL")
+	}), ReadHeaderTimeout: time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	port := l.Addr().(*net.TCPAddr).Port
+	p := sdktest.StartInProcess(t, web.New(), sdktest.WithSettings(map[string]any{"ignore_robots_txt": true}))
+	for _, u := range []string{
+		fmt.Sprintf("http://%s:%d/", own, port),
+		fmt.Sprintf("http://[::ffff:%s]:%d/", own, port),
+	} {
+		got, isErr := fetch(t, p, map[string]any{"url": u})
+		if !isErr || strings.Contains(got, "INTERNAL") {
+			t.Errorf("fetch(%s) = %q, want refused", u, got)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the local server answered %d requests", n)
+	}
+	// The control: opened by allow_private_networks, the same address is
+	// fetched (so the refusal above is the guard's, not the network's).
+	open := sdktest.StartInProcess(t, web.New(), sdktest.WithSettings(map[string]any{"ignore_robots_txt": true, "allow_private_networks": []string{own.String() + "/32"}}))
+	if got, isErr := fetch(t, open, map[string]any{"url": fmt.Sprintf("http://%s:%d/", own, port)}); isErr || !strings.Contains(got, "INTERNAL") {
+		t.Errorf("with %s/32 allowed, fetch = %q, want the page", own, got)
 	}
 }
 
