@@ -1022,6 +1022,20 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > tools/gclean; echo a >> x.g`, m)
 			}, false},
+		// Round 18: a program path that is a link to nothing yet, and
+		// programs named through shell forms.
+		{"a program through a link to nothing yet", []string{"ln -s tools/fsmon-built fsmon", "git config core.fsmonitor ./fsmon"},
+			func(m string) string {
+				return fmt.Sprintf(`mkdir -p tools; printf '#!/bin/sh\ntouch %s\nexit 1\n' > tools/fsmon-built; chmod +x tools/fsmon-built`, m)
+			}, true},
+		{"a program after the top's substitution", []string{"mkdir scripts", `printf '#!/bin/sh\nexit 1\n' > scripts/fsmon.sh`, "chmod +x scripts/fsmon.sh", `git config core.fsmonitor '"$(git rev-parse --show-toplevel)/scripts/fsmon.sh"'`},
+			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > scripts/fsmon.sh`, m) }, false},
+		{"a filter program after a cd", []string{"mkdir scripts", `printf '#!/bin/sh\ncat\n' > scripts/fmt.sh`, "chmod +x scripts/fmt.sh", `git config filter.fmt.clean 'cd scripts && ./fmt.sh'`},
+			func(m string) string {
+				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > scripts/fmt.sh; echo '* filter=fmt' > .gitattributes; echo x > a.txt`, m)
+			}, false},
+		{"an include of a device", []string{"git config --add include.path /dev/stdin"}, // servers start (round 18: none did)
+			func(m string) string { return fsmon(m) + " >> .git/config" }, false},
 		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},
 			func(m string) string { return fsmon(m) + " >> big.gitconfig" }, false},
 	} {

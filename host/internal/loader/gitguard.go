@@ -108,27 +108,27 @@ func withTarget(path string) []string {
 }
 
 // programFiles returns the files a config value names by path, as the
-// program to run or its arguments (every word with a slash, after an
-// alias's "!", quotes and a VAR= prefix taken off: `sh ./x`, `FOO=1
-// ./x`), that are regular files: relative to the work tree's top, where
-// git runs such programs, or after ~/. A bare name is looked up on the
-// person's PATH, which the host does not look at.
+// program to run or its arguments (programPaths), that are regular files
+// or links: relative to the work tree's top, where git runs such
+// programs, or after ~/. A bare name is looked up on the person's PATH,
+// which the host does not look at. A link is listed even when it leads
+// nowhere yet (a program the project builds later): the link itself is
+// what a server could re-point or replace, so the start refuses it
+// (linkBelow; red team round 18: core.fsmonitor = ./fsmon, a link to a
+// tools/fsmon-built the agent then wrote).
 func programFiles(value, top string) []string {
 	var out []string
 	home, _ := os.UserHomeDir()
-	for _, word := range strings.FieldsFunc(strings.TrimPrefix(strings.TrimSpace(value), "!"), func(r rune) bool {
-		return r == ' ' || r == '\t' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '`'
-	}) {
-		word = programWord(word, top, home)
-		if word == "" {
-			continue
-		}
-		matches := []string{word}
-		if strings.ContainsAny(word, "*?[") {
-			matches, _ = filepath.Glob(word)
+	for _, pp := range programPaths(value, top, home) {
+		matches := []string{pp.path}
+		if strings.ContainsAny(pp.path, "*?[") {
+			matches, _ = filepath.Glob(pp.path)
 		}
 		for _, m := range matches {
-			if st, err := os.Stat(m); err == nil && st.Mode().IsRegular() && !slices.Contains(out, m) {
+			if slices.Contains(out, m) {
+				continue
+			}
+			if st, err := os.Stat(m); err == nil && st.Mode().IsRegular() || isLink(m) && errors.Is(err, fs.ErrNotExist) {
 				out = append(out, m)
 			}
 		}
@@ -136,63 +136,294 @@ func programFiles(value, top string) []string {
 	return out
 }
 
-// programWord is one word of a config value as the path it names (see
-// programFiles), or "" when it names none.
-func programWord(word, top, home string) string {
-	word = strings.Trim(word, `"'{}`)
+// programPath is a path a command line in a config value names.
+type programPath struct {
+	path string
+	// alt is set for another reading of the word that the host cannot rule
+	// out (from the top when a cd came before it; a path after an
+	// expansion taken as absolute): protected when something is there,
+	// never made.
+	alt bool
+}
+
+// programPaths reads a config value as the shell git hands it to reads
+// it, enough to find the paths it names: an alias's "!" taken off, words
+// split at blanks and at ; & | ( ) < >, quotes and backslashes removed,
+// the words inside $(…) and `…` read too, a VAR= prefix taken off, and
+// each word with a slash resolved from the folder the command line is in
+// by then (the top, where git runs it, and after `cd DIR` that folder).
+// A word that begins with an expansion ($GIT_PREFIX, ${PWD}, $(git
+// rev-parse --show-toplevel), any $(…)) is read without it: relative to
+// the top, and absolute as its alt when it then begins with a slash
+// (found from outside: `$(git rev-parse --show-toplevel)/scripts/x`, `cd
+// scripts && ./x`, `"$GIT_PREFIX"scripts/x`, `scripts\/x` and
+// `bash<scripts/x` left their scripts writable, red team round 18).
+func programPaths(value, top, home string) []programPath {
+	var out []programPath
+	add := func(pp programPath) {
+		if pp.path != "" && !slices.Contains(out, pp) {
+			out = append(out, pp)
+		}
+	}
+	cwd := top
+	cdNext := false
+	for _, w := range shellWords(strings.TrimPrefix(strings.TrimSpace(value), "!"), 0) {
+		if w == commandEnd {
+			cdNext = false
+			continue
+		}
+		if cdNext {
+			cdNext = false
+			switch d, rest, _ := programWord(w, cwd, home); {
+			case d != "":
+				cwd = d
+			case rest == "" || rest == "-" || rest == "~" || strings.ContainsRune(w, expansionMark) || strings.Contains(w, "$"):
+				cwd = top
+			default:
+				cwd = filepath.Join(cwd, rest)
+			}
+			continue
+		}
+		if w == "cd" || w == "pushd" {
+			cdNext = true
+			continue
+		}
+		p, rest, expanded := programWord(w, cwd, home)
+		if p == "" {
+			continue
+		}
+		add(programPath{path: p})
+		if cwd != top {
+			if q, _, _ := programWord(w, top, home); q != p {
+				add(programPath{path: q, alt: true})
+			}
+		}
+		if expanded && filepath.IsAbs(rest) {
+			add(programPath{path: filepath.Clean(rest), alt: true})
+		}
+	}
+	return out
+}
+
+// expansionMark stands in a word for a command substitution, $(…) or
+// `…`, whose words shellWords returns on their own; commandEnd is the word
+// shellWords puts where a command ends (; & | ( ) or a new line).
+const (
+	expansionMark = '\x00'
+	commandEnd    = "\x00;"
+)
+
+// maxSubstitution is how deeply shellWords reads nested command lines.
+const maxSubstitution = 8
+
+// shellWords splits a command line into words as a shell would, enough
+// for programPaths: quotes and backslashes removed, each $(…) and `…`
+// replaced by expansionMark in its word, and the words of each of them,
+// and of each quoted string with blanks or operators in it (a script for
+// `sh -c`), appended after the line's own.
+func shellWords(s string, depth int) []string {
+	var words, inner []string
+	var cur strings.Builder
+	inWord := false
+	flush := func() {
+		if inWord {
+			words = append(words, cur.String())
+		}
+		cur.Reset()
+		inWord = false
+	}
+	nested := func(line string) {
+		if depth < maxSubstitution {
+			inner = append(append(inner, commandEnd), shellWords(line, depth+1)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			if s[i] != '\n' {
+				cur.WriteByte(s[i])
+				inWord = true
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				j = len(s) - i - 1
+			}
+			quoted := s[i+1 : i+1+j]
+			cur.WriteString(quoted)
+			if strings.ContainsAny(quoted, shellOperators) {
+				nested(quoted)
+			}
+			i += j + 1
+			inWord = true
+		case c == '"':
+			var quoted strings.Builder
+			j := i + 1
+			for ; j < len(s) && s[j] != '"'; j++ {
+				switch {
+				case s[j] == '\\' && j+1 < len(s):
+					j++
+					quoted.WriteByte(s[j])
+				case s[j] == '$' && j+1 < len(s) && s[j+1] == '(':
+					end := closing(s, j+1)
+					nested(s[j+2 : end])
+					quoted.WriteRune(expansionMark)
+					j = end
+				case s[j] == '$' && j+1 < len(s) && nameByte(s[j+1]):
+					// "$GIT_PREFIX"x: the name kept apart from what follows
+					// the quotes, as ${GIT_PREFIX}.
+					n := j + 1
+					for n < len(s) && nameByte(s[n]) {
+						n++
+					}
+					quoted.WriteString("${" + s[j+1:n] + "}")
+					j = n - 1
+				case s[j] == '`':
+					end := strings.IndexByte(s[j+1:], '`')
+					if end < 0 {
+						end = len(s) - j - 1
+					}
+					nested(s[j+1 : j+1+end])
+					quoted.WriteRune(expansionMark)
+					j += end + 1
+				default:
+					quoted.WriteByte(s[j])
+				}
+			}
+			cur.WriteString(quoted.String())
+			if strings.ContainsAny(quoted.String(), shellOperators) {
+				nested(quoted.String())
+			}
+			i = j
+			inWord = true
+		case c == '$' && i+1 < len(s) && s[i+1] == '(':
+			end := closing(s, i+1)
+			nested(s[i+2 : end])
+			cur.WriteRune(expansionMark)
+			i = end
+			inWord = true
+		case c == '`':
+			j := strings.IndexByte(s[i+1:], '`')
+			if j < 0 {
+				j = len(s) - i - 1
+			}
+			nested(s[i+1 : i+1+j])
+			cur.WriteRune(expansionMark)
+			i += j + 1
+			inWord = true
+		case c == ' ' || c == '\t' || c == '<' || c == '>':
+			flush()
+		case strings.IndexByte(shellOperators, c) >= 0:
+			flush()
+			words = append(words, commandEnd)
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	flush()
+	return append(words, inner...)
+}
+
+// shellOperators are the bytes that end a shell word besides blanks and
+// redirections, or a command: ; & | ( ) and a new line (and, in a quoted
+// string, the blanks that make it a command line).
+const shellOperators = ";&|()\n \t"
+
+// nameByte reports whether c may be in a shell variable's name.
+func nameByte(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// closing returns the index of the parenthesis that closes the one at
+// open in s (len(s) when none does).
+func closing(s string, open int) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return len(s)
+}
+
+// programWord is one word of a config value (shellWords) as the path it
+// names from the folder dir ("" for none), and the word as read, without
+// the expansions it began with (expanded: it did, each read as nothing).
+func programWord(word, dir, home string) (path, rest string, expanded bool) {
+	word = strings.Trim(word, "{}")
 	if i := strings.LastIndexByte(word, '='); i >= 0 && !strings.HasPrefix(word, "/") && !strings.HasPrefix(word, ".") {
-		word = strings.Trim(word[i+1:], `"'`)
+		word = word[i+1:]
 	}
 	// $GIT_PREFIX./x, ${GIT_PREFIX}x: git sets it to the folder the
-	// command was started in below the top, often nothing.
-	for strings.HasPrefix(word, "$") {
-		rest := strings.TrimPrefix(word, "$")
-		if strings.HasPrefix(rest, "{") {
-			_, after, ok := strings.Cut(rest, "}")
+	// command was started in below the top, often nothing; ${PWD}/x and
+	// $(git rev-parse --show-toplevel)/x: the top.
+	for {
+		if r, ok := strings.CutPrefix(word, string(expansionMark)); ok {
+			word, expanded = r, true
+			continue
+		}
+		r, ok := strings.CutPrefix(word, "$")
+		if !ok {
+			break
+		}
+		expanded = true
+		if strings.HasPrefix(r, "{") {
+			_, after, ok := strings.Cut(r, "}")
 			if !ok {
-				return ""
+				return "", "", true
 			}
 			word = after
 			continue
 		}
-		n := strings.IndexFunc(rest, func(r rune) bool {
-			return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		n := strings.IndexFunc(r, func(c rune) bool {
+			return !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9')
 		})
 		if n < 0 {
-			return ""
+			return "", "", true
 		}
-		word = rest[n:]
+		word = r[n:]
 	}
-	if !strings.Contains(word, "/") || strings.Contains(word, "://") {
-		return ""
+	rest = strings.Trim(word, "{}")
+	word = rest
+	if strings.ContainsRune(word, expansionMark) || !strings.Contains(word, "/") || strings.Contains(word, "://") {
+		return "", rest, expanded
 	}
-	if rest, ok := strings.CutPrefix(word, "~/"); ok {
+	if expanded && strings.HasPrefix(word, "/") {
+		word = "." + word
+	}
+	if r, ok := strings.CutPrefix(word, "~/"); ok {
 		if home == "" {
-			return ""
+			return "", rest, expanded
 		}
-		word = filepath.Join(home, rest)
+		word = filepath.Join(home, r)
 	} else if !filepath.IsAbs(word) {
-		word = filepath.Join(top, word)
+		word = filepath.Join(dir, word)
 	}
-	return filepath.Clean(word)
+	return filepath.Clean(word), rest, expanded
 }
 
-// missingPrograms returns the paths a config value names (programFiles'
-// words) where nothing is: a program the project builds later, which a
-// server could write first (red team round 16, an alias's !./later/x).
-// Globs are left out.
+// missingPrograms returns the paths a config value names (programPaths,
+// not their alts) where nothing is: a program the project builds later,
+// which a server could write first (red team round 16, an alias's
+// !./later/x). Globs are left out.
 func missingPrograms(value, top string) []string {
 	var out []string
 	home, _ := os.UserHomeDir()
-	for _, word := range strings.FieldsFunc(strings.TrimPrefix(strings.TrimSpace(value), "!"), func(r rune) bool {
-		return r == ' ' || r == '\t' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '`'
-	}) {
-		w := programWord(word, top, home)
-		if w == "" || strings.ContainsAny(w, "*?[") {
+	for _, pp := range programPaths(value, top, home) {
+		if pp.alt || strings.ContainsAny(pp.path, "*?[") {
 			continue
 		}
-		if _, err := os.Lstat(w); errors.Is(err, fs.ErrNotExist) && !slices.Contains(out, w) {
-			out = append(out, w)
+		if _, err := os.Lstat(pp.path); errors.Is(err, fs.ErrNotExist) && !slices.Contains(out, pp.path) {
+			out = append(out, pp.path)
 		}
 	}
 	return out
@@ -265,7 +496,7 @@ func linkBelow(root, p string) string {
 type unprotectableError struct{ links []string }
 
 func (e *unprotectableError) Error() string {
-	return fmt.Sprintf("sandbox: %s is a symbolic link in a folder this server may write, on the way to what your git runs programs from (the repository, its config, includes or hooks folder): the server could point it elsewhere, and your next git command would run what it put there; replace the link with what it points to (for a .git link: t=$(readlink -f .git) && rm .git && printf 'gitdir: %%s\\n' \"$t\" > .git), or set sandbox { mode = \"best-effort\" } in the server's block to start it with the link unprotected", strings.Join(e.links, ", "))
+	return fmt.Sprintf("sandbox: %s is a symbolic link in a folder this server may write, on the way to what your git runs programs from (the repository, its config, includes or hooks folder): the server could point it elsewhere, and your next git command would run what it put there; replace the link with what it points to (for a .git link: t=$(readlink -f .git) && rm .git && printf 'gitdir: %%s\\n' \"$t\" > .git; a link to a program not built yet: build it, then replace the link with it), or set sandbox { mode = \"best-effort\" } in the server's block to start it with the link unprotected", strings.Join(e.links, ", "))
 }
 
 // gitProtectedAt is gitProtected; without placehold it only looks at the

@@ -250,13 +250,19 @@ func TestHeldPlaceholderStays(t *testing.T) {
 
 func TestProgramFiles(t *testing.T) {
 	top := t.TempDir()
-	for _, f := range []string{"x", "tools/y", "z.sh"} {
+	for _, f := range []string{"x", "tools/y", "z.sh", "scripts/s.sh", "scripts/sub/t.sh", "my dir/u"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(top, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(top, f), nil, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Symlink("tools/not-built", filepath.Join(top, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("x", filepath.Join(top, "linked")); err != nil {
+		t.Fatal(err)
 	}
 	for value, want := range map[string][]string{
 		"./x":                       {"x"},
@@ -269,9 +275,31 @@ func TestProgramFiles(t *testing.T) {
 		"!${GIT_PREFIX}tools/y":     {"tools/y"},
 		"!f() { ./x; }; f":          {"x"},
 		"./tools/*":                 {"tools/y"},
-		"cat":                       nil,
-		"https://example.com/a":     nil,
-		"./missing":                 nil,
+		// Red team round 18: a path glued to an expansion, after a cd, in
+		// quotes next to a variable, with a backslash, after a redirection.
+		`"$(git rev-parse --show-toplevel)/scripts/s.sh"`: {"scripts/s.sh"},
+		"!$(git rev-parse --show-toplevel)/scripts/s.sh":  {"scripts/s.sh"},
+		"!`git rev-parse --show-toplevel`/scripts/s.sh":   {"scripts/s.sh"},
+		"cd scripts && ./s.sh":                            {"scripts/s.sh"},
+		"!cd scripts/sub; ./t.sh":                         {"scripts/sub/t.sh"},
+		"!cd scripts && cd sub && ./t.sh":                 {"scripts/sub/t.sh"},
+		"!cd scripts && ../x":                             {"x"},
+		`!cd "$(git rev-parse --show-toplevel)" && ./x`:   {"x"},
+		`!"$GIT_PREFIX"scripts/s.sh`:                      {"scripts/s.sh"},
+		`!scripts\/s.sh`:                                  {"scripts/s.sh"},
+		"!${PWD}/scripts/s.sh":                            {"scripts/s.sh"},
+		"!$PWD/x":                                         {"x"},
+		"!bash<scripts/s.sh":                              {"scripts/s.sh"},
+		"!bash < ./x > /dev/null":                         {"x"},
+		`!sh -c 'exec scripts/s.sh'`:                      {"scripts/s.sh"},
+		`!sh -c "cd scripts && ./s.sh"`:                   {"scripts/s.sh"},
+		`"./my dir/u"`:                                    {"my dir/u"},
+		"!$(echo ./x)":                                    {"x"},
+		"cat":                                             nil,
+		"https://example.com/a":                           nil,
+		"./missing":                                       nil,
+		"./dangling":                                      {"dangling"}, // a link to nothing yet: listed, so the start refuses it
+		"sh ./linked":                                     {"linked"},
 	} {
 		got := programFiles(value, top)
 		var rel []string

@@ -210,7 +210,12 @@ func setupMounts(sp Spec) error {
 		return err
 	}
 	for _, p := range sp.ReadOnly {
-		if _, err := os.Stat(p); err != nil {
+		// Only files and folders: a read-only mount changes nothing for a
+		// device or FIFO (their writes are not the file system's), and
+		// some cannot be bound at all (a repository's include.path =
+		// /dev/stdin stopped every server from starting; red team round
+		// 18).
+		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() && !st.IsDir() {
 			continue
 		}
 		if err := bindReadOnly(p, p); err != nil {
