@@ -256,6 +256,29 @@ func TestOwnerAndProtectedPaths(t *testing.T) {
 	}
 }
 
+// The host's deny patterns for a tool reach the handler, and DeniedPath
+// matches them as the host matches rules.
+func TestDeniedPatternsReachTheTool(t *testing.T) {
+	s := sdk.NewServer("lister", "1.0.0")
+	sdk.AddTool(s, sdk.Tool{Name: "list", Description: "Lists what it may.", ReadOnly: true},
+		func(_ context.Context, req *sdk.Request, _ struct{}) (*sdk.Result, error) {
+			var kept []string
+			for _, f := range []string{"a.go", ".env", "sub/prod.env", "secret/x", "secret"} {
+				if !req.DeniedPath(f) {
+					kept = append(kept, f)
+				}
+			}
+			return sdk.Text(strings.Join(kept, " ")), nil
+		})
+	p := sdktest.StartInProcess(t, s)
+	if got := p.Call("list", nil).Text(); got != "a.go .env sub/prod.env secret/x secret" {
+		t.Errorf("no rules: %q", got)
+	}
+	if got := p.Denying("*.env", "secret/*").Call("list", nil).Text(); got != "a.go secret" {
+		t.Errorf("denying *.env and secret/*: %q", got)
+	}
+}
+
 // The SDK's documented API is the plugin author's: none of the protocol's
 // plumbing (go-plugin, gRPC, generated types, hclog, handler methods) shows
 // in go doc.

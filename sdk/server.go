@@ -348,11 +348,30 @@ type Request struct {
 	// keep state per caller key it on this, so that one caller can neither
 	// see nor stop another's.
 	Owner string
+	// Denied holds the pattern parts of the host's deny rules for this
+	// tool ("*.env" of a rule "filesystem.*:*.env"; the caller's rules
+	// included; empty from an older host). A tool that reads or lists what
+	// its arguments do not name (a folder's files) leaves out each thing
+	// whose permission pattern one of them matches: see DeniedPath.
+	Denied []string
 
 	events       protocol.EventSink
 	loggerOnce   sync.Once // the logger is made on first use: most calls never log
 	logger       *slog.Logger
 	wantProgress bool
+}
+
+// DeniedPath reports whether a deny rule of the host matches pattern, the
+// form the tool's PermissionPattern gives a path (or anything else it
+// names): the host would have refused a call naming it, so a tool that
+// comes across it without being asked for it by name leaves it out.
+func (r *Request) DeniedPath(pattern string) bool {
+	for _, d := range r.Denied {
+		if protocol.Glob(d, pattern) {
+			return true
+		}
+	}
+	return false
 }
 
 // WantsProgress reports whether the caller asked for progress, so a tool
@@ -465,6 +484,7 @@ func (h handler) CallTool(ctx context.Context, call *pluginv1.Call, events proto
 		Tool:         call.GetTool(),
 		Arguments:    json.RawMessage(call.GetArguments()),
 		Owner:        call.GetOwner(),
+		Denied:       call.GetDeniedPatterns(),
 		events:       events,
 		wantProgress: call.GetWantProgress(),
 	}

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -152,6 +153,19 @@ func (p *plugin) display(l loc) string { return p.roots.Display(l.Real) }
 
 // pathPatterns makes the root-relative path(s) of a call its permission
 // patterns, so rules like "filesystem.write_file:docs/*" work.
+// denied reports whether the host's deny rules for the call (req.Denied)
+// match the entry at fsPath (slash-separated, below the root that root
+// opens) in the form pathPatterns gives paths: a folder's entry the call
+// did not name is left out of listings, walks and searches, as a call
+// naming it would be refused (found from outside: with
+// "filesystem.*:*.env" denied, grep over the project printed .env).
+func (p *plugin) denied(req *sdk.Request, root *os.Root, fsPath string) bool {
+	if req == nil || len(req.Denied) == 0 {
+		return false
+	}
+	return req.DeniedPath(p.roots.Display(filepath.Join(root.Name(), filepath.FromSlash(fsPath))))
+}
+
 func (p *plugin) pathPatterns(fields ...string) func(context.Context, json.RawMessage) ([]string, error) {
 	return func(_ context.Context, args json.RawMessage) ([]string, error) {
 		var m map[string]any

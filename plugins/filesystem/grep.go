@@ -29,7 +29,7 @@ type wholeReader interface {
 
 var _ wholeReader = (*confine.File)(nil)
 
-func (p *plugin) grep(ctx context.Context, _ *sdk.Request, in grepArgs) (*sdk.Result, error) {
+func (p *plugin) grep(ctx context.Context, req *sdk.Request, in grepArgs) (*sdk.Result, error) {
 	defer p.trim.later()
 	expr := in.Pattern
 	if in.IgnoreCase {
@@ -51,7 +51,7 @@ func (p *plugin) grep(ctx context.Context, _ *sdk.Request, in grepArgs) (*sdk.Re
 	if err != nil {
 		return sdk.ErrorResult("cannot search %s: %v", in.Path, err), nil
 	}
-	w, err := p.newWalker(l, nil, in.IncludeIgnored)
+	w, err := p.newWalker(req, l, nil, in.IncludeIgnored)
 	if err != nil {
 		return sdk.ErrorResult("%v", err), nil
 	}

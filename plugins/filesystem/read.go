@@ -12,6 +12,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -467,11 +469,11 @@ type dirEntry struct {
 
 // readDir lists a located directory, opened and checked by confine, less
 // its protected entries; withInfo also Lstats each entry in that directory.
-func (p *plugin) readDir(path string, withInfo bool) (loc, []dirEntry, error) {
-	if path == "" {
-		path = "."
+func (p *plugin) readDir(req *sdk.Request, dir string, withInfo bool) (loc, []dirEntry, error) {
+	if dir == "" {
+		dir = "."
 	}
-	l, err := p.locate(path)
+	l, err := p.locate(dir)
 	if err != nil {
 		return loc{}, nil, err
 	}
@@ -485,6 +487,9 @@ func (p *plugin) readDir(path string, withInfo bool) (loc, []dirEntry, error) {
 		return l, nil, err
 	}
 	ents = p.roots.Filter(f, ents)
+	ents = slices.DeleteFunc(ents, func(e os.DirEntry) bool {
+		return p.denied(req, l.root, path.Join(filepathToFS(l.Rel), e.Name()))
+	})
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	out := make([]dirEntry, len(ents))
 	for i, e := range ents {
@@ -496,8 +501,8 @@ func (p *plugin) readDir(path string, withInfo bool) (loc, []dirEntry, error) {
 	return l, out, nil
 }
 
-func (p *plugin) listDirectory(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
-	_, ents, err := p.readDir(in.Path, false)
+func (p *plugin) listDirectory(_ context.Context, req *sdk.Request, in pathArgs) (*sdk.Result, error) {
+	_, ents, err := p.readDir(req, in.Path, false)
 	if err != nil {
 		return sdk.ErrorResult("cannot list %s: %v", in.Path, err), nil
 	}
@@ -520,11 +525,11 @@ type sizesArgs struct {
 	SortBy string `json:"sortBy,omitempty" jsonschema:"description=Sort entries by name (default) or size,enum=name,enum=size"`
 }
 
-func (p *plugin) listDirectoryWithSizes(_ context.Context, _ *sdk.Request, in sizesArgs) (*sdk.Result, error) {
+func (p *plugin) listDirectoryWithSizes(_ context.Context, req *sdk.Request, in sizesArgs) (*sdk.Result, error) {
 	if in.SortBy != "" && in.SortBy != "name" && in.SortBy != "size" {
 		return sdk.ErrorResult("sortBy must be name or size"), nil
 	}
-	_, ents, err := p.readDir(in.Path, true)
+	_, ents, err := p.readDir(req, in.Path, true)
 	if err != nil {
 		return sdk.ErrorResult("cannot list %s: %v", in.Path, err), nil
 	}

@@ -56,13 +56,13 @@ type treeNode struct {
 	Children []*treeNode `json:"children,omitempty"`
 }
 
-func (p *plugin) directoryTree(ctx context.Context, _ *sdk.Request, in treeArgs) (*sdk.Result, error) {
+func (p *plugin) directoryTree(ctx context.Context, req *sdk.Request, in treeArgs) (*sdk.Result, error) {
 	defer p.trim.later()
 	l, err := p.locate(orDot(in.Path))
 	if err != nil {
 		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
 	}
-	w, err := p.newWalker(l, in.ExcludePatterns, in.IncludeIgnored)
+	w, err := p.newWalker(req, l, in.ExcludePatterns, in.IncludeIgnored)
 	if err != nil {
 		return sdk.ErrorResult("%v", err), nil
 	}
@@ -167,7 +167,7 @@ type searchArgs struct {
 	IncludeIgnored  bool     `json:"include_ignored,omitempty" jsonschema:"description=Also search what .gitignore ignores"`
 }
 
-func (p *plugin) searchFiles(ctx context.Context, _ *sdk.Request, in searchArgs) (*sdk.Result, error) {
+func (p *plugin) searchFiles(ctx context.Context, req *sdk.Request, in searchArgs) (*sdk.Result, error) {
 	defer p.trim.later()
 	if !doublestar.ValidatePattern(in.Pattern) || in.Pattern == "" {
 		return sdk.ErrorResult("pattern %q is not a valid glob", in.Pattern), nil
@@ -176,7 +176,7 @@ func (p *plugin) searchFiles(ctx context.Context, _ *sdk.Request, in searchArgs)
 	if err != nil {
 		return sdk.ErrorResult("cannot search %s: %v", in.Path, err), nil
 	}
-	w, err := p.newWalker(l, in.ExcludePatterns, in.IncludeIgnored)
+	w, err := p.newWalker(req, l, in.ExcludePatterns, in.IncludeIgnored)
 	if err != nil {
 		return sdk.ErrorResult("%v", err), nil
 	}

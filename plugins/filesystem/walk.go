@@ -17,6 +17,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
+	"github.com/switchboard-mcp/switchboard/sdk"
 )
 
 // walker walks a located path depth first in name order (the order of
@@ -34,6 +35,9 @@ type walker struct {
 	includeIgnored bool
 	maxDepth       int           // 0: all
 	above          []ignoreLevel // .gitignores above the start
+	// req is the call: what its host's deny rules match is left out
+	// (sdk.Request.DeniedPath), as a call naming it would be refused.
+	req *sdk.Request
 }
 
 // ignoreLevel is a .gitignore and the FS path of the folder holding it.
@@ -74,13 +78,13 @@ func (e walkEntry) isDir() bool { return e.typ.IsDir() }
 // errSkipDir, returned by a visit for a directory, leaves it unopened.
 var errSkipDir = errors.New("skip this directory")
 
-func (p *plugin) newWalker(l loc, exclude []string, includeIgnored bool) (*walker, error) {
+func (p *plugin) newWalker(req *sdk.Request, l loc, exclude []string, includeIgnored bool) (*walker, error) {
 	for _, pat := range exclude {
 		if !doublestar.ValidatePattern(pat) {
 			return nil, fmt.Errorf("exclude pattern %q is not a valid glob", pat)
 		}
 	}
-	w := &walker{p: p, l: l, start: filepathToFS(l.Rel), exclude: exclude, includeIgnored: includeIgnored}
+	w := &walker{p: p, l: l, start: filepathToFS(l.Rel), exclude: exclude, includeIgnored: includeIgnored, req: req}
 	// .gitignore files above the start (up to the root) apply too.
 	if !includeIgnored && w.start != "." {
 		for dir := path.Dir(w.start); ; dir = path.Dir(dir) {
@@ -133,6 +137,9 @@ func (w *walker) readIgnore(d *walkDir, e confine.Entry) *ignoreSet {
 // whole subtree).
 func (w *walker) skip(d *walkDir, name, fsPath, rel string, isDir bool) bool {
 	if name == ".git" {
+		return true
+	}
+	if w.p.denied(w.req, w.l.root, fsPath) {
 		return true
 	}
 	for _, pat := range w.exclude {

@@ -109,7 +109,7 @@ type ProgressFunc func(ev *pluginv1.CallToolEvent)
 // plugin's log events go to Log and to the toolcall.LogFunc in ctx, if
 // any. Errors are as for CallEvents.
 func (c *Client) Call(ctx context.Context, tool string, args []byte, onProgress toolcall.ProgressFunc) (*toolcall.Result, error) {
-	call := &pluginv1.Call{Tool: tool, Arguments: args, WantProgress: onProgress != nil, Owner: caller.From(ctx)}
+	call := &pluginv1.Call{Tool: tool, Arguments: args, WantProgress: onProgress != nil, Owner: caller.From(ctx), DeniedPatterns: toolcall.DeniedFrom(ctx)}
 	call.Traceparent, call.Tracestate = tracing.Inject(ctx)
 	toClient := toolcall.LogFrom(ctx)
 	res, err := c.CallEvents(ctx, call, func(ev *pluginv1.CallToolEvent) {

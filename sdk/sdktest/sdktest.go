@@ -58,6 +58,7 @@ type Plugin struct {
 
 	t        testing.TB
 	owner    string
+	denied   []string
 	client   ClientFunc
 	proto    *protocol.Client
 	call     func(ctx context.Context, call *pluginv1.Call, onEvent protocol.ProgressFunc) (*pluginv1.Result, error)
@@ -136,6 +137,15 @@ func (p *Plugin) Stop() {
 func (p *Plugin) As(owner string) *Plugin {
 	c := *p
 	c.owner = owner
+	return &c
+}
+
+// Denying returns the plugin called as under host deny rules with these
+// pattern parts ("*.env" of "fs.*:*.env"): calls made through it carry
+// them (sdk.Request.Denied), as a host sends its rules for the tool.
+func (p *Plugin) Denying(patterns ...string) *Plugin {
+	c := *p
+	c.denied = patterns
 	return &c
 }
 
@@ -347,7 +357,7 @@ func (p *Plugin) Call(tool string, args any) *Result {
 // with errors.Is against sdk.ErrInvalidArguments, sdk.ErrCancelled, …).
 // onProgress, if set, asks for progress and receives it.
 func (p *Plugin) CallContext(ctx context.Context, tool string, args any, onProgress func(Progress)) (*Result, error) {
-	call := &pluginv1.Call{Tool: tool, Arguments: p.raw(args), WantProgress: onProgress != nil, Owner: p.owner}
+	call := &pluginv1.Call{Tool: tool, Arguments: p.raw(args), WantProgress: onProgress != nil, Owner: p.owner, DeniedPatterns: p.denied}
 	if p.client != nil {
 		ctx = protocol.WithClientRequester(ctx, func(_ context.Context, method string, params []byte) ([]byte, error) {
 			return p.client(method, params)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -97,5 +98,27 @@ func TestCallerDecisionsAreTheirOwn(t *testing.T) {
 	var s storedRules
 	if err := json.Unmarshal(b, &s); err != nil || len(s.Allow) != 0 || len(s.Callers["ann"].Allow) != 1 {
 		t.Errorf("permissions file = %s (%v); want ann's answer under callers, none global", b, err)
+	}
+}
+
+// deniedPatterns hands a plugin the pattern parts of every deny rule that
+// names the tool: the config's, the saved ones, and the caller's.
+func TestDeniedPatterns(t *testing.T) {
+	p := &Policy{Deny: []string{"fs.*:*.env", "fs.read_text_file:secret/*", "bash.run:rm", "fs.write_file"}, runtimeDeny: []string{"fs.grep:saved/*"}}
+	ci := &Caller{Name: "ci", Deny: []string{"fs.*:ci-only/*", "git.*:x"}}
+	for _, tt := range []struct {
+		c    *Caller
+		tool string
+		want []string
+	}{
+		{nil, "fs.grep", []string{"*.env", "saved/*"}},
+		{nil, "fs.read_text_file", []string{"*.env", "secret/*"}},
+		{nil, "web.fetch", nil},
+		{ci, "fs.grep", []string{"*.env", "saved/*", "ci-only/*"}},
+		{ci, "git.status", []string{"x"}},
+	} {
+		if got := p.rulesFor(tt.c).deniedPatterns(tt.tool); !slices.Equal(got, tt.want) {
+			t.Errorf("caller %v, %s: deniedPatterns = %q, want %q", tt.c, tt.tool, got, tt.want)
+		}
 	}
 }

@@ -245,6 +245,28 @@ func (r rules) uncheckedDeny(tool string, pending []Pending) string {
 	return ""
 }
 
+// deniedPatterns returns the pattern parts of the deny rules (the
+// config's, the saved ones, and the caller's) that name tool: what a tool
+// that reads beyond what its arguments name must leave out
+// (toolcall.WithDenied), as a call naming it would be refused.
+func (r rules) deniedPatterns(tool string) []string {
+	var out []string
+	add := func(rules []string) {
+		for _, rule := range rules {
+			if head, tail, ok := strings.Cut(rule, ":"); ok && Glob(head, tool) && !slices.Contains(out, tail) {
+				out = append(out, tail)
+			}
+		}
+	}
+	add(r.deny)
+	add(r.savedDeny)
+	if r.caller != nil {
+		add(r.caller.Deny)
+		add(r.callerDeny)
+	}
+	return out
+}
+
 // Check judges a call and returns nil when it may run, or the refusal (an
 // Ask verdict is refused with an *ApprovalRequiredError: nobody is asked).
 func (p *Policy) Check(tool string, patterns []string) error {
@@ -305,52 +327,9 @@ func matchAny(rules []string, tool, pattern string, allow bool) (string, bool) {
 	return "", false
 }
 
-// Glob matches s against a pattern where * matches any run of characters
-// (including '/' and '.'), ? any one character, and a backslash makes the
-// character after it literal (\* is a star, \\ a backslash; a trailing
-// backslash matches itself). Literal quotes any string for a pattern.
-func Glob(pattern, s string) bool {
-	px, sx := 0, 0
-	nextPx, nextSx := -1, -1
-	for px < len(pattern) || sx < len(s) {
-		if px < len(pattern) {
-			switch c := pattern[px]; c {
-			case '*':
-				nextPx, nextSx = px, sx+1
-				px++
-				continue
-			case '?':
-				if sx < len(s) {
-					px++
-					sx++
-					continue
-				}
-			case '\\':
-				lit, n := c, 1
-				if px+1 < len(pattern) {
-					lit, n = pattern[px+1], 2
-				}
-				if sx < len(s) && s[sx] == lit {
-					px += n
-					sx++
-					continue
-				}
-			default:
-				if sx < len(s) && s[sx] == c {
-					px++
-					sx++
-					continue
-				}
-			}
-		}
-		if nextSx > 0 && nextSx <= len(s) {
-			px, sx = nextPx, nextSx
-			continue
-		}
-		return false
-	}
-	return true
-}
+// Glob is protocol.Glob: how a rule's patterns match (plugins that leave
+// out what deny rules match use the same).
+func Glob(pattern, s string) bool { return protocol.Glob(pattern, s) }
 
 // Literal quotes s so that Glob matches exactly s and nothing else: the
 // form in which an "always" answer about one call is stored.

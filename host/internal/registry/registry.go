@@ -693,7 +693,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	}
 	stop := context.AfterFunc(base, cancel)
 	defer stop()
-	res, err = t.Entry.Server.Call(callCtx, t.Tool.Name, args, onProgress)
+	res, err = t.Entry.Server.Call(toolcall.WithDenied(callCtx, pol.deniedPatterns(t.Name)), t.Tool.Name, args, onProgress)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(callCtx), errCallTimeout) {
 		rec.Outcome = "timeout"
 		return nil, protocol.Errorf(protocol.CodeDeadline, "%s did not finish within %s (%s), so it was cancelled in its server. Ask for less, or raise the limit: %v",

@@ -2355,10 +2355,17 @@ type Call struct {
 	// The call's trace context (W3C Trace Context: the traceparent and
 	// tracestate header values), set when the host traces calls; a plugin
 	// makes its own span for the call a child of it.
-	Traceparent   string `protobuf:"bytes,5,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
-	Tracestate    string `protobuf:"bytes,6,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Traceparent string `protobuf:"bytes,5,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate  string `protobuf:"bytes,6,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	// The pattern parts of the host's deny rules for this tool (the
+	// caller's included: "*.env" of "filesystem.*:*.env"), for a tool that
+	// reads what its arguments do not name: a folder's files. It leaves out
+	// what one of them matches (protocol.Glob, against the form its
+	// permission patterns take), as the host refuses a call that names it.
+	// Empty from hosts before 2026-12.
+	DeniedPatterns []string `protobuf:"bytes,7,rep,name=denied_patterns,json=deniedPatterns,proto3" json:"denied_patterns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Call) Reset() {
@@ -2431,6 +2438,13 @@ func (x *Call) GetTracestate() string {
 		return x.Tracestate
 	}
 	return ""
+}
+
+func (x *Call) GetDeniedPatterns() []string {
+	if x != nil {
+		return x.DeniedPatterns
+	}
+	return nil
 }
 
 type Cancel struct {
@@ -3593,7 +3607,7 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04call\x18\x02 \x01(\v2\x1b.switchboard.plugin.v1.CallH\x00R\x04call\x127\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x1d.switchboard.plugin.v1.CancelH\x00R\x06cancel\x12P\n" +
 	"\x0fclient_response\x18\x04 \x01(\v2%.switchboard.plugin.v1.ClientResponseH\x00R\x0eclientResponseB\x06\n" +
-	"\x04kind\"\xb5\x01\n" +
+	"\x04kind\"\xde\x01\n" +
 	"\x04Call\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x02 \x01(\fR\targuments\x12#\n" +
@@ -3602,7 +3616,8 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vtraceparent\x18\x05 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
 	"tracestate\x18\x06 \x01(\tR\n" +
-	"tracestate\" \n" +
+	"tracestate\x12'\n" +
+	"\x0fdenied_patterns\x18\a \x03(\tR\x0edeniedPatterns\" \n" +
 	"\x06Cancel\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xdd\x02\n" +
 	"\rCallToolEvent\x12\x17\n" +

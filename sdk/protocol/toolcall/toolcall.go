@@ -146,6 +146,25 @@ func WithLog(ctx context.Context, fn LogFunc) context.Context {
 	return context.WithValue(ctx, logKey{}, fn)
 }
 
+type deniedKey struct{}
+
+// WithDenied returns ctx carrying the pattern parts of the deny rules for
+// the tool about to be called (the host's rules and its caller's): a
+// plugin's tool that reads what its arguments do not name leaves out what
+// they match (Call.denied_patterns).
+func WithDenied(ctx context.Context, patterns []string) context.Context {
+	if len(patterns) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, deniedKey{}, patterns)
+}
+
+// DeniedFrom returns the patterns WithDenied put in ctx.
+func DeniedFrom(ctx context.Context) []string {
+	p, _ := ctx.Value(deniedKey{}).([]string)
+	return p
+}
+
 // LogFrom returns the LogFunc in ctx, or nil.
 func LogFrom(ctx context.Context) LogFunc {
 	fn, _ := ctx.Value(logKey{}).(LogFunc)
