@@ -1111,3 +1111,46 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 		})
 	}
 }
+
+// TestTooManyMissingIncludesRefused: a repository's config naming 20,000
+// missing include files had the host make 20,000 empty files in the
+// project before each start (red team round 18). A start that would make
+// more than 100 is refused, says why and what to do, and makes none.
+func TestTooManyMissingIncludesRefused(t *testing.T) {
+	e := setup(t)
+	var b strings.Builder
+	b.WriteString("[core]\n\trepositoryformatversion = 0\n")
+	for i := range 150 {
+		fmt.Fprintf(&b, "[include]\n\tpath = ../w/%d.cfg\n", i)
+	}
+	cmd := exec.Command("git", "init", "-q", ".")
+	cmd.Dir = e.project
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(e.project, ".git", "config"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "project_dir = \"project\"\ndata_dir = \"state\"\nstart_wait = \"2m\"\nbuiltin \"filesystem\" {}\npermissions { default = \"allow\" }\n"
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, e, "call", "--config", e.config, "filesystem.list_directory", `{"path":"."}`)
+	if code == 0 || !strings.Contains(errOut, "at most 100") || !strings.Contains(errOut, "best-effort") {
+		t.Errorf("switchboard call: exit %d, %q; want a refusal saying how many files and what to do", code, errOut)
+	}
+	if made, _ := filepath.Glob(filepath.Join(e.project, "w", "*")); len(made) > 0 {
+		t.Errorf("the refused start made %d files in the project", len(made))
+	}
+	// best-effort starts, unprotected, and makes none either.
+	cfg = strings.Replace(cfg, "builtin \"filesystem\" {}", "builtin \"filesystem\" {\n  sandbox { mode = \"best-effort\" }\n}", 1)
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := run(t, e, "call", "--config", e.config, "filesystem.list_directory", `{"path":"."}`); code != 0 || !strings.Contains(out, "notes.txt") {
+		t.Errorf("best-effort: exit %d, %q %q", code, out, errOut)
+	}
+	if made, _ := filepath.Glob(filepath.Join(e.project, "w", "*")); len(made) > 0 {
+		t.Errorf("the best-effort start made %d files in the project", len(made))
+	}
+}

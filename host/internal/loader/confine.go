@@ -3,11 +3,15 @@ package loader
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -230,6 +234,9 @@ func (c *cover) Prepare(p *sandbox.Policy) error {
 			p.Files = append(p.Files, f)
 		}
 	}
+	if err := tooManyToMake(p); err != nil {
+		return err
+	}
 	hide, others, _ := othersFiles(p.Write)
 	for _, f := range hide {
 		if !slices.Contains(p.Hide, f) {
@@ -245,6 +252,32 @@ func (c *cover) Prepare(p *sandbox.Policy) error {
 	c.git = ro
 	c.others = append(hide, others...)
 	c.mu.Unlock()
+	return nil
+}
+
+// maxMadeFiles is how many missing files (includes, programs a git config
+// names) a sandbox's start makes empty, at most.
+const maxMadeFiles = 100
+
+// tooManyToMake refuses a start that would make more than maxMadeFiles
+// files: a repository's config with 20,000 include.path lines had the host
+// make 20,000 empty files in the project (red team round 18). Unmade, what
+// they name could be written by the server and read by the person's git,
+// so the start is refused; best-effort starts without making them.
+func tooManyToMake(p *sandbox.Policy) error {
+	var missing []string
+	for _, f := range p.Files {
+		if _, err := os.Lstat(f.Path); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, f.Path)
+		}
+	}
+	if len(missing) <= maxMadeFiles {
+		return nil
+	}
+	if p.Mode == sandbox.ModeRequired {
+		return fmt.Errorf("sandbox: the git configs in the folders this server may write name %d files that do not exist (include.path, programs; %s, …): the host makes at most %d empty ones to keep the server from writing them; remove the entries the repository does not need, or set sandbox { mode = \"best-effort\" } in the server's block to start it with them unprotected", len(missing), strings.Join(missing[:3], ", "), maxMadeFiles)
+	}
+	p.Files = slices.DeleteFunc(p.Files, func(f sandbox.File) bool { return slices.Contains(missing, f.Path) })
 	return nil
 }
 
