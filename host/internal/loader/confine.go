@@ -215,9 +215,9 @@ var _ sandbox.Preparer = (*cover)(nil)
 // Prepare implements sandbox.Preparer: what the person's git runs from
 // now, and the other hosts' files.
 func (c *cover) Prepare(p *sandbox.Policy) error {
-	ro, mk, mf, links := gitProtection(p.Write, c.gitBuiltin, true)
-	if len(links) > 0 && p.Mode == sandbox.ModeRequired {
-		return &unprotectableError{links: links}
+	ro, mk, mf, refused := gitProtection(p.Write, c.gitBuiltin, true)
+	if refused != nil && p.Mode == sandbox.ModeRequired {
+		return refused
 	}
 	for _, f := range ro {
 		if !slices.Contains(p.ReadOnly, f) {

@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -94,11 +93,13 @@ func (c *gitConfig) read(path, home string, depth int) {
 	if err != nil {
 		return
 	}
+	// A UTF-8 byte order mark, which git skips (an editor's), hid the
+	// first section from the host (red team round 19).
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	lines := strings.Split(string(b), "\n")
 	section := ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for i := 0; i < len(lines); i++ {
+		line := strings.TrimSpace(lines[i])
 		if strings.HasPrefix(line, "[") {
 			// [section], [section "subsection"] or [section.subsection],
 			// possibly followed by a variable on the same line.
@@ -122,6 +123,14 @@ func (c *gitConfig) read(path, home string, depth int) {
 		key := strings.ToLower(strings.TrimSpace(k))
 		value := "true" // a key alone is a boolean true
 		if ok {
+			// A value may go on over the next lines, each line but the
+			// last ending in a backslash (red team round 19: "fsmonitor =
+			// sh tools/\" then "fsm.sh" left tools/fsm.sh writable).
+			for continues(v) && i+1 < len(lines) {
+				i++
+				v = strings.TrimRight(v, "\r")
+				v = v[:len(v)-1] + lines[i]
+			}
 			value = configString(v)
 		}
 		c.vars = append(c.vars, gitVar{section, key, value})
@@ -140,6 +149,28 @@ func (c *gitConfig) read(path, home string, depth int) {
 			c.read(inc, home, depth+1)
 		}
 	}
+}
+
+// continues reports whether a value's line (v, after the "=") goes on
+// over the next line as git reads it: it ends in a backslash that no
+// backslash escapes, outside a comment.
+func continues(v string) bool {
+	v = strings.TrimRight(v, "\r")
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			quoted = !quoted
+		case !quoted && (c == '#' || c == ';'):
+			return false
+		case c == '\\':
+			if i == len(v)-1 {
+				return true
+			}
+			i++
+		}
+	}
+	return false
 }
 
 // configString is a variable's value as git reads it: quotes removed,

@@ -67,3 +67,42 @@ func TestReadGitConfigAgreesWithGit(t *testing.T) {
 		t.Errorf("a loop of includes read %d files", n)
 	}
 }
+
+// TestReadGitConfigAsGitReadsIt: a byte order mark before the first
+// section, values continued over lines with a backslash (in and out of
+// quotes), a backslash in a comment (no continuation), and an include
+// path continued over two lines read as git reads them (red team round
+// 19: both hid a program and an include from the host).
+func TestReadGitConfigAsGitReadsIt(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	config := filepath.Join(dir, ".git", "config")
+	body := "\xef\xbb\xbf[core]\n\trepositoryformatversion = 0\n\tfsmonitor = sh tools/\\\nfsm.sh\n" +
+		"[alias]\n\ta = \"!sh one \\\n two\"\n\tb = x # not \\\n\tc = after-the-comment\n" +
+		"[include]\n\tpath = ../inc\\\n9.cfg\n"
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "inc9.cfg"), []byte("[core]\n\tpager = cat\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := readGitConfig(config)
+	for _, k := range []string{"core.fsmonitor", "alias.a", "alias.b", "alias.c", "core.pager"} {
+		cmd := exec.Command("git", "config", "--includes", "--get", k)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git config --get %s: %v", k, err)
+		}
+		section, key, _ := strings.Cut(k, ".")
+		if got, git := c.value(section, key), strings.TrimSuffix(string(out), "\n"); got != git {
+			t.Errorf("%s: host reads %q, git %q", k, got, git)
+		}
+	}
+	if !slices.Contains(c.includes, filepath.Join(dir, "inc9.cfg")) {
+		t.Errorf("includes %v: the include continued over two lines is missing", c.includes)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -63,15 +64,17 @@ func WritableFolders(cfg *config.Config) []string {
 // protected too. Only the roots and the work trees around them are looked
 // at (a repository deeper in a root is not).
 func gitProtected(roots []string) (readOnly, make []string, files []sandbox.File) {
-	return gitProtectedAt(roots, true)
+	readOnly, make, files, _ = gitProtectedAt(roots, true)
+	return readOnly, make, files
 }
 
 // gitProtection is what a sandbox binds read-only of the person's git in
 // the writable roots: gitProtected, and for every server but the git
 // built-in the whole git folders (repoFolders). Without placehold, the
 // .git placeholders are looked at, not made or registered (a check).
-func gitProtection(roots []string, gitBuiltin, placehold bool) (readOnly, make []string, files []sandbox.File, links []string) {
-	readOnly, make, files = gitProtectedAt(roots, placehold)
+func gitProtection(roots []string, gitBuiltin, placehold bool) (readOnly, make []string, files []sandbox.File, refused *unprotectableError) {
+	readOnly, make, files, unknown := gitProtectedAt(roots, placehold)
+	var links []string
 	if !gitBuiltin {
 		readOnly = append(readOnly, repoFolders(roots)...)
 	}
@@ -95,7 +98,10 @@ func gitProtection(roots []string, gitBuiltin, placehold bool) (readOnly, make [
 			}
 		}
 	}
-	return readOnly, make, files, links
+	if len(links) > 0 || len(unknown) > 0 {
+		refused = &unprotectableError{links: links, unknown: unknown}
+	}
+	return readOnly, make, files, refused
 }
 
 // withTarget returns path and, when it leads elsewhere through a link,
@@ -116,10 +122,14 @@ func withTarget(path string) []string {
 // what a server could re-point or replace, so the start refuses it
 // (linkBelow; red team round 18: core.fsmonitor = ./fsmon, a link to a
 // tools/fsmon-built the agent then wrote).
-func programFiles(value, top string) []string {
+func programFiles(value, top string, program bool) []string {
 	var out []string
 	home, _ := os.UserHomeDir()
-	for _, pp := range programPaths(value, top, home) {
+	paths, _ := programPaths(value, top, home)
+	for _, pp := range paths {
+		if pp.bare && !program {
+			continue
+		}
 		matches := []string{pp.path}
 		if strings.ContainsAny(pp.path, "*?[") {
 			matches, _ = filepath.Glob(pp.path)
@@ -144,6 +154,10 @@ type programPath struct {
 	// expansion taken as absolute): protected when something is there,
 	// never made.
 	alt bool
+	// bare is set for a word without a slash, which names a file in the
+	// folder only where a program takes it as one (alt too, unless it is a
+	// script an interpreter runs or a redirection's input).
+	bare bool
 }
 
 // programPaths reads a config value as the shell git hands it to reads
@@ -158,52 +172,205 @@ type programPath struct {
 // (found from outside: `$(git rev-parse --show-toplevel)/scripts/x`, `cd
 // scripts && ./x`, `"$GIT_PREFIX"scripts/x`, `scripts\/x` and
 // `bash<scripts/x` left their scripts writable, red team round 18).
-func programPaths(value, top, home string) []programPath {
-	var out []programPath
+func programPaths(value, top, home string) (paths []programPath, unknown bool) {
 	add := func(pp programPath) {
-		if pp.path != "" && !slices.Contains(out, pp) {
-			out = append(out, pp)
+		if pp.path != "" && !slices.Contains(paths, pp) {
+			paths = append(paths, pp)
 		}
 	}
-	cwd := top
-	cdNext := false
-	for _, w := range shellWords(strings.TrimPrefix(strings.TrimSpace(value), "!"), 0) {
-		if w == commandEnd {
-			cdNext = false
+	cwd, cwdKnown := top, true
+	var cdNext, fileNext, scriptNext bool
+	interp := false // the command is an interpreter whose first operand is its script
+	first := true   // the next word is a command's name
+	for _, w := range shellWords(markFolders(strings.TrimPrefix(strings.TrimSpace(value), "!")), 0) {
+		switch w {
+		case commandEnd:
+			cdNext, fileNext, scriptNext, interp, first = false, false, false, false, true
+			continue
+		case redirectIn:
+			fileNext = true
 			continue
 		}
-		if cdNext {
-			cdNext = false
-			switch d, rest, _ := programWord(w, cwd, home); {
-			case d != "":
-				cwd = d
-			case rest == "" || rest == "-" || rest == "~" || strings.ContainsRune(w, expansionMark) || strings.Contains(w, "$"):
-				cwd = top
-			default:
-				cwd = filepath.Join(cwd, rest)
+		for _, word := range wordForms(w) {
+			if cdNext {
+				if strings.HasPrefix(word, "-") && word != "-" {
+					continue // cd -P, cd --
+				}
+				cdNext = false
+				switch d, rest, expanded := programWord(word, cwd, top, home); {
+				case word == string(topMark):
+					cwd = top
+				case word == string(cwdMark):
+				case expanded || strings.ContainsAny(word, "$"+string(expansionMark)):
+					// cd "$d", cd $(dirname x): where the command goes on from
+					// is not known.
+					cwdKnown = false
+				case d != "":
+					cwd = d
+				case rest == "" || rest == "-" || rest == "~":
+					cwd = top
+				default:
+					cwd = filepath.Join(cwd, rest)
+				}
+				continue
 			}
-			continue
-		}
-		if w == "cd" || w == "pushd" {
-			cdNext = true
-			continue
-		}
-		p, rest, expanded := programWord(w, cwd, home)
-		if p == "" {
-			continue
-		}
-		add(programPath{path: p})
-		if cwd != top {
-			if q, _, _ := programWord(w, top, home); q != p {
-				add(programPath{path: q, alt: true})
+			if strings.HasPrefix(word, "--chdir=") {
+				w2 := strings.TrimPrefix(word, "--chdir=")
+				if d, _, expanded := programWord(w2+"/.", cwd, top, home); d != "" && !expanded {
+					cwd = filepath.Dir(d + "/x")
+				} else {
+					cwdKnown = false
+				}
+				continue
+			}
+			if first && shellKeywords[word] {
+				continue // do cd x, then ./y: the command is the next word
+			}
+			if first && (word == "cd" || word == "pushd") || word == "-C" && !interp {
+				cdNext = true
+				continue
+			}
+			isFirst := first
+			if first && !strings.Contains(word, "=") && !strings.HasPrefix(word, "-") && !duration.MatchString(word) {
+				// env, exec, nice, timeout 5 …: the command is the next word.
+				first = wrappers[filepath.Base(word)]
+				interp = interpreters[filepath.Base(word)]
+			}
+			asScript := false
+			switch {
+			case scriptNext:
+				scriptNext = false // sh -c SCRIPT: its words are read on their own
+				continue
+			case fileNext:
+				fileNext, asScript = false, true
+			case interp && !isFirst && strings.HasPrefix(word, "-"):
+				if strings.Contains(word, "c") && !strings.HasPrefix(word, "--") {
+					scriptNext = true
+				}
+				continue
+			case interp && !isFirst:
+				interp, asScript = false, true
+			}
+			p, rest, expanded := programWord(word, cwd, top, home)
+			if p == "" {
+				if rest == "" || strings.ContainsAny(rest, "$"+string(expansionMark)) || strings.Contains(rest, "://") || filepath.IsAbs(rest) {
+					continue
+				}
+				// A bare name: a file in the folder when a program takes it
+				// as one (sh fsmon.sh, bash <fmt.sh: red team round 19).
+				p = filepath.Join(cwd, rest)
+				add(programPath{path: p, alt: !asScript, bare: true})
+				if !cwdKnown && asScript {
+					unknown = true
+				}
+				continue
+			}
+			if !cwdKnown && !filepath.IsAbs(rest) && !strings.HasPrefix(rest, "~/") && !expanded {
+				unknown = true
+			}
+			add(programPath{path: p})
+			if cwd != top {
+				if q, _, _ := programWord(word, top, top, home); q != p {
+					add(programPath{path: q, alt: true})
+				}
+			}
+			if expanded && filepath.IsAbs(rest) {
+				add(programPath{path: filepath.Clean(rest), alt: true})
 			}
 		}
-		if expanded && filepath.IsAbs(rest) {
-			add(programPath{path: filepath.Clean(rest), alt: true})
+	}
+	return paths, unknown
+}
+
+// programPathsOf is programPaths from the person's home.
+func programPathsOf(value, top string) ([]programPath, bool) {
+	home, _ := os.UserHomeDir()
+	return programPaths(value, top, home)
+}
+
+// interpreters are the programs whose first operand is a script they run
+// (sh x.sh, python3 tool.py).
+var interpreters = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "fish": true,
+	"python": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true, "deno": true,
+	"php": true, "lua": true, "tclsh": true, "Rscript": true, "pwsh": true,
+}
+
+// shellKeywords come before a command's name.
+var shellKeywords = map[string]bool{"do": true, "then": true, "else": true, "elif": true, "if": true, "while": true, "until": true, "!": true, "{": true}
+
+// duration is a timeout's first operand (timeout 5 ./x, timeout 1.5m ./x).
+var duration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
+
+// wrappers are the programs that run the command their operands name
+// (env sh x.sh, timeout 5 ./x).
+var wrappers = map[string]bool{
+	"env": true, "exec": true, "command": true, "nice": true, "nohup": true, "timeout": true, "setsid": true,
+	"stdbuf": true, "time": true, "xargs": true, "sudo": true, "doas": true, "chrt": true, "ionice": true, "taskset": true,
+}
+
+// wordForms returns the words a shell word can stand for, as far as paths
+// go: its brace expansions (./a{,b}: ./a and ./ab), and the defaults of
+// ${VAR:-word} in it, which run when VAR is unset (red team round 19).
+func wordForms(w string) []string {
+	out := braceForms(w, 16)
+	for _, f := range slices.Clone(out) {
+		for rest := f; ; {
+			i := strings.Index(rest, "${")
+			if i < 0 {
+				break
+			}
+			end := strings.IndexByte(rest[i:], '}')
+			if end < 0 {
+				break
+			}
+			inner := rest[i+2 : i+end]
+			for _, op := range []string{":-", ":=", "-", "="} {
+				if _, def, ok := strings.Cut(inner, op); ok {
+					out = append(out, def)
+					break
+				}
+			}
+			rest = rest[i+end+1:]
 		}
 	}
 	return out
 }
+
+// braceForms expands the first {a,b,…} in w (without nesting), at most
+// limit forms in all.
+func braceForms(w string, limit int) []string {
+	open := strings.IndexByte(w, '{')
+	if open < 0 || open > 0 && w[open-1] == '$' {
+		return []string{w}
+	}
+	end := strings.IndexByte(w[open:], '}')
+	if end < 0 || !strings.Contains(w[open:open+end], ",") {
+		return []string{w}
+	}
+	var out []string
+	for _, alt := range strings.Split(w[open+1:open+end], ",") {
+		for _, f := range braceForms(w[:open]+alt+w[open+end+1:], limit) {
+			if len(out) < limit {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// markFolders marks the expansions that name the top of the work tree
+// ($(git rev-parse --show-toplevel), in backticks too) and the current
+// folder ($PWD, ${PWD}, $(pwd)) with topMark and cwdMark, so that a path
+// after them is read from there.
+func markFolders(v string) string {
+	v = strings.NewReplacer("$(git rev-parse --show-toplevel)", string(topMark), "`git rev-parse --show-toplevel`", string(topMark),
+		"${PWD}", string(cwdMark), "$(pwd)", string(cwdMark), "`pwd`", string(cwdMark)).Replace(v)
+	return pwdVar.ReplaceAllString(v, string(cwdMark)+"$1")
+}
+
+// pwdVar is $PWD not followed by more of a name.
+var pwdVar = regexp.MustCompile(`\$PWD([^A-Za-z0-9_]|$)`)
 
 // expansionMark stands in a word for a command substitution, $(…) or
 // `…`, whose words shellWords returns on their own; commandEnd is the word
@@ -211,6 +378,9 @@ func programPaths(value, top, home string) []programPath {
 const (
 	expansionMark = '\x00'
 	commandEnd    = "\x00;"
+	redirectIn    = "\x00<"
+	topMark       = '\x01'
+	cwdMark       = '\x02'
 )
 
 // maxSubstitution is how deeply shellWords reads nested command lines.
@@ -313,7 +483,10 @@ func shellWords(s string, depth int) []string {
 			cur.WriteRune(expansionMark)
 			i += j + 1
 			inWord = true
-		case c == ' ' || c == '\t' || c == '<' || c == '>':
+		case c == '<':
+			flush()
+			words = append(words, redirectIn)
+		case c == ' ' || c == '\t' || c == '>':
 			flush()
 		case strings.IndexByte(shellOperators, c) >= 0:
 			flush()
@@ -331,6 +504,30 @@ func shellWords(s string, depth int) []string {
 // redirections, or a command: ; & | ( ) and a new line (and, in a quoted
 // string, the blanks that make it a command line).
 const shellOperators = ";&|()\n \t"
+
+// stripExpansions removes the variables ($NAME, ${…}, $@, $1) and
+// substitutions (expansionMark) from s.
+func stripExpansions(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == byte(expansionMark):
+		case s[i] == '$' && i+1 < len(s) && s[i+1] == '{':
+			if end := strings.IndexByte(s[i:], '}'); end > 0 {
+				i += end
+			}
+		case s[i] == '$' && i+1 < len(s) && strings.IndexByte("@*#?!$-0123456789", s[i+1]) >= 0:
+			i++
+		case s[i] == '$' && i+1 < len(s) && nameByte(s[i+1]):
+			for i+1 < len(s) && nameByte(s[i+1]) {
+				i++
+			}
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
 
 // nameByte reports whether c may be in a shell variable's name.
 func nameByte(c byte) bool {
@@ -358,7 +555,15 @@ func closing(s string, open int) int {
 // programWord is one word of a config value (shellWords) as the path it
 // names from the folder dir ("" for none), and the word as read, without
 // the expansions it began with (expanded: it did, each read as nothing).
-func programWord(word, dir, home string) (path, rest string, expanded bool) {
+func programWord(word, dir, top, home string) (path, rest string, expanded bool) {
+	// The top ($(git rev-parse --show-toplevel)) and the current folder
+	// ($PWD, $(pwd)), which programPaths marked.
+	switch {
+	case strings.HasPrefix(word, string(topMark)):
+		dir, word = top, "."+strings.TrimPrefix(word, string(topMark))
+	case strings.HasPrefix(word, string(cwdMark)):
+		word = "." + strings.TrimPrefix(word, string(cwdMark))
+	}
 	word = strings.Trim(word, "{}")
 	if i := strings.LastIndexByte(word, '='); i >= 0 && !strings.HasPrefix(word, "/") && !strings.HasPrefix(word, ".") {
 		word = word[i+1:]
@@ -392,6 +597,12 @@ func programWord(word, dir, home string) (path, rest string, expanded bool) {
 		}
 		word = r[n:]
 	}
+	// What follows inside the word: an unset variable ($NOPE, "$@",
+	// $IFS) or a substitution is read as nothing (sh t/x${NOPE}.sh runs
+	// t/x.sh; red team round 19).
+	if i := strings.IndexAny(word, "$"+string(expansionMark)); i > 0 {
+		word, expanded = word[:i]+stripExpansions(word[i:]), true
+	}
 	rest = strings.Trim(word, "{}")
 	word = rest
 	if strings.ContainsRune(word, expansionMark) || !strings.Contains(word, "/") || strings.Contains(word, "://") {
@@ -418,7 +629,8 @@ func programWord(word, dir, home string) (path, rest string, expanded bool) {
 func missingPrograms(value, top string) []string {
 	var out []string
 	home, _ := os.UserHomeDir()
-	for _, pp := range programPaths(value, top, home) {
+	paths, _ := programPaths(value, top, home)
+	for _, pp := range paths {
 		if pp.alt || strings.ContainsAny(pp.path, "*?[") {
 			continue
 		}
@@ -439,15 +651,36 @@ func programKey(v gitVar) bool {
 		return true
 	case "core":
 		switch v.key {
-		case "fsmonitor", "pager", "editor", "sshcommand", "askpass", "gitproxy":
+		case "fsmonitor", "pager", "editor", "sshcommand", "askpass", "gitproxy", "alternaterefscommand":
 			return true
 		}
 	case "diff":
 		return v.key == "external" || v.key == "textconv" || v.key == "command"
 	case "merge":
 		return v.key == "driver"
-	case "gpg":
-		return v.key == "program"
+	case "gpg": // gpg.program, gpg.ssh.program, gpg.ssh.defaultKeyCommand
+		return v.key == "program" || v.key == "defaultkeycommand"
+	// Red team round 19: the person's commit, fetch, push and archive ran
+	// these.
+	case "remote":
+		return v.key == "uploadpack" || v.key == "receivepack"
+	case "tar":
+		return v.key == "command"
+	case "submodule":
+		return v.key == "update"
+	case "sendemail":
+		switch v.key {
+		case "smtpserver", "tocmd", "cccmd", "headercmd", "sendmailcmd":
+			return true
+		}
+	case "man":
+		return v.key == "cmd" || v.key == "path"
+	case "guitool":
+		return v.key == "cmd"
+	case "imap":
+		return v.key == "tunnel"
+	case "instaweb":
+		return v.key == "httpd"
 	case "sequence":
 		return v.key == "editor"
 	case "interactive":
@@ -493,16 +726,25 @@ func linkBelow(root, p string) string {
 
 // unprotectableError is a start refused because what the person's git runs
 // from lies behind symbolic links a server may replace.
-type unprotectableError struct{ links []string }
+type unprotectableError struct{ links, unknown []string }
 
 func (e *unprotectableError) Error() string {
+	if len(e.links) == 0 {
+		return fmt.Sprintf("sandbox: your git config runs a program from a folder the host cannot work out (%s): a server could put a program there that your next git command runs; write the program's path out (from the top of the work tree, or absolute), or set sandbox { mode = \"best-effort\" } in the server's block to start it with that program unprotected", strings.Join(e.unknown, "; "))
+	}
 	return fmt.Sprintf("sandbox: %s is a symbolic link in a folder this server may write, on the way to what your git runs programs from (the repository, its config, includes or hooks folder): the server could point it elsewhere, and your next git command would run what it put there; replace the link with what it points to (for a .git link: t=$(readlink -f .git) && rm .git && printf 'gitdir: %%s\\n' \"$t\" > .git; a link to a program not built yet: build it, then replace the link with it), or set sandbox { mode = \"best-effort\" } in the server's block to start it with the link unprotected", strings.Join(e.links, ", "))
 }
 
 // gitProtectedAt is gitProtected; without placehold it only looks at the
 // placeholders (placeholderAt).
-func gitProtectedAt(roots []string, placehold bool) (readOnly, make []string, files []sandbox.File) {
+func gitProtectedAt(roots []string, placehold bool) (readOnly, make []string, files []sandbox.File, unknown []string) {
 	add := func(p string, k made) {
+		if k == madeUnknown {
+			if !slices.Contains(unknown, p) {
+				unknown = append(unknown, p)
+			}
+			return
+		}
 		readOnly = append(readOnly, p)
 		switch k {
 		case madeFolder:
@@ -564,7 +806,7 @@ func gitProtectedAt(roots []string, placehold bool) (readOnly, make []string, fi
 			repoProtected(root, gitDir, common, maxNested, add)
 		}
 	}
-	return readOnly, make, files
+	return readOnly, make, files, unknown
 }
 
 // made says what gitProtected makes of a path it protects when nothing is
@@ -576,6 +818,10 @@ const (
 	madeNothing made = iota
 	madeFolder       // a hooks folder, the core.hooksPath folder
 	madeFile         // an empty file: a config file an include names
+	// madeUnknown is no path but a config value that runs a program from
+	// a folder the host cannot work out (`cd "$d" && ./x`): the start is
+	// refused (unprotectableError).
+	madeUnknown
 )
 
 // repoProtected passes add what a person's git runs programs from in the
@@ -602,12 +848,16 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 	programs := func(wtTop string, configs ...string) {
 		for _, cfg := range append(personConfigs(), configs...) {
 			for _, v := range readGitConfig(cfg).vars {
-				for _, f := range programFiles(v.value, wtTop) {
+				program := programKey(v)
+				for _, f := range programFiles(v.value, wtTop, program) {
 					add(f, madeNothing)
 				}
-				if programKey(v) {
+				if program {
 					for _, f := range missingPrograms(v.value, wtTop) {
 						add(f, madeFile)
+					}
+					if _, unknown := programPathsOf(v.value, wtTop); unknown {
+						add(fmt.Sprintf("%s.%s = %s (in %s)", v.section, v.key, v.value, cfg), madeUnknown)
 					}
 				}
 			}

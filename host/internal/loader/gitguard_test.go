@@ -250,7 +250,7 @@ func TestHeldPlaceholderStays(t *testing.T) {
 
 func TestProgramFiles(t *testing.T) {
 	top := t.TempDir()
-	for _, f := range []string{"x", "tools/y", "z.sh", "scripts/s.sh", "scripts/sub/t.sh", "my dir/u"} {
+	for _, f := range []string{"x", "tools/y", "z.sh", "scripts/s.sh", "scripts/sub/t.sh", "my dir/u", "fsmon.sh", "a6", "a7", "t/x.sh"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(top, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -295,13 +295,29 @@ func TestProgramFiles(t *testing.T) {
 		`!sh -c "cd scripts && ./s.sh"`:                   {"scripts/s.sh"},
 		`"./my dir/u"`:                                    {"my dir/u"},
 		"!$(echo ./x)":                                    {"x"},
-		"cat":                                             nil,
-		"https://example.com/a":                           nil,
-		"./missing":                                       nil,
-		"./dangling":                                      {"dangling"}, // a link to nothing yet: listed, so the start refuses it
-		"sh ./linked":                                     {"linked"},
+		// Round 19: a script an interpreter runs, named bare; a redirection's
+		// input; a default; braces; cd's options; env -C; what follows in
+		// the word; a wrapper before the interpreter.
+		"sh fsmon.sh":              {"fsmon.sh"},
+		"!bash <fsmon.sh":          {"fsmon.sh"},
+		"!cat fsmon.sh | sh":       {"fsmon.sh"},
+		"!${X:-./a6}":              {"a6"},
+		"!bash -c './a7{,}'":       {"a7"},
+		"!cd -P scripts && ./s.sh": {"scripts/s.sh"},
+		"!cd -- scripts && ./s.sh": {"scripts/s.sh"},
+		"!env -C scripts ./s.sh":   {"scripts/s.sh"},
+		"sh t/x${NOPE}.sh":         {"t/x.sh"},
+		`!sh t/x.sh"$@"`:           {"t/x.sh"},
+		"!sh t/x.sh$IFS":           {"t/x.sh"},
+		"!timeout 5 sh fsmon.sh":   {"fsmon.sh"},
+		"!sh -c 'echo hi'":         nil,
+		"cat":                      nil,
+		"https://example.com/a":    nil,
+		"./missing":                nil,
+		"./dangling":               {"dangling"}, // a link to nothing yet: listed, so the start refuses it
+		"sh ./linked":              {"linked"},
 	} {
-		got := programFiles(value, top)
+		got := programFiles(value, top, true)
 		var rel []string
 		for _, g := range got {
 			r, _ := filepath.Rel(top, g)
@@ -310,5 +326,35 @@ func TestProgramFiles(t *testing.T) {
 		if !slices.Equal(rel, want) {
 			t.Errorf("programFiles(%q) = %q, want %q", value, rel, want)
 		}
+	}
+}
+
+// A program run from a folder the host cannot work out refuses the start
+// (programPaths' unknown); one it can follow does not (red team round 19).
+func TestProgramPathsUnknownFolder(t *testing.T) {
+	top := t.TempDir()
+	for value, want := range map[string]bool{
+		"!cd $(dirname d/a9) && ./a9":                   true,
+		"!for d in scripts; do cd $d; done; ./s.sh":     true,
+		`!sh -c 'cd "$1" && ./x' _ scripts`:             true,
+		`!cd "$d" && sh fsmon.sh`:                       true,
+		"!cd scripts && ./s.sh":                         false,
+		`!cd "$(git rev-parse --show-toplevel)" && ./x`: false,
+		"!cd $PWD && ./x":                               false,
+		"!cd $d && /usr/bin/true":                       false,
+		"!cd $d && git status":                          false,
+		"sh fsmon.sh":                                   false,
+	} {
+		if _, got := programPaths(value, top, ""); got != want {
+			t.Errorf("programPaths(%q): unknown = %v, want %v", value, got, want)
+		}
+	}
+	// A script an interpreter runs that is not there yet is made; a bare
+	// word that is no script is not.
+	if got := missingPrograms("sh later.sh", top); !slices.Equal(got, []string{filepath.Join(top, "later.sh")}) {
+		t.Errorf("missingPrograms(sh later.sh) = %q", got)
+	}
+	if got := missingPrograms("!echo later", top); len(got) != 0 {
+		t.Errorf("missingPrograms(!echo later) = %q", got)
 	}
 }
