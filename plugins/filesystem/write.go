@@ -358,7 +358,7 @@ type moveArgs struct {
 	Destination string `json:"destination" jsonschema:"description=Where to move it (must not exist)"`
 }
 
-func (p *plugin) moveFile(_ context.Context, _ *sdk.Request, in moveArgs) (*sdk.Result, error) {
+func (p *plugin) moveFile(_ context.Context, req *sdk.Request, in moveArgs) (*sdk.Result, error) {
 	src, err := p.locate(in.Source)
 	if err != nil {
 		return sdk.ErrorResult("cannot move %s: %v", in.Source, err), nil
@@ -381,10 +381,48 @@ func (p *plugin) moveFile(_ context.Context, _ *sdk.Request, in moveArgs) (*sdk.
 	if err := p.roots.Covers(dst.Real); err != nil {
 		return sdk.ErrorResult("cannot move to %s: %v", in.Destination, err), nil
 	}
+	if denied := p.deniedWithin(req, src.Real, dst.Real); denied != "" {
+		return sdk.ErrorResult("cannot move %s: %s, in it or where it would go, is denied by the host's rules for this tool, and moving the folder would take it where they do not reach", in.Source, denied), nil
+	}
 	if err := p.rename(src, dst); err != nil {
 		return sdk.ErrorResult("cannot move %s to %s: %v", in.Source, in.Destination, err), nil
 	}
 	return sdk.Textf("Moved %s to %s", p.display(src), p.display(dst)), nil
+}
+
+// maxDeniedWalk is how many entries of a moved folder deniedWithin looks
+// at before it refuses the move.
+const maxDeniedWalk = 100000
+
+// deniedWithin returns the first entry of the folder src (the path as the
+// rules see it) that a deny rule of the call matches, where it is or
+// where it would be below dst, or "". The host checks the two paths a move
+// names; a folder takes what is in it along (red team round 19: with
+// "secrets/*" denied, moving secrets to opened made its files readable).
+func (p *plugin) deniedWithin(req *sdk.Request, src, dst string) string {
+	if req == nil || len(req.Denied) == 0 {
+		return ""
+	}
+	if st, err := os.Lstat(src); err != nil || !st.IsDir() {
+		return ""
+	}
+	found, n := "", 0
+	_ = filepath.WalkDir(src, func(path string, _ fs.DirEntry, err error) error {
+		if n++; n > maxDeniedWalk {
+			found = p.roots.Display(src) + " (more than 100,000 entries to check)"
+			return filepath.SkipAll
+		}
+		if err != nil || path == src {
+			return nil
+		}
+		rel, _ := filepath.Rel(src, path)
+		if req.DeniedPath(p.roots.Display(path)) || req.DeniedPath(p.roots.Display(filepath.Join(dst, rel))) {
+			found = p.roots.Display(path)
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }
 
 // errExists refuses a move onto something that exists.

@@ -31,11 +31,11 @@ func TestDeniedPathsLeftOutOfFolderTools(t *testing.T) {
 		if denied {
 			rules = `permissions {
   default = "allow"
-  deny    = ["filesystem.*:*.env"]
+  deny    = ["filesystem.*:*.env", "filesystem.*:secrets/*"]
 }`
 		}
 		e := setupWith(t, rules)
-		for f, body := range map[string]string{".env": "API_KEY=dotenv-secret-777\n", "sub/prod.env": "K=sub-env-888\n", "sub/app.cfg": "mode=fine\n"} {
+		for f, body := range map[string]string{".env": "API_KEY=dotenv-secret-777\n", "sub/prod.env": "K=sub-env-888\n", "sub/app.cfg": "mode=fine\n", "secrets/keys.txt": "FOLDERSECRET=abc\n"} {
 			if err := os.MkdirAll(filepath.Dir(filepath.Join(e.project, f)), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -67,6 +67,16 @@ func TestDeniedPathsLeftOutOfFolderTools(t *testing.T) {
 			if got, isErr := mustCall(t, c, "filesystem__read_text_file", map[string]any{"path": "sub/prod.env"}); !isErr || strings.Contains(got, "sub-env-888") {
 				t.Errorf("read_text_file of a denied path = %q", got)
 			}
+		}
+		// A folder holding denied files is not moved where the rule does not
+		// reach (red team round 19: secrets moved to opened, then read).
+		got, isErr := mustCall(t, c, "filesystem__move_file", map[string]any{"source": "secrets", "destination": "opened"})
+		_, statErr := os.Stat(filepath.Join(e.project, "opened", "keys.txt"))
+		if denied && (!isErr || statErr == nil) {
+			t.Errorf("moving a folder of denied files: %q (moved: %v)", got, statErr == nil)
+		}
+		if !denied && (isErr || statErr != nil) {
+			t.Errorf("control: moving secrets without the rule: %q, %v", got, statErr)
 		}
 		_ = c.Close()
 	}
