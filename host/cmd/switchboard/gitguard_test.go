@@ -1029,7 +1029,9 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 				return fmt.Sprintf(`mkdir -p tools; printf '#!/bin/sh\ntouch %s\nexit 1\n' > tools/fsmon-built; chmod +x tools/fsmon-built`, m)
 			}, true},
 		{"a program after the top's substitution", []string{"mkdir scripts", `printf '#!/bin/sh\nexit 1\n' > scripts/fsmon.sh`, "chmod +x scripts/fsmon.sh", `git config core.fsmonitor '"$(git rev-parse --show-toplevel)/scripts/fsmon.sh"'`},
-			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > scripts/fsmon.sh`, m) }, false},
+			func(m string) string {
+				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > scripts/fsmon.sh`, m)
+			}, false},
 		{"a filter program after a cd", []string{"mkdir scripts", `printf '#!/bin/sh\ncat\n' > scripts/fmt.sh`, "chmod +x scripts/fmt.sh", `git config filter.fmt.clean 'cd scripts && ./fmt.sh'`},
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > scripts/fmt.sh; echo '* filter=fmt' > .gitattributes; echo x > a.txt`, m)

@@ -405,6 +405,45 @@ func TestMCPJSONQuestionShowsNoHostSecret(t *testing.T) {
 	}
 }
 
+// TestFailedServersErrorsShowNoHostSecret: an approved .mcp.json server
+// whose URL or command took a value from the host's environment, and a
+// config block whose URL did (env()), fail; their errors reach the
+// switchboard server's servers tool, which the client reads (red team
+// round 19: it printed the tokens). They show the entry as written and
+// the URL without its query.
+func TestFailedServersErrorsShowNoHostSecret(t *testing.T) {
+	e := trustSetup(t, "required")
+	const secret = "tok-9c2f-secret"
+	t.Setenv("SB_HOST_SECRET_FOR_TEST2", secret)
+	entry := map[string]any{"mcpServers": map[string]any{
+		"remote": map[string]any{"type": "http", "url": "http://127.0.0.1:9/mcp?token=${SB_HOST_SECRET_FOR_TEST2}"},
+		"cmd":    map[string]any{"command": "${SB_HOST_SECRET_FOR_TEST2}"},
+	}}
+	b, _ := json.Marshal(entry)
+	if err := os.WriteFile(filepath.Join(e.project, ".mcp.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trustConfig(t, e.config, "required", "", "import_mcp_json = true\n"+`external "cfgsrv" {
+  url = "http://127.0.0.1:9/x?key=${env("SB_HOST_SECRET_FOR_TEST2")}"
+}
+`)
+	for _, name := range []string{"remote", "cmd"} {
+		if out, errOut, code := run(t, e, "approve", "--config", e.config, name); code != 0 {
+			t.Fatalf("approve %s = %d %q %q", name, code, out, errOut)
+		}
+	}
+	c, _ := mcpClient(t, e)
+	initialize(t, c)
+	var got string
+	waitFor(t, "the three servers' errors", func() bool {
+		got, _ = mustCall(t, c, "switchboard__servers", map[string]any{})
+		return strings.Count(got, "127.0.0.1:9") >= 2 && strings.Contains(got, "${SB_HOST_SECRET_FOR_TEST2}")
+	})
+	if strings.Contains(got, secret) {
+		t.Errorf("switchboard__servers shows the host's secret:\n%s", got)
+	}
+}
+
 // The answers, as the front end names them.
 const (
 	StartServerForTest = "start"

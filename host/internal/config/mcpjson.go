@@ -137,6 +137,37 @@ func envName(s string) bool {
 	return s != ""
 }
 
+// Redactions maps each value of a .mcp.json entry that ${VAR} changed
+// (its command, an argument, an env or header value, its URL) to the
+// value as written, for the server's errors (external.Spec.Redact); nil
+// for a config block.
+func (x *External) Redactions() map[string]string {
+	if !x.FromMCPJSON {
+		return nil
+	}
+	out := map[string]string{}
+	pair := func(value, written string) {
+		if value != written && value != "" {
+			out[value] = written
+		}
+	}
+	w := x.AsWritten
+	pair(x.Command, w.Command)
+	pair(x.URL, w.URL)
+	for i, a := range x.Args {
+		if i < len(w.Args) {
+			pair(a, w.Args[i])
+		}
+	}
+	for k, v := range x.Env {
+		pair(v, w.Env[k])
+	}
+	for k, v := range x.Headers {
+		pair(v, w.Headers[k])
+	}
+	return out
+}
+
 // ApprovalEntry is what a person approves of a server from .mcp.json
 // (`switchboard approve NAME`): its values after ${VAR} expansion, that
 // is, exactly what runs.

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -56,7 +57,58 @@ type Spec struct {
 	// Untrusted are the folders servers may write: a command named
 	// without a path is not looked up in them on PATH.
 	Untrusted []string
+	// Redact maps values in the spec to what its errors show instead (a
+	// .mcp.json entry's values as written, before ${VAR} took the host's
+	// environment in): an error reaches status and the switchboard
+	// server's tools, which a client reads (red team round 19: a failed
+	// server's error showed the token its URL took from the host's
+	// environment). A URL's query and user info are cut from errors
+	// besides.
+	Redact map[string]string
 }
+
+// redacted is err as the spec's Redact shows it.
+func (spec Spec) redacted(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	pairs := make([]string, 0, 2*len(spec.Redact)+4)
+	for value, shown := range spec.Redact {
+		if value != "" && value != shown {
+			pairs = append(pairs, value, shown)
+		}
+	}
+	if u, perr := url.Parse(spec.URL); perr == nil && (u.RawQuery != "" || u.User != nil) {
+		cut := *u
+		cut.User = nil
+		if cut.RawQuery != "" {
+			cut.RawQuery = "…"
+		}
+		pairs = append(pairs, spec.URL, cut.String())
+		if u.RawQuery != "" {
+			pairs = append(pairs, u.RawQuery, "…")
+		}
+	}
+	if len(pairs) == 0 {
+		return err
+	}
+	shown := strings.NewReplacer(pairs...).Replace(msg)
+	if shown == msg {
+		return err
+	}
+	return &redactedError{err: err, msg: shown}
+}
+
+// redactedError is an error whose text has values of the spec cut out;
+// errors.Is and As still see the error it wraps.
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // EnvAllowlist is what a stdio server inherits from the host.
 var EnvAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "NODE_PATH", "npm_config_cache"}
@@ -104,7 +156,7 @@ func Connect(ctx context.Context, spec Spec, log hclog.Logger) (*Server, error) 
 			return s2, nil
 		}
 	}
-	return s, err
+	return s, spec.redacted(err)
 }
 
 func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Server, error) {

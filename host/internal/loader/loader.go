@@ -663,6 +663,7 @@ func externalJob(cfg *config.Config, files hostFiles, x *config.External, source
 			URL: x.URL, Headers: x.Headers, Timeout: x.Timeout,
 			Sandbox:   externalSandbox(cfg, files, x, self),
 			Untrusted: WritableFolders(cfg),
+			Redact:    x.Redactions(),
 		},
 		kind:    registry.KindExternal,
 		source:  source,
