@@ -409,8 +409,8 @@ func TestMCPJSONQuestionShowsNoHostSecret(t *testing.T) {
 // whose URL or command took a value from the host's environment, and a
 // config block whose URL did (env()), fail; their errors reach the
 // switchboard server's servers tool, which the client reads (red team
-// round 19: it printed the tokens). They show the entry as written and
-// the URL without its query.
+// rounds 19 and 20: it printed the tokens). They show the entry as
+// written, env("NAME") as written, and the URL without its query.
 func TestFailedServersErrorsShowNoHostSecret(t *testing.T) {
 	e := trustSetup(t, "required")
 	const secret = "tok-9c2f-secret"
@@ -426,6 +426,9 @@ func TestFailedServersErrorsShowNoHostSecret(t *testing.T) {
 	trustConfig(t, e.config, "required", "", "import_mcp_json = true\n"+`external "cfgsrv" {
   url = "http://127.0.0.1:9/x?key=${env("SB_HOST_SECRET_FOR_TEST2")}"
 }
+external "cfgpath" {
+  url = "http://127.0.0.1:9/${env("SB_HOST_SECRET_FOR_TEST2")}/mcp"
+}
 `)
 	for _, name := range []string{"remote", "cmd"} {
 		if out, errOut, code := run(t, e, "approve", "--config", e.config, name); code != 0 {
@@ -437,7 +440,7 @@ func TestFailedServersErrorsShowNoHostSecret(t *testing.T) {
 	var got string
 	waitFor(t, "the three servers' errors", func() bool {
 		got, _ = mustCall(t, c, "switchboard__servers", map[string]any{})
-		return strings.Count(got, "127.0.0.1:9") >= 2 && strings.Contains(got, "${SB_HOST_SECRET_FOR_TEST2}")
+		return strings.Count(got, "127.0.0.1:9") >= 3 && strings.Contains(got, "${SB_HOST_SECRET_FOR_TEST2}") && strings.Contains(got, `${env(\"SB_HOST_SECRET_FOR_TEST2\")}`) // as JSON writes it
 	})
 	if strings.Contains(got, secret) {
 		t.Errorf("switchboard__servers shows the host's secret:\n%s", got)

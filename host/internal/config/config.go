@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -562,6 +563,17 @@ func LoadBytes(abs string, src []byte, parser *hclparse.Parser) *Result {
 	return res
 }
 
+// envRead maps each value env("NAME") returned in this process to how
+// the config writes it, for the errors of the servers that use it
+// (External.Redactions): an external block's url built with env() showed
+// its token in the error the switchboard server's tools show a client
+// (red team round 20).
+var envRead sync.Map
+
+// minRedacted is the shortest value cut from errors: a shorter one is no
+// secret, and would cut letters out of every message.
+const minRedacted = 4
+
 // evalContext offers env("NAME") to expressions. An unset variable is an
 // empty string; use it with a default like `coalesce(env("X"), "d")` later.
 func evalContext() *hcl.EvalContext {
@@ -570,7 +582,12 @@ func evalContext() *hcl.EvalContext {
 		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
 		Type:        function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			return cty.StringVal(os.Getenv(args[0].AsString())), nil
+			name := args[0].AsString()
+			v := os.Getenv(name)
+			if len(v) >= minRedacted {
+				envRead.Store(v, `${env("`+name+`")}`)
+			}
+			return cty.StringVal(v), nil
 		},
 	})
 	return &hcl.EvalContext{Functions: map[string]function.Function{"env": envFn}}

@@ -137,17 +137,23 @@ func envName(s string) bool {
 	return s != ""
 }
 
-// Redactions maps each value of a .mcp.json entry that ${VAR} changed
-// (its command, an argument, an env or header value, its URL) to the
-// value as written, for the server's errors (external.Spec.Redact); nil
-// for a config block.
+// Redactions maps values of the server's spec that came from the host's
+// environment to how its config writes them, for the server's errors
+// (external.Spec.Redact): for a .mcp.json entry, each value ${VAR}
+// changed (its command, an argument, an env or header value, its URL) to
+// the value as written; for every server, each value env("NAME") returned
+// while the config was read.
 func (x *External) Redactions() map[string]string {
-	if !x.FromMCPJSON {
-		return nil
-	}
 	out := map[string]string{}
+	envRead.Range(func(k, v any) bool {
+		out[k.(string)] = v.(string)
+		return true
+	})
+	if !x.FromMCPJSON {
+		return out
+	}
 	pair := func(value, written string) {
-		if value != written && value != "" {
+		if value != written && len(value) >= minRedacted {
 			out[value] = written
 		}
 	}
