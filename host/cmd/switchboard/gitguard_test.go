@@ -1048,6 +1048,14 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > tools/fsm.sh`, m) }, false},
 		{"a program in a folder the host cannot work out", []string{"mkdir tools", `git config core.fsmonitor 'cd "$(echo tools)" && sh fsm.sh'`},
 			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > tools/fsm.sh`, m) }, true},
+		// Round 20: a NUL ends git's value; core.worktree moves where
+		// relative programs and hooks are.
+		{"a value with a NUL", []string{`printf 'exit 1\n' > x.sh`, `printf '[core]\n\tfsmonitor = sh x.sh\000zzz\n' >> .git/config`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false},
+		{"a work tree moved by core.worktree", []string{"mkdir -p sub/.husky", `printf 'exit 1\n' > sub/x.sh`, "git config core.worktree ../sub", "git config core.fsmonitor 'sh x.sh'", "git config core.hooksPath .husky"},
+			func(m string) string {
+				return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > sub/x.sh; printf '#!/bin/sh\ntouch %s\n' > sub/.husky/pre-commit; chmod +x sub/.husky/pre-commit`, m, m)
+			}, false},
 		{"an include of a device", []string{"git config --add include.path /dev/stdin"}, // servers start (round 18: none did)
 			func(m string) string { return fsmon(m) + " >> .git/config" }, false},
 		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},

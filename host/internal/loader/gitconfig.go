@@ -176,6 +176,12 @@ func continues(v string) bool {
 // configString is a variable's value as git reads it: quotes removed,
 // a comment (# or ; outside quotes) cut off, the common escapes undone.
 func configString(v string) string {
+	// git's value ends at a NUL (red team round 20: "sh x.sh\x00zzz" ran
+	// sh x.sh); the marks programPaths uses are no value's.
+	if i := strings.IndexByte(v, 0); i >= 0 {
+		v = v[:i]
+	}
+	v = strings.NewReplacer("\x01", "_", "\x02", "_").Replace(v)
 	var out strings.Builder
 	quoted := false
 	v = strings.TrimSpace(v)

@@ -877,12 +877,26 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 	// hooksPath and includes, like the config's (red team round 14).
 	config(filepath.Join(gitDir, "config.worktree"))
 	programs(top, filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree"))
-	hp := effectiveHooksPath(common, gitDir)
-	if hp != "" {
-		if filepath.IsAbs(hp) {
-			add(filepath.Clean(hp), madeFolder)
-		} else {
-			add(filepath.Join(top, hp), madeFolder)
+	// core.worktree moves the work tree, where git runs programs and
+	// finds a relative hooks path (red team round 20: core.worktree =
+	// ../sub had the person's git run sub/x.sh and sub/.husky's hook).
+	tops := []string{top}
+	if wt := configValue(filepath.Join(common, "config"), "core", "worktree"); wt != "" {
+		if !filepath.IsAbs(wt) {
+			wt = filepath.Join(gitDir, wt)
+		}
+		if wt = filepath.Clean(wt); wt != top {
+			tops = append(tops, wt)
+			programs(wt, filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree"))
+		}
+	}
+	if hp := effectiveHooksPath(common, gitDir); hp != "" {
+		for _, t := range tops {
+			if filepath.IsAbs(hp) {
+				add(filepath.Clean(hp), madeFolder)
+			} else {
+				add(filepath.Join(t, hp), madeFolder)
+			}
 		}
 	}
 	// The repository's linked work trees (git worktree add): each one's
