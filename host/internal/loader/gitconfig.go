@@ -22,6 +22,8 @@ type gitConfig struct {
 // its subsection) and key (lower case), and value.
 type gitVar struct {
 	section, key, value string
+	// sub is the subsection, as written ([url "ext::sh x #"]).
+	sub string
 }
 
 // maxIncludeDepth is how deep includes are followed (git stops at 10).
@@ -97,7 +99,7 @@ func (c *gitConfig) read(path, home string, depth int) {
 	// first section from the host (red team round 19).
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	lines := strings.Split(string(b), "\n")
-	section := ""
+	section, sub := "", ""
 	for i := 0; i < len(lines); i++ {
 		line := strings.TrimSpace(lines[i])
 		if strings.HasPrefix(line, "[") {
@@ -108,9 +110,22 @@ func (c *gitConfig) read(path, home string, depth int) {
 				continue
 			}
 			header := line[1:end]
-			name, _, _ := strings.Cut(header, " ")
-			name, _, _ = strings.Cut(name, ".")
+			if q := strings.IndexByte(header, '"'); q >= 0 {
+				// [section "sub"]: the subsection may hold ] and spaces.
+				if close := closingQuote(line, 1+q); close > 0 {
+					if e := strings.IndexByte(line[close:], ']'); e >= 0 {
+						end = close + e
+						header = line[1:end]
+					}
+				}
+			}
+			name, subsection, _ := strings.Cut(header, " ")
+			name, dotted, isDotted := strings.Cut(name, ".")
 			section = strings.ToLower(strings.TrimSpace(strings.Trim(name, `"`)))
+			sub = unquoteSub(strings.TrimSpace(subsection))
+			if isDotted {
+				sub = strings.ToLower(dotted)
+			}
 			line = strings.TrimSpace(line[end+1:])
 			if line == "" {
 				continue
@@ -133,7 +148,7 @@ func (c *gitConfig) read(path, home string, depth int) {
 			}
 			value = configString(v)
 		}
-		c.vars = append(c.vars, gitVar{section, key, value})
+		c.vars = append(c.vars, gitVar{section: section, key: key, value: value, sub: sub})
 		if key == "path" && (section == "include" || section == "includeif") && value != "" {
 			inc := value
 			if rest, found := strings.CutPrefix(inc, "~/"); found {
@@ -149,6 +164,33 @@ func (c *gitConfig) read(path, home string, depth int) {
 			c.read(inc, home, depth+1)
 		}
 	}
+}
+
+// closingQuote returns the index of the quote that closes the one at open
+// in s (backslashes escape), or -1.
+func closingQuote(s string, open int) int {
+	for i := open + 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
+}
+
+// unquoteSub is a subsection as git reads it: "a \"b\"" is a "b".
+func unquoteSub(s string) string {
+	s = strings.TrimPrefix(strings.TrimSuffix(s, `"`), `"`)
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // continues reports whether a value's line (v, after the "=") goes on

@@ -693,6 +693,29 @@ func programKey(v gitVar) bool {
 	return false
 }
 
+// extCommand returns the command of an ext:: URL a variable names: a
+// remote's url or pushurl, or the URL an insteadOf rewrites to ([url
+// "ext::sh tools/x.sh #"]). git runs it for a fetch or push once
+// protocol.ext.allow lets it (red team round 20: the person's fetch ran
+// the agent's tools/x.sh).
+func extCommand(v gitVar) (string, bool) {
+	switch {
+	case v.section == "remote" && (v.key == "url" || v.key == "pushurl"):
+		return cutPrefixFold(v.value, "ext::")
+	case v.section == "url" && (v.key == "insteadof" || v.key == "pushinsteadof"):
+		return cutPrefixFold(v.sub, "ext::")
+	}
+	return "", false
+}
+
+// cutPrefixFold is strings.CutPrefix, ignoring case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
 // isLink reports whether path is a symbolic link.
 func isLink(path string) bool {
 	st, err := os.Lstat(path)
@@ -849,6 +872,9 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 		for _, cfg := range append(personConfigs(), configs...) {
 			for _, v := range readGitConfig(cfg).vars {
 				program := programKey(v)
+				if ext, ok := extCommand(v); ok {
+					v.value, program = ext, true
+				}
 				for _, f := range programFiles(v.value, wtTop, program) {
 					add(f, madeNothing)
 				}

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -356,5 +357,39 @@ func TestProgramPathsUnknownFolder(t *testing.T) {
 	}
 	if got := missingPrograms("!echo later", top); len(got) != 0 {
 		t.Errorf("missingPrograms(!echo later) = %q", got)
+	}
+}
+
+// The command of an ext:: URL a remote or an insteadOf names is a program
+// the person's fetch or push runs (red team round 20): protected, and
+// made when missing.
+func TestExtURLsArePrograms(t *testing.T) {
+	top, _ := filepath.EvalSymlinks(t.TempDir())
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = top
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", ".")
+	if err := os.MkdirAll(filepath.Join(top, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(top, "tools", "x.sh"), []byte("exit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git("config", "protocol.ext.allow", "always")
+	git("config", "remote.origin.url", "ext::sh tools/x.sh")
+	git("config", "url.ext::sh tools/y.sh #.insteadOf", "https://example.com/")
+	t.Setenv("HOME", t.TempDir())
+	ro, _, files := gitProtected([]string{top})
+	if !slices.Contains(ro, filepath.Join(top, "tools", "x.sh")) {
+		t.Errorf("read-only %q: the remote's ext:: program is not", ro)
+	}
+	if !slices.ContainsFunc(files, func(f sandbox.File) bool { return f.Path == filepath.Join(top, "tools", "y.sh") }) {
+		t.Errorf("made %v: the insteadOf's missing ext:: program is not", files)
 	}
 }
