@@ -1056,6 +1056,10 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			func(m string) string {
 				return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > sub/x.sh; printf '#!/bin/sh\ntouch %s\n' > sub/.husky/pre-commit; chmod +x sub/.husky/pre-commit`, m, m)
 			}, false},
+		{"a script after an option that takes a value", []string{`git config core.fsmonitor 'timeout -s KILL 5 sh -o errexit x.sh'`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false},
+		{"a script named by a variable", []string{`git config core.fsmonitor 'X=x.sh; sh $X'`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, true},
 		{"an include of a device", []string{"git config --add include.path /dev/stdin"}, // servers start (round 18: none did)
 			func(m string) string { return fsmon(m) + " >> .git/config" }, false},
 		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},

@@ -173,113 +173,441 @@ type programPath struct {
 // scripts && ./x`, `"$GIT_PREFIX"scripts/x`, `scripts\/x` and
 // `bash<scripts/x` left their scripts writable, red team round 18).
 func programPaths(value, top, home string) (paths []programPath, unknown bool) {
+	return programPathsFrom(value, top, top, home, 0)
+}
+
+// programPathsFrom is programPaths of a command line run in the folder
+// cwd of the work tree at top (depth: how deeply it is nested in sh -c).
+func programPathsFrom(value, cwd, top, home string, depth int) (paths []programPath, unknown bool) {
 	add := func(pp programPath) {
 		if pp.path != "" && !slices.Contains(paths, pp) {
 			paths = append(paths, pp)
 		}
 	}
-	cwd, cwdKnown := top, true
-	var cdNext, fileNext, scriptNext bool
-	interp := false // the command is an interpreter whose first operand is its script
-	first := true   // the next word is a command's name
-	for _, w := range shellWords(markFolders(strings.TrimPrefix(strings.TrimSpace(value), "!")), 0) {
-		switch w {
-		case commandEnd:
-			cdNext, fileNext, scriptNext, interp, first = false, false, false, false, true
-			continue
-		case redirectIn:
-			fileNext = true
-			continue
+	cwdKnown := true
+	var cmd string       // the command's name (base), "" before it
+	var next argKind     // what the next word is, from the option before it
+	var operands int     // the command's operands so far
+	var incDirs []string // perl -I, ruby -I
+	reset := func() { cmd, next, operands, incDirs = "", argNone, 0, nil }
+	// cd moves the folder the rest runs in.
+	cd := func(word string) {
+		switch d, rest, expanded := programWord(word, cwd, top, home); {
+		case word == string(topMark):
+			cwd = top
+		case word == string(cwdMark):
+		case expanded || strings.ContainsAny(word, "$"+string(expansionMark)):
+			// cd "$d", cd $(dirname x): where the command goes on from is
+			// not known.
+			cwdKnown = false
+		case d != "":
+			cwd = d
+		case rest == "" || rest == "-" || rest == "~":
+			cwd = top
+		default:
+			cwd = filepath.Join(cwd, rest)
 		}
-		for _, word := range wordForms(w) {
-			if cdNext {
-				if strings.HasPrefix(word, "-") && word != "-" {
-					continue // cd -P, cd --
-				}
-				cdNext = false
-				switch d, rest, expanded := programWord(word, cwd, top, home); {
-				case word == string(topMark):
-					cwd = top
-				case word == string(cwdMark):
-				case expanded || strings.ContainsAny(word, "$"+string(expansionMark)):
-					// cd "$d", cd $(dirname x): where the command goes on from
-					// is not known.
-					cwdKnown = false
-				case d != "":
-					cwd = d
-				case rest == "" || rest == "-" || rest == "~":
-					cwd = top
-				default:
-					cwd = filepath.Join(cwd, rest)
-				}
-				continue
+	}
+	// file adds a word that names a file: as a script (made when missing)
+	// or not (protected when there).
+	file := func(word string, script bool) {
+		if script && !literalWord(word) {
+			unknown = true // sh $X, sh $(echo x.sh), sh x.s?: what runs is not known
+		}
+		p, rest, expanded := programWord(word, cwd, top, home)
+		if p == "" {
+			if rest == "" || strings.ContainsAny(rest, "$"+string(expansionMark)) || strings.Contains(rest, "://") || filepath.IsAbs(rest) {
+				return
 			}
-			if strings.HasPrefix(word, "--chdir=") {
-				w2 := strings.TrimPrefix(word, "--chdir=")
-				if d, _, expanded := programWord(w2+"/.", cwd, top, home); d != "" && !expanded {
-					cwd = filepath.Dir(d + "/x")
-				} else {
-					cwdKnown = false
-				}
-				continue
+			// A bare name: a file in the folder when a program takes it as
+			// one (sh fsmon.sh, bash <fmt.sh: red team round 19).
+			p = filepath.Join(cwd, rest)
+			if script && (rest == "." || isDir(p)) {
+				p = scriptInFolder(cmd, p) // python3 ., node . (red team round 20)
 			}
-			if first && shellKeywords[word] {
-				continue // do cd x, then ./y: the command is the next word
-			}
-			if first && (word == "cd" || word == "pushd") || word == "-C" && !interp {
-				cdNext = true
-				continue
-			}
-			isFirst := first
-			if first && !strings.Contains(word, "=") && !strings.HasPrefix(word, "-") && !duration.MatchString(word) {
-				// env, exec, nice, timeout 5 …: the command is the next word.
-				first = wrappers[filepath.Base(word)]
-				interp = interpreters[filepath.Base(word)]
-			}
-			asScript := false
-			switch {
-			case scriptNext:
-				scriptNext = false // sh -c SCRIPT: its words are read on their own
-				continue
-			case fileNext:
-				fileNext, asScript = false, true
-			case interp && !isFirst && strings.HasPrefix(word, "-"):
-				if strings.Contains(word, "c") && !strings.HasPrefix(word, "--") {
-					scriptNext = true
-				}
-				continue
-			case interp && !isFirst:
-				interp, asScript = false, true
-			}
-			p, rest, expanded := programWord(word, cwd, top, home)
-			if p == "" {
-				if rest == "" || strings.ContainsAny(rest, "$"+string(expansionMark)) || strings.Contains(rest, "://") || filepath.IsAbs(rest) {
-					continue
-				}
-				// A bare name: a file in the folder when a program takes it
-				// as one (sh fsmon.sh, bash <fmt.sh: red team round 19).
-				p = filepath.Join(cwd, rest)
-				add(programPath{path: p, alt: !asScript, bare: true})
-				if !cwdKnown && asScript {
-					unknown = true
-				}
-				continue
-			}
-			if !cwdKnown && !filepath.IsAbs(rest) && !strings.HasPrefix(rest, "~/") && !expanded {
+			add(programPath{path: p, alt: !script, bare: true})
+			if !cwdKnown && script {
 				unknown = true
 			}
-			add(programPath{path: p})
-			if cwd != top {
-				if q, _, _ := programWord(word, top, top, home); q != p {
-					add(programPath{path: q, alt: true})
+			return
+		}
+		if script && isDir(p) {
+			p = scriptInFolder(cmd, p)
+		}
+		if !cwdKnown && !filepath.IsAbs(rest) && !strings.HasPrefix(rest, "~/") && !expanded {
+			unknown = true
+		}
+		add(programPath{path: p})
+		if cwd != top {
+			if q, _, _ := programWord(word, top, top, home); q != p {
+				add(programPath{path: q, alt: true})
+			}
+		}
+		if expanded && filepath.IsAbs(rest) {
+			add(programPath{path: filepath.Clean(rest), alt: true})
+		}
+	}
+	// module adds what a module option loads (python3 -m tools.fsmon,
+	// perl -Itools -Mfsmon, node -r ./x): the files in the folders it is
+	// looked up in first, where servers may write; one of none there could
+	// be put there, which refuses the start.
+	module := func(kind argKind, name string) {
+		cands, searched := moduleFiles(kind, name, cwd, incDirs)
+		found := false
+		for _, c := range cands {
+			if _, err := os.Stat(c); err == nil {
+				add(programPath{path: c})
+				found = true
+			}
+		}
+		if !found && searched {
+			unknown = true
+		}
+	}
+	words := shellWords(markFolders(strings.TrimPrefix(strings.TrimSpace(value), "!")), 0)
+	for k := 0; k < len(words); k++ {
+		w := words[k]
+		switch w {
+		case commandEnd:
+			reset()
+			continue
+		case redirectIn:
+			if k+1 < len(words) && words[k+1] != commandEnd {
+				k++
+				file(words[k], true)
+			}
+			continue
+		}
+		if next != argNone {
+			kind := next
+			next = argNone
+			switch kind {
+			case argCd:
+				cd(w)
+			case argFile:
+				file(w, true)
+			case argCode:
+				if cmd == "python" && !literalWord(w) {
+					unknown = true
+				}
+				switch {
+				case cmd == "python":
+					for _, m := range pythonImports(w) {
+						module(argPyModule, m)
+					}
+				case !literalWord(w) && interpreters[cmd]:
+					unknown = true // sh -c "$(cat x.txt)"
+				case cmd == "sh" && depth < maxSubstitution:
+					// sh -c SCRIPT: read as a command line of its own, from
+					// here (bash -c './a7{,}', bash -c 'cd tools; . x.sh').
+					inner, innerUnknown := programPathsFrom(w, cwd, top, home, depth+1)
+					for _, pp := range inner {
+						add(pp)
+					}
+					unknown = unknown || innerUnknown || !cwdKnown && len(inner) > 0
+				}
+			case argIncDir:
+				incDirs = append(incDirs, w)
+			case argPyModule, argPlModule, argJsModule, argRbModule:
+				module(kind, w)
+				if kind == argPyModule {
+					next = argRest // python3 -m x: the rest are its arguments
+				}
+			case argRest:
+				next = argRest
+			}
+			continue
+		}
+		forms := wordForms(w)
+		if cmd == "" {
+			switch {
+			case shellKeywords[w]:
+				continue // do cd x, then ./y: the command is the next word
+			case strings.Contains(w, "=") && !strings.HasPrefix(w, "-"):
+				for _, f := range forms {
+					file(f, false) // VAR=./x: protected when there
+				}
+				continue
+			}
+			base := commandName(w)
+			switch {
+			case base == "cd" || base == "pushd":
+				cmd = "cd"
+			case wrappers[base]:
+				// env, exec, nice, timeout 5 …: the command comes later.
+				cmd = ""
+				if opts, ok := optionArgs[base]; ok {
+					k = skipOptions(words, k+1, opts, func(kind argKind, v string) {
+						switch kind {
+						case argCd:
+							cd(v)
+						case argFile:
+							file(v, true)
+						case argSplit:
+							for _, sw := range shellWords(v, 1) {
+								file(sw, false)
+							}
+						}
+					}) - 1
+				}
+				if base == "timeout" && k+1 < len(words) && duration.MatchString(words[k+1]) {
+					k++
+				}
+				continue
+			default:
+				cmd = base
+				if base == "python3" || strings.HasPrefix(base, "python") {
+					cmd = "python"
 				}
 			}
-			if expanded && filepath.IsAbs(rest) {
-				add(programPath{path: filepath.Clean(rest), alt: true})
+			for _, f := range forms {
+				file(f, false) // the command itself, by path
 			}
+			continue
+		}
+		if cmd == "cd" {
+			if strings.HasPrefix(w, "-") && w != "-" {
+				continue // cd -P, cd --
+			}
+			cd(w)
+			cmd = "cd done"
+			continue
+		}
+		if strings.HasPrefix(w, "-") && len(w) > 1 {
+			if kind, val, ok := optionKind(cmd, w); ok {
+				if val != "" {
+					switch kind {
+					case argCd:
+						cd(val)
+					case argFile:
+						file(val, true)
+					case argIncDir:
+						incDirs = append(incDirs, val)
+					case argPyModule, argPlModule, argJsModule, argRbModule:
+						module(kind, val)
+					}
+				} else {
+					next = kind
+				}
+			}
+			if cmd == "find" && (w == "-exec" || w == "-execdir" || w == "-ok" || w == "-okdir") {
+				cmd = "" // find … -exec CMD …: CMD is a command
+			}
+			continue
+		}
+		operands++
+		script := interpreters[cmd] && operands == 1 && next != argRest
+		for _, f := range forms {
+			file(f, script)
 		}
 	}
 	return paths, unknown
+}
+
+// argKind is what an option's argument (or the word after it) is.
+type argKind int
+
+const (
+	argNone     argKind = iota
+	argSkip             // a value: -o errexit, -s KILL
+	argCd               // a folder the command runs in: env -C DIR, make -C DIR
+	argFile             // a script or a file read as one: awk -f x, --rcfile x
+	argCode             // program text: sh -c, python3 -c, perl -e
+	argIncDir           // a folder modules are looked up in: perl -I, ruby -I
+	argPyModule         // python3 -m mod
+	argPlModule         // perl -M mod
+	argJsModule         // node -r mod
+	argRbModule         // ruby -r lib
+	argSplit            // env -S 'a b': a command line
+	argRest             // the rest are the program's own arguments
+)
+
+// optionArgs are, for the commands whose options matter, the options that
+// take an argument and what it is (red team round 20: sh -o errexit x.sh,
+// timeout -s KILL 5 sh x.sh, python3 -W ignore x.py, perl -I lib x.pl
+// left x writable).
+var optionArgs = map[string]map[string]argKind{
+	"sh":      {"-c": argCode, "-o": argSkip, "+o": argSkip, "-O": argSkip, "+O": argSkip, "--rcfile": argFile, "--init-file": argFile},
+	"python":  {"-c": argCode, "-m": argPyModule, "-W": argSkip, "-X": argSkip, "-Q": argSkip},
+	"perl":    {"-e": argCode, "-E": argCode, "-I": argIncDir, "-M": argPlModule, "-m": argPlModule},
+	"ruby":    {"-e": argCode, "-I": argIncDir, "-r": argRbModule, "-C": argCd},
+	"node":    {"-e": argCode, "--eval": argCode, "-p": argCode, "--print": argCode, "-r": argJsModule, "--require": argJsModule, "--import": argJsModule, "--loader": argJsModule, "--experimental-loader": argJsModule},
+	"awk":     {"-f": argFile, "-v": argSkip, "-F": argSkip},
+	"sed":     {"-f": argFile, "--file": argFile, "-e": argSkip, "--expression": argSkip},
+	"make":    {"-f": argFile, "--file": argFile, "--makefile": argFile, "-C": argCd, "--directory": argCd, "-I": argSkip, "-o": argSkip, "-W": argSkip, "-j": argSkip, "-l": argSkip},
+	"git":     {"-C": argCd, "-c": argSkip, "--git-dir": argSkip, "--work-tree": argCd},
+	"env":     {"-u": argSkip, "--unset": argSkip, "-C": argCd, "--chdir": argCd, "-S": argSplit, "--split-string": argSplit},
+	"timeout": {"-s": argSkip, "--signal": argSkip, "-k": argSkip, "--kill-after": argSkip},
+	"nice":    {"-n": argSkip, "--adjustment": argSkip},
+	"ionice":  {"-c": argSkip, "-n": argSkip, "-p": argSkip},
+	"stdbuf":  {"-i": argSkip, "-o": argSkip, "-e": argSkip},
+	"sudo":    {"-u": argSkip, "-g": argSkip, "-C": argSkip, "-h": argSkip, "-p": argSkip, "-r": argSkip, "-t": argSkip, "-U": argSkip, "-D": argCd},
+	"xargs":   {"-a": argFile, "--arg-file": argFile, "-I": argSkip, "-n": argSkip, "-P": argSkip, "-d": argSkip, "-E": argSkip, "-L": argSkip, "-s": argSkip},
+	"exec":    {"-a": argSkip},
+}
+
+// optionKind is what option w of cmd takes: its kind, and its value when
+// it is in the same word (--rcfile=x, -Itools, -mtools.x).
+func optionKind(cmd, w string) (argKind, string, bool) {
+	opts := optionArgs[cmd]
+	if interpreters[cmd] && optionArgs[cmd] == nil {
+		opts = optionArgs["sh"]
+	}
+	if name, val, ok := strings.Cut(w, "="); ok && strings.HasPrefix(w, "--") {
+		if k, found := opts[name]; found {
+			return k, val, true
+		}
+		return argNone, "", false
+	}
+	if k, found := opts[w]; found {
+		return k, "", true
+	}
+	if !strings.HasPrefix(w, "--") && len(w) > 2 {
+		if k, found := opts[w[:2]]; found && k != argSkip && k != argCode || found && (cmd == "perl" || cmd == "ruby") {
+			return k, w[2:], true
+		}
+		// sh -ec 'script', sh -eo pipefail x: a cluster ending in an option
+		// that takes the next word.
+		if opts["-c"] == argCode && strings.ContainsRune(w[1:], 'c') && (cmd == "sh" || shells[cmd]) {
+			return argCode, "", true
+		}
+		if k, found := opts["-"+w[len(w)-1:]]; found {
+			return k, "", true
+		}
+	}
+	return argNone, "", false
+}
+
+// skipOptions reads a wrapper's options from words[k:] (opts says which
+// take an argument, given to use) and returns the index of the first word
+// after them.
+func skipOptions(words []string, k int, opts map[string]argKind, use func(argKind, string)) int {
+	for ; k < len(words); k++ {
+		w := words[k]
+		if w == commandEnd || !strings.HasPrefix(w, "-") || w == "-" {
+			return k
+		}
+		if w == "--" {
+			return k + 1
+		}
+		if name, val, ok := strings.Cut(w, "="); ok && strings.HasPrefix(w, "--") {
+			if kind, found := opts[name]; found {
+				use(kind, val)
+			}
+			continue
+		}
+		if kind, found := opts[w]; found && k+1 < len(words) {
+			k++
+			use(kind, words[k])
+		}
+	}
+	return k
+}
+
+// shells are the interpreters that read sh's options.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true}
+
+// commandName is a command word's base name, as the tables know it.
+func commandName(w string) string {
+	base := filepath.Base(w)
+	switch {
+	case shells[base]:
+		return "sh"
+	case base == "nodejs":
+		return "node"
+	case base == "gawk" || base == "mawk" || base == "nawk":
+		return "awk"
+	case base == "gmake":
+		return "make"
+	case strings.HasPrefix(base, "python"):
+		return "python"
+	}
+	return base
+}
+
+// literalWord reports whether w is a word the shell leaves as it is: no
+// expansion (but $GIT_PREFIX and the folders markFolders marked) and no
+// glob.
+func literalWord(w string) bool {
+	w = strings.NewReplacer("${GIT_PREFIX}", "", "$GIT_PREFIX", "", string(topMark), "", string(cwdMark), "").Replace(w)
+	return !strings.ContainsAny(w, "$*?["+string(expansionMark))
+}
+
+// isDir reports whether p is a folder.
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// scriptInFolder is the file an interpreter runs when its script operand
+// is the folder dir: python3 . runs __main__.py, node . its index.js.
+func scriptInFolder(cmd, dir string) string {
+	if cmd == "node" || cmd == "deno" {
+		return filepath.Join(dir, "index.js")
+	}
+	return filepath.Join(dir, "__main__.py")
+}
+
+// moduleFiles lists the files a module option loads from the folders
+// servers may write first, and reports whether it searched any (a
+// module found elsewhere, such as perl's without -I, is not the host's).
+func moduleFiles(kind argKind, name, cwd string, incDirs []string) ([]string, bool) {
+	dirs := func() []string {
+		var out []string
+		for _, d := range incDirs {
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(cwd, d)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+	switch kind {
+	case argPyModule:
+		// python3 -m and -c put the current folder first on sys.path.
+		rel := filepath.FromSlash(strings.ReplaceAll(name, ".", "/"))
+		out := []string{filepath.Join(cwd, rel+".py"), filepath.Join(cwd, rel, "__main__.py"), filepath.Join(cwd, rel, "__init__.py")}
+		for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
+			out = append(out, filepath.Join(cwd, d, "__init__.py"))
+		}
+		return out, true
+	case argPlModule, argRbModule:
+		name, _, _ = strings.Cut(name, "=") // -Mmod=args
+		ext := ".pm"
+		if kind == argRbModule {
+			ext = ".rb"
+		}
+		rel := filepath.FromSlash(strings.ReplaceAll(name, "::", "/")) + ext
+		var out []string
+		for _, d := range dirs() {
+			out = append(out, filepath.Join(d, rel))
+		}
+		return out, len(out) > 0
+	case argJsModule:
+		if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "/") {
+			p := name
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(cwd, p)
+			}
+			return []string{p, p + ".js", p + ".cjs", p + ".mjs", filepath.Join(p, "index.js")}, true
+		}
+		m := filepath.Join(cwd, "node_modules", filepath.FromSlash(name))
+		return []string{filepath.Join(m, "package.json"), filepath.Join(m, "index.js"), m + ".js"}, true
+	}
+	return nil, false
+}
+
+// pythonImport finds the modules Python code imports (import a.b, from a
+// import b).
+var pythonImport = regexp.MustCompile(`(?:^|[;\s])(?:import|from)\s+([A-Za-z_][A-Za-z0-9_.]*)`)
+
+// pythonImports lists the modules code (python3 -c's) imports.
+func pythonImports(code string) []string {
+	var out []string
+	for _, m := range pythonImport.FindAllStringSubmatch(code, -1) {
+		out = append(out, m[1])
+	}
+	return out
 }
 
 // programPathsOf is programPaths from the person's home.
@@ -291,9 +619,8 @@ func programPathsOf(value, top string) ([]programPath, bool) {
 // interpreters are the programs whose first operand is a script they run
 // (sh x.sh, python3 tool.py).
 var interpreters = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "fish": true,
-	"python": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true, "deno": true,
-	"php": true, "lua": true, "tclsh": true, "Rscript": true, "pwsh": true,
+	"sh": true, "fish": true, "python": true, "perl": true, "ruby": true, "node": true, "deno": true,
+	"php": true, "lua": true, "tclsh": true, "Rscript": true, "pwsh": true, "source": true, ".": true,
 }
 
 // shellKeywords come before a command's name.
@@ -307,6 +634,7 @@ var duration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
 var wrappers = map[string]bool{
 	"env": true, "exec": true, "command": true, "nice": true, "nohup": true, "timeout": true, "setsid": true,
 	"stdbuf": true, "time": true, "xargs": true, "sudo": true, "doas": true, "chrt": true, "ionice": true, "taskset": true,
+	"eval": true, "busybox": true, "builtin": true,
 }
 
 // wordForms returns the words a shell word can stand for, as far as paths
@@ -482,6 +810,14 @@ func shellWords(s string, depth int) []string {
 			nested(s[i+1 : i+1+j])
 			cur.WriteRune(expansionMark)
 			i += j + 1
+			inWord = true
+		case (c == '<' || c == '>') && i+1 < len(s) && s[i+1] == '(':
+			// <(…), >(…): process substitution, a file named by nothing
+			// literal (bash <(cat x.sh)).
+			end := closing(s, i+1)
+			nested(s[i+2 : end])
+			cur.WriteRune(expansionMark)
+			i = end
 			inWord = true
 		case c == '<':
 			flush()

@@ -251,7 +251,8 @@ func TestHeldPlaceholderStays(t *testing.T) {
 
 func TestProgramFiles(t *testing.T) {
 	top := t.TempDir()
-	for _, f := range []string{"x", "tools/y", "z.sh", "scripts/s.sh", "scripts/sub/t.sh", "my dir/u", "fsmon.sh", "a6", "a7", "t/x.sh"} {
+	for _, f := range []string{"x", "tools/y", "z.sh", "scripts/s.sh", "scripts/sub/t.sh", "my dir/u", "fsmon.sh", "a6", "a7", "t/x.sh",
+		"x.sh", "tools/x.sh", "tools/fsmon.py", "tools/fsmon.pm", "__main__.py", "x.awk", "x.sed", "x.py", "x.pl"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(top, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +276,7 @@ func TestProgramFiles(t *testing.T) {
 		"!$GIT_PREFIX./x":           {"x"},
 		"!${GIT_PREFIX}tools/y":     {"tools/y"},
 		"!f() { ./x; }; f":          {"x"},
-		"./tools/*":                 {"tools/y"},
+		"./tools/*":                 {"tools/fsmon.pm", "tools/fsmon.py", "tools/x.sh", "tools/y"},
 		// Red team round 18: a path glued to an expansion, after a cd, in
 		// quotes next to a variable, with a backslash, after a redirection.
 		`"$(git rev-parse --show-toplevel)/scripts/s.sh"`: {"scripts/s.sh"},
@@ -312,11 +313,29 @@ func TestProgramFiles(t *testing.T) {
 		"!sh t/x.sh$IFS":           {"t/x.sh"},
 		"!timeout 5 sh fsmon.sh":   {"fsmon.sh"},
 		"!sh -c 'echo hi'":         nil,
-		"cat":                      nil,
-		"https://example.com/a":    nil,
-		"./missing":                nil,
-		"./dangling":               {"dangling"}, // a link to nothing yet: listed, so the start refuses it
-		"sh ./linked":              {"linked"},
+		// Round 20: modules, sourced files, program files, options with
+		// arguments.
+		"python3 -m tools.fsmon":          {"tools/fsmon.py"},
+		"python3 -c 'import tools.fsmon'": {"tools/fsmon.py"},
+		"perl -Itools -Mfsmon -e1":        {"tools/fsmon.pm"},
+		"cd tools && python3 -m fsmon":    {"tools/fsmon.py"},
+		"python3 .":                       {"__main__.py"},
+		"bash -c 'source x.sh'":           {"x.sh"},
+		"bash -c '. x.sh'":                {"x.sh"},
+		"bash -c 'cd tools; . x.sh'":      {"tools/x.sh"},
+		"awk -f x.awk":                    {"x.awk"},
+		"sed -f x.sed":                    {"x.sed"},
+		"python3 -W ignore x.py":          {"x.py"},
+		"perl -I lib x.pl":                {"x.pl"},
+		"sh -o errexit x.sh":              {"x.sh"},
+		"!timeout -s KILL 5 sh x.sh":      {"x.sh"},
+		"env -u FOO sh x.sh":              {"x.sh"},
+		"eval sh x.sh":                    {"x.sh"},
+		"cat":                             nil,
+		"https://example.com/a":           nil,
+		"./missing":                       nil,
+		"./dangling":                      {"dangling"}, // a link to nothing yet: listed, so the start refuses it
+		"sh ./linked":                     {"linked"},
 	} {
 		got := programFiles(value, top, true)
 		var rel []string
@@ -345,6 +364,22 @@ func TestProgramPathsUnknownFolder(t *testing.T) {
 		"!cd $d && /usr/bin/true":                       false,
 		"!cd $d && git status":                          false,
 		"sh fsmon.sh":                                   false,
+		// Round 20: what runs is not literal, or a module not in the
+		// project would be looked up there first.
+		"python3 -m tools.nothere":   true,
+		"python3 -c 'import json'":   true,
+		"sh ${NOPE-x.sh}":            true,
+		`sh "${NOPE:-x}.sh"`:         true,
+		"sh x.s?":                    true,
+		"sh $(echo x.sh)":            true,
+		"sh `printf x.sh`":           true,
+		"X=x.sh; sh $X":              true,
+		`sh -c 'sh "$1"' _ x.sh`:     true,
+		`sh -c "$(cat x.txt)"`:       true,
+		`bash -c "bash <(cat x.sh)"`: true,
+		"eval sh x.sh":               false,
+		"perl -e1":                   false,
+		`!sh "$GIT_PREFIX"x.sh`:      false,
 	} {
 		if _, got := programPaths(value, top, ""); got != want {
 			t.Errorf("programPaths(%q): unknown = %v, want %v", value, got, want)
