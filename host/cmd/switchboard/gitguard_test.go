@@ -1060,6 +1060,13 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false},
 		{"a script named by a variable", []string{`git config core.fsmonitor 'X=x.sh; sh $X'`},
 			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, true},
+		// Round 21: a launcher before the interpreter; a pipe into one.
+		{"a script after a launcher", []string{`git config core.fsmonitor 'setsid -w sh x.sh'`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false},
+		{"a script piped into sh", []string{`git config filter.f.clean 'cat x.sh | sh'`},
+			func(m string) string {
+				return fmt.Sprintf(`printf 'touch %s\ncat\n' > x.sh; echo '* filter=f' > .gitattributes; echo x > a.txt`, m)
+			}, true},
 		{"an include of a device", []string{"git config --add include.path /dev/stdin"}, // servers start (round 18: none did)
 			func(m string) string { return fsmon(m) + " >> .git/config" }, false},
 		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},

@@ -2,8 +2,10 @@ package loader
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/internal/regularfile"
@@ -41,16 +43,84 @@ const maxConfigSize = 64 << 20
 // resolved in each work tree, and their includes may lie in a folder
 // servers may write (red team round 14: a global hooksPath = .githooks
 // had the agent's hook run at the person's commit).
+//
+// The environment the host runs in, which is the person's, chooses them as
+// it chooses git's (red team round 21: a GIT_CONFIG_GLOBAL file's alias and
+// GIT_CONFIG_COUNT's variables were not read): GIT_CONFIG_SYSTEM and
+// GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL (which replaces both global
+// files), and the variables of GIT_CONFIG_COUNT and GIT_CONFIG_PARAMETERS,
+// read as a config of their own (envConfig).
 func personConfigs() []string {
-	out := []string{"/etc/gitconfig"}
-	home, _ := os.UserHomeDir()
-	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
-		out = append(out, filepath.Join(x, "git", "config"))
-	} else if home != "" {
-		out = append(out, filepath.Join(home, ".config", "git", "config"))
+	var out []string
+	switch sys := os.Getenv("GIT_CONFIG_SYSTEM"); {
+	case truthy(os.Getenv("GIT_CONFIG_NOSYSTEM")):
+	case sys != "":
+		out = append(out, sys)
+	default:
+		out = append(out, "/etc/gitconfig")
 	}
-	if home != "" {
-		out = append(out, filepath.Join(home, ".gitconfig"))
+	home, _ := os.UserHomeDir()
+	if g, ok := os.LookupEnv("GIT_CONFIG_GLOBAL"); ok {
+		if g != "" {
+			out = append(out, g)
+		}
+	} else {
+		if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+			out = append(out, filepath.Join(x, "git", "config"))
+		} else if home != "" {
+			out = append(out, filepath.Join(home, ".config", "git", "config"))
+		}
+		if home != "" {
+			out = append(out, filepath.Join(home, ".gitconfig"))
+		}
+	}
+	if os.Getenv("GIT_CONFIG_COUNT") != "" || os.Getenv("GIT_CONFIG_PARAMETERS") != "" {
+		out = append(out, envConfig)
+	}
+	return out
+}
+
+// envConfig names, among personConfigs, the variables the environment
+// sets (GIT_CONFIG_COUNT's KEY_n and VALUE_n, GIT_CONFIG_PARAMETERS).
+const envConfig = "\x00environment"
+
+// truthy is git's reading of a boolean variable that is set.
+func truthy(v string) bool {
+	switch strings.ToLower(v) {
+	case "", "0", "false", "no", "off":
+		return false
+	}
+	return true
+}
+
+// envVars reads the variables the environment gives git.
+func envVars() []gitVar {
+	var kvs [][2]string
+	for _, w := range shellWords(os.Getenv("GIT_CONFIG_PARAMETERS"), maxSubstitution) {
+		if strings.HasPrefix(w, "\x00") {
+			continue
+		}
+		if k, v, ok := strings.Cut(w, "="); ok {
+			kvs = append(kvs, [2]string{k, v})
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("GIT_CONFIG_COUNT")); err == nil {
+		for i := 0; i < n && i < 1000; i++ {
+			kvs = append(kvs, [2]string{os.Getenv(fmt.Sprintf("GIT_CONFIG_KEY_%d", i)), os.Getenv(fmt.Sprintf("GIT_CONFIG_VALUE_%d", i))})
+		}
+	}
+	var out []gitVar
+	for _, kv := range kvs {
+		key := strings.ToLower(kv[0])
+		section, rest, ok := strings.Cut(key, ".")
+		if !ok {
+			continue
+		}
+		sub, name := "", rest
+		if i := strings.LastIndexByte(rest, '.'); i >= 0 {
+			sub, name = kv[0][len(section)+1:len(section)+1+i], rest[i+1:]
+		}
+		out = append(out, gitVar{section: section, key: name, value: kv[1], sub: sub})
 	}
 	return out
 }
@@ -89,6 +159,16 @@ func readGitConfig(path string) gitConfig {
 
 func (c *gitConfig) read(path, home string, depth int) {
 	if depth > maxIncludeDepth {
+		return
+	}
+	if path == envConfig {
+		for _, v := range envVars() {
+			c.vars = append(c.vars, v)
+			if v.key == "path" && (v.section == "include" || v.section == "includeif") && v.value != "" && filepath.IsAbs(v.value) {
+				c.includes = append(c.includes, filepath.Clean(v.value))
+				c.read(filepath.Clean(v.value), home, depth+1)
+			}
+		}
 		return
 	}
 	b, err := regularfile.Read(path, maxConfigSize)

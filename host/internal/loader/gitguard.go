@@ -179,7 +179,9 @@ func programPaths(value, top, home string) (paths []programPath, unknown bool) {
 // programPathsFrom is programPaths of a command line run in the folder
 // cwd of the work tree at top (depth: how deeply it is nested in sh -c).
 func programPathsFrom(value, cwd, top, home string, depth int) (paths []programPath, unknown bool) {
+	var quoted bool // the words are a quoted string's: maybe a command line, maybe a message
 	add := func(pp programPath) {
+		pp.alt = pp.alt || quoted // protected when there, never made
 		if pp.path != "" && !slices.Contains(paths, pp) {
 			paths = append(paths, pp)
 		}
@@ -189,7 +191,17 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 	var next argKind     // what the next word is, from the option before it
 	var operands int     // the command's operands so far
 	var incDirs []string // perl -I, ruby -I
-	reset := func() { cmd, next, operands, incDirs = "", argNone, 0, nil }
+	sawScript := false   // the interpreter's script (or code, or input) is known
+	known := unknown     // what the words before a quoted string made unknown
+	reset := func() {
+		// An interpreter given no script reads one from its input: a pipe
+		// (cat x.sh | sh, echo x | xargs sh) names nothing literal (red
+		// team round 21).
+		if interpreters[cmd] && !sawScript {
+			unknown = true
+		}
+		cmd, next, operands, incDirs, sawScript = "", argNone, 0, nil, false
+	}
 	// cd moves the folder the rest runs in.
 	cd := func(word string) {
 		switch d, rest, expanded := programWord(word, cwd, top, home); {
@@ -271,11 +283,28 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 		case commandEnd:
 			reset()
 			continue
+		case quotedLine, runLine:
+			reset()
+			if quoted {
+				unknown = known // a quoted string's words make nothing unknown
+			}
+			quoted, known = w == quotedLine, unknown
+			continue
 		case redirectIn:
 			if k+1 < len(words) && words[k+1] != commandEnd {
 				k++
 				file(words[k], true)
+				sawScript = true
 			}
+			continue
+		}
+		if ext, ok := cutPrefixFold(w, "ext::"); ok && depth < maxSubstitution {
+			// git ls-remote "ext::sh e.sh": a command git runs (round 21).
+			inner, innerUnknown := programPathsFrom(ext, cwd, top, home, depth+1)
+			for _, pp := range inner {
+				add(pp)
+			}
+			unknown = unknown || innerUnknown
 			continue
 		}
 		if next != argNone {
@@ -286,7 +315,19 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 				cd(w)
 			case argFile:
 				file(w, true)
+				sawScript = true
+			case argUnknown:
+				unknown = true
+			case argGitConfig:
+				if gitConfigRuns(w) {
+					unknown = true // git -c alias.z='!sh z.sh' z, -c include.path=a.cfg
+				}
+			case argGitDir:
+				if d, _, expanded := programWord(w+"/.", cwd, top, home); expanded || filepath.Dir(d+"/x") != top {
+					unknown = true // git -C sub: a repository the host does not know of
+				}
 			case argCode:
+				sawScript = true
 				if cmd == "python" && !literalWord(w) {
 					unknown = true
 				}
@@ -310,6 +351,7 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 				incDirs = append(incDirs, w)
 			case argPyModule, argPlModule, argJsModule, argRbModule:
 				module(kind, w)
+				sawScript = sawScript || kind == argPyModule
 				if kind == argPyModule {
 					next = argRest // python3 -m x: the rest are its arguments
 				}
@@ -324,19 +366,32 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 			case shellKeywords[w]:
 				continue // do cd x, then ./y: the command is the next word
 			case strings.Contains(w, "=") && !strings.HasPrefix(w, "-"):
+				if name, _, _ := strings.Cut(w, "="); lookupVars[name] {
+					unknown = true // GIT_CONFIG_GLOBAL=a.cfg git x: another config (round 21)
+				}
 				for _, f := range forms {
 					file(f, false) // VAR=./x: protected when there
 				}
+				continue
+			case strings.ContainsRune(w, expansionMark):
+				unknown = true // eval "$(cat x.sh)", $(…) as the command
 				continue
 			}
 			base := commandName(w)
 			switch {
 			case base == "cd" || base == "pushd":
 				cmd = "cd"
+			case runners[base]:
+				// make, npm run, go run, …: what runs is in the project's
+				// files (a Makefile, package.json), which servers may write.
+				unknown = true
+				cmd = base
+				continue
 			case wrappers[base]:
 				// env, exec, nice, timeout 5 …: the command comes later.
 				cmd = ""
-				if opts, ok := optionArgs[base]; ok {
+				opts := optionArgs[base]
+				{
 					k = skipOptions(words, k+1, opts, func(kind argKind, v string) {
 						switch kind {
 						case argCd:
@@ -351,6 +406,10 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 					}) - 1
 				}
 				if base == "timeout" && k+1 < len(words) && duration.MatchString(words[k+1]) {
+					k++
+				}
+				// flock FILE cmd, chrt PRIO cmd, taskset MASK cmd.
+				for n := wrapperOperands[base]; n > 0 && k+1 < len(words) && words[k+1] != commandEnd; n-- {
 					k++
 				}
 				continue
@@ -379,8 +438,17 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 					switch kind {
 					case argCd:
 						cd(val)
+					case argCode:
+						sawScript = true // perl -e1
+					case argUnknown:
+						unknown = true // git --git-dir=fake, --exec-path=tools
+					case argGitConfig:
+						unknown = unknown || gitConfigRuns(val)
+					case argGitDir:
+						unknown = true
 					case argFile:
 						file(val, true)
+						sawScript = true
 					case argIncDir:
 						incDirs = append(incDirs, val)
 					case argPyModule, argPlModule, argJsModule, argRbModule:
@@ -397,9 +465,19 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 		}
 		operands++
 		script := interpreters[cmd] && operands == 1 && next != argRest
+		if script {
+			sawScript = true
+			if w == "-" {
+				continue // python3 - < x.py: its input, read above
+			}
+		}
 		for _, f := range forms {
 			file(f, script)
 		}
+	}
+	reset()
+	if quoted {
+		unknown = known
 	}
 	return paths, unknown
 }
@@ -408,18 +486,21 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 type argKind int
 
 const (
-	argNone     argKind = iota
-	argSkip             // a value: -o errexit, -s KILL
-	argCd               // a folder the command runs in: env -C DIR, make -C DIR
-	argFile             // a script or a file read as one: awk -f x, --rcfile x
-	argCode             // program text: sh -c, python3 -c, perl -e
-	argIncDir           // a folder modules are looked up in: perl -I, ruby -I
-	argPyModule         // python3 -m mod
-	argPlModule         // perl -M mod
-	argJsModule         // node -r mod
-	argRbModule         // ruby -r lib
-	argSplit            // env -S 'a b': a command line
-	argRest             // the rest are the program's own arguments
+	argNone      argKind = iota
+	argSkip              // a value: -o errexit, -s KILL
+	argCd                // a folder the command runs in: env -C DIR, make -C DIR
+	argFile              // a script or a file read as one: awk -f x, --rcfile x
+	argCode              // program text: sh -c, python3 -c, perl -e
+	argIncDir            // a folder modules are looked up in: perl -I, ruby -I
+	argPyModule          // python3 -m mod
+	argPlModule          // perl -M mod
+	argJsModule          // node -r mod
+	argRbModule          // ruby -r lib
+	argSplit             // env -S 'a b': a command line
+	argRest              // the rest are the program's own arguments
+	argUnknown           // a value that makes what runs unknown: git --git-dir, --exec-path
+	argGitConfig         // git -c key=value
+	argGitDir            // git -C dir
 )
 
 // optionArgs are, for the commands whose options matter, the options that
@@ -435,7 +516,17 @@ var optionArgs = map[string]map[string]argKind{
 	"awk":     {"-f": argFile, "-v": argSkip, "-F": argSkip},
 	"sed":     {"-f": argFile, "--file": argFile, "-e": argSkip, "--expression": argSkip},
 	"make":    {"-f": argFile, "--file": argFile, "--makefile": argFile, "-C": argCd, "--directory": argCd, "-I": argSkip, "-o": argSkip, "-W": argSkip, "-j": argSkip, "-l": argSkip},
-	"git":     {"-C": argCd, "-c": argSkip, "--git-dir": argSkip, "--work-tree": argCd},
+	"git":     {"-C": argGitDir, "-c": argGitConfig, "--git-dir": argUnknown, "--work-tree": argUnknown, "--exec-path": argUnknown, "--config-env": argUnknown, "--namespace": argSkip},
+	"java":    {"-cp": argSkip, "-classpath": argSkip, "--class-path": argSkip, "-jar": argFile, "-p": argSkip, "--module-path": argSkip},
+	"gdb":     {"-x": argFile, "--command": argFile, "-ex": argUnknown, "-ix": argFile, "-iex": argUnknown},
+	"flock":   {"-w": argSkip, "--timeout": argSkip, "-E": argSkip, "-c": argUnknown},
+	"runuser": {"-u": argSkip, "-g": argSkip, "-G": argSkip, "-c": argUnknown},
+	"nsenter": {"-t": argSkip, "--target": argSkip, "-S": argSkip, "-G": argSkip},
+	"strace":  {"-o": argSkip, "-e": argSkip, "-p": argSkip, "-s": argSkip, "-u": argSkip, "-E": argSkip},
+	"watch":   {"-n": argSkip, "--interval": argSkip, "-d": argSkip},
+	"chrt":    {"-p": argSkip},
+	"taskset": {"-p": argSkip},
+	"su":      {"-c": argUnknown, "-s": argSkip, "-g": argSkip},
 	"env":     {"-u": argSkip, "--unset": argSkip, "-C": argCd, "--chdir": argCd, "-S": argSplit, "--split-string": argSplit},
 	"timeout": {"-s": argSkip, "--signal": argSkip, "-k": argSkip, "--kill-after": argSkip},
 	"nice":    {"-n": argSkip, "--adjustment": argSkip},
@@ -521,6 +612,8 @@ func commandName(w string) string {
 		return "make"
 	case strings.HasPrefix(base, "python"):
 		return "python"
+	case base == "rbash":
+		return "sh"
 	}
 	return base
 }
@@ -530,7 +623,8 @@ func commandName(w string) string {
 // glob.
 func literalWord(w string) bool {
 	w = strings.NewReplacer("${GIT_PREFIX}", "", "$GIT_PREFIX", "", string(topMark), "", string(cwdMark), "").Replace(w)
-	return !strings.ContainsAny(w, "$*?["+string(expansionMark))
+	return !strings.ContainsAny(w, "$*?["+string(expansionMark)) && !strings.Contains(w, "{}") &&
+		!strings.HasPrefix(w, "/proc/") && !strings.HasPrefix(w, "/dev/fd/")
 }
 
 // isDir reports whether p is a folder.
@@ -621,6 +715,7 @@ func programPathsOf(value, top string) ([]programPath, bool) {
 var interpreters = map[string]bool{
 	"sh": true, "fish": true, "python": true, "perl": true, "ruby": true, "node": true, "deno": true,
 	"php": true, "lua": true, "tclsh": true, "Rscript": true, "pwsh": true, "source": true, ".": true,
+	"java": true, "gdb": false,
 }
 
 // shellKeywords come before a command's name.
@@ -635,6 +730,49 @@ var wrappers = map[string]bool{
 	"env": true, "exec": true, "command": true, "nice": true, "nohup": true, "timeout": true, "setsid": true,
 	"stdbuf": true, "time": true, "xargs": true, "sudo": true, "doas": true, "chrt": true, "ionice": true, "taskset": true,
 	"eval": true, "busybox": true, "builtin": true,
+	// Round 21: launchers that run the command after their operands.
+	"flock": true, "ssh-agent": true, "runuser": true, "unshare": true, "nsenter": true, "strace": true, "ltrace": true,
+	"fakeroot": true, "watch": true, "chronic": true, "script": false, "caffeinate": true, "systemd-run": true, "firejail": true,
+}
+
+// wrapperOperands are the operands a wrapper takes before the command
+// (flock FILE cmd, chrt PRIO cmd, taskset MASK cmd).
+var wrapperOperands = map[string]int{"flock": 1, "chrt": 1, "taskset": 1}
+
+// runners run what a file of the project says (a Makefile, package.json's
+// scripts, a go package): a value that runs one cannot be protected
+// without taking the file from the servers (red team round 21: make, npm
+// run, go run . ran the agent's).
+var runners = map[string]bool{
+	"make": true, "gmake": true, "npm": true, "npx": true, "yarn": true, "pnpm": true, "bun": true, "deno": true,
+	"go": true, "cargo": true, "uv": true, "uvx": true, "poetry": true, "pipenv": true, "just": true, "task": true,
+	"rake": true, "bundle": true, "gradle": true, "gradlew": true, "mvn": true, "ant": true, "tox": true, "nox": true,
+	"pre-commit": true, "lefthook": true, "husky": true, "composer": true, "dotnet": true, "mix": true, "sbt": true,
+}
+
+// lookupVars change which configs git reads or which programs the shell
+// finds, when a value sets them (GIT_CONFIG_GLOBAL=a.cfg git x).
+var lookupVars = map[string]bool{
+	"GIT_CONFIG_GLOBAL": true, "GIT_CONFIG_SYSTEM": true, "GIT_CONFIG_COUNT": true, "GIT_CONFIG_PARAMETERS": true,
+	"GIT_CONFIG": true, "GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_EXEC_PATH": true, "GIT_COMMON_DIR": true,
+	"HOME": true, "XDG_CONFIG_HOME": true, "PATH": true, "ENV": true, "BASH_ENV": true, "PYTHONPATH": true,
+	"PERL5LIB": true, "RUBYLIB": true, "NODE_PATH": true, "NODE_OPTIONS": true, "LD_PRELOAD": true, "LD_LIBRARY_PATH": true,
+}
+
+// gitConfigRuns reports whether a git -c key=value can make git run a
+// program or read another config: a program key, an alias, an include.
+func gitConfigRuns(kv string) bool {
+	key, value, _ := strings.Cut(kv, "=")
+	section, rest, _ := strings.Cut(strings.ToLower(key), ".")
+	name := rest
+	if i := strings.LastIndexByte(rest, '.'); i >= 0 {
+		name = rest[i+1:]
+	}
+	v := gitVar{section: section, key: name, value: value}
+	if _, ok := extCommand(v); ok {
+		return true
+	}
+	return programKey(v) || section == "include" || section == "includeif" || name == "hookspath" || name == "worktree"
 }
 
 // wordForms returns the words a shell word can stand for, as far as paths
@@ -706,6 +844,8 @@ var pwdVar = regexp.MustCompile(`\$PWD([^A-Za-z0-9_]|$)`)
 const (
 	expansionMark = '\x00'
 	commandEnd    = "\x00;"
+	quotedLine    = "\x00'" // the start of a quoted string's words (shellWords)
+	runLine       = "\x00$" // the start of a substitution's words
 	redirectIn    = "\x00<"
 	topMark       = '\x01'
 	cwdMark       = '\x02'
@@ -730,9 +870,17 @@ func shellWords(s string, depth int) []string {
 		cur.Reset()
 		inWord = false
 	}
-	nested := func(line string) {
+	// nested appends a command line found inside the line: one that runs
+	// ($(…), backticks, <(…)) or a quoted string that may be one (an
+	// sh -c script, or only a message): its words are read for paths, and
+	// only the first kind can make what runs unknown.
+	nested := func(line string, runs bool) {
 		if depth < maxSubstitution {
-			inner = append(append(inner, commandEnd), shellWords(line, depth+1)...)
+			start := quotedLine
+			if runs {
+				start = runLine
+			}
+			inner = append(append(inner, start), shellWords(line, depth+1)...)
 		}
 	}
 	for i := 0; i < len(s); i++ {
@@ -752,7 +900,7 @@ func shellWords(s string, depth int) []string {
 			quoted := s[i+1 : i+1+j]
 			cur.WriteString(quoted)
 			if strings.ContainsAny(quoted, shellOperators) {
-				nested(quoted)
+				nested(quoted, false)
 			}
 			i += j + 1
 			inWord = true
@@ -766,7 +914,7 @@ func shellWords(s string, depth int) []string {
 					quoted.WriteByte(s[j])
 				case s[j] == '$' && j+1 < len(s) && s[j+1] == '(':
 					end := closing(s, j+1)
-					nested(s[j+2 : end])
+					nested(s[j+2:end], true)
 					quoted.WriteRune(expansionMark)
 					j = end
 				case s[j] == '$' && j+1 < len(s) && nameByte(s[j+1]):
@@ -783,7 +931,7 @@ func shellWords(s string, depth int) []string {
 					if end < 0 {
 						end = len(s) - j - 1
 					}
-					nested(s[j+1 : j+1+end])
+					nested(s[j+1:j+1+end], true)
 					quoted.WriteRune(expansionMark)
 					j += end + 1
 				default:
@@ -792,13 +940,13 @@ func shellWords(s string, depth int) []string {
 			}
 			cur.WriteString(quoted.String())
 			if strings.ContainsAny(quoted.String(), shellOperators) {
-				nested(quoted.String())
+				nested(quoted.String(), false)
 			}
 			i = j
 			inWord = true
 		case c == '$' && i+1 < len(s) && s[i+1] == '(':
 			end := closing(s, i+1)
-			nested(s[i+2 : end])
+			nested(s[i+2:end], true)
 			cur.WriteRune(expansionMark)
 			i = end
 			inWord = true
@@ -807,7 +955,7 @@ func shellWords(s string, depth int) []string {
 			if j < 0 {
 				j = len(s) - i - 1
 			}
-			nested(s[i+1 : i+1+j])
+			nested(s[i+1:i+1+j], true)
 			cur.WriteRune(expansionMark)
 			i += j + 1
 			inWord = true
@@ -815,7 +963,7 @@ func shellWords(s string, depth int) []string {
 			// <(…), >(…): process substitution, a file named by nothing
 			// literal (bash <(cat x.sh)).
 			end := closing(s, i+1)
-			nested(s[i+2 : end])
+			nested(s[i+2:end], true)
 			cur.WriteRune(expansionMark)
 			i = end
 			inWord = true
@@ -1122,11 +1270,7 @@ func gitProtectedAt(roots []string, placehold bool) (readOnly, make []string, fi
 			for _, c := range withTarget(p) {
 				for _, root := range roots {
 					if within(c, root) {
-						k := madeFile
-						if p == f {
-							k = madeNothing
-						}
-						add(c, k)
+						add(c, madeFile) // a missing one too (GIT_CONFIG_GLOBAL=./a.cfg)
 						break
 					}
 				}

@@ -331,11 +331,20 @@ func TestProgramFiles(t *testing.T) {
 		"!timeout -s KILL 5 sh x.sh":      {"x.sh"},
 		"env -u FOO sh x.sh":              {"x.sh"},
 		"eval sh x.sh":                    {"x.sh"},
-		"cat":                             nil,
-		"https://example.com/a":           nil,
-		"./missing":                       nil,
-		"./dangling":                      {"dangling"}, // a link to nothing yet: listed, so the start refuses it
-		"sh ./linked":                     {"linked"},
+		// Round 21: launchers the command comes after.
+		"!setsid -w sh x.sh":           {"x.sh"},
+		"!flock /tmp/lk sh x.sh":       {"x.sh"},
+		"!taskset 1 sh x.sh":           {"x.sh"},
+		"!runuser -u root -- sh x.sh":  {"x.sh"},
+		"!strace -o /dev/null sh x.sh": {"x.sh"},
+		"!time -p sh x.sh":             {"x.sh"},
+		"!rbash x.sh":                  {"x.sh"},
+		"!java x.py":                   {"x.py"},
+		"cat":                          nil,
+		"https://example.com/a":        nil,
+		"./missing":                    nil,
+		"./dangling":                   {"dangling"}, // a link to nothing yet: listed, so the start refuses it
+		"sh ./linked":                  {"linked"},
 	} {
 		got := programFiles(value, top, true)
 		var rel []string
@@ -380,6 +389,38 @@ func TestProgramPathsUnknownFolder(t *testing.T) {
 		"eval sh x.sh":               false,
 		"perl -e1":                   false,
 		`!sh "$GIT_PREFIX"x.sh`:      false,
+		// Round 21: launchers, pipes into an interpreter, runners, git
+		// reading another config or repository, /proc paths.
+		"!setsid -w sh x.sh":              false,
+		"!flock /tmp/lk sh x.sh":          false,
+		"!chrt -o 0 sh x.sh":              false,
+		"!cat x.sh | sh":                  true,
+		"!echo x.sh | xargs sh":           true,
+		`!eval "$(cat x.sh)"`:             true,
+		"!make -s":                        true,
+		"!npm run -s x":                   true,
+		"!go run .":                       true,
+		`!git -c alias.z='!sh z.sh' z`:    true,
+		"!git -c include.path=a.cfg zz":   true,
+		"!GIT_CONFIG_GLOBAL=a.cfg git zz": true,
+		"!git --git-dir=fake zz":          true,
+		"!git -C sub zz":                  true,
+		"!git --exec-path=tools foo":      true,
+		`!git -c protocol.ext.allow=always ls-remote "ext::sh $X"`: true,
+		"!sh /proc/self/cwd/x.sh":                                  true,
+		"!find . -name x.sh -exec sh {} ;":                         true,
+		// Legitimate values stay known.
+		"log --oneline --graph":                      false,
+		"!git log --oneline":                         false,
+		"!git fetch && git rebase origin/main":       false,
+		`!f() { git log "$@"; }; f`:                  false,
+		`!git commit -m 'fix: sh and cat | sh'`:      false,
+		"git-lfs filter-process":                     false,
+		"!gh auth git-credential":                    false,
+		"code --wait":                                false,
+		"less -FRX":                                  false,
+		`meld "$LOCAL" "$REMOTE"`:                    false,
+		"!git branch --merged | xargs git branch -d": false,
 	} {
 		if _, got := programPaths(value, top, ""); got != want {
 			t.Errorf("programPaths(%q): unknown = %v, want %v", value, got, want)
@@ -426,5 +467,36 @@ func TestExtURLsArePrograms(t *testing.T) {
 	}
 	if !slices.ContainsFunc(files, func(f sandbox.File) bool { return f.Path == filepath.Join(top, "tools", "y.sh") }) {
 		t.Errorf("made %v: the insteadOf's missing ext:: program is not", files)
+	}
+}
+
+// The configs the environment chooses are the person's too (red team
+// round 21): GIT_CONFIG_GLOBAL's file, and GIT_CONFIG_COUNT's and
+// GIT_CONFIG_PARAMETERS' variables.
+func TestEnvironmentConfigsAreThePersons(t *testing.T) {
+	top, _ := filepath.EvalSymlinks(t.TempDir())
+	cmd := exec.Command("git", "init", "-q", top)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	global := filepath.Join(top, "a.cfg")
+	if err := os.WriteFile(global, []byte("[alias]\n\tx = !sh from-global.sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_GLOBAL", global)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "core.fsmonitor")
+	t.Setenv("GIT_CONFIG_VALUE_0", "sh from-count.sh")
+	t.Setenv("GIT_CONFIG_PARAMETERS", `'alias.y'='!sh from-parameters.sh'`)
+	ro, _, files := gitProtected([]string{top})
+	if !slices.Contains(ro, global) {
+		t.Errorf("read-only %q: GIT_CONFIG_GLOBAL's file is not", ro)
+	}
+	for _, f := range []string{"from-global.sh", "from-count.sh", "from-parameters.sh"} {
+		if !slices.ContainsFunc(files, func(sf sandbox.File) bool { return sf.Path == filepath.Join(top, f) }) {
+			t.Errorf("made %v: %s is not", files, f)
+		}
 	}
 }
