@@ -1067,6 +1067,11 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 			func(m string) string {
 				return fmt.Sprintf(`printf 'touch %s\ncat\n' > x.sh; echo '* filter=f' > .gitattributes; echo x > a.txt`, m)
 			}, true},
+		// Round 22: a command string (eval) naming a script not there yet.
+		{"a script in an eval'd command string", []string{`git config filter.x.clean "eval 'sh x.sh'"`},
+			func(m string) string {
+				return fmt.Sprintf(`printf 'touch %s\ncat\n' > x.sh; echo '* filter=x' > .gitattributes; echo x > a.txt`, m)
+			}, false},
 		{"an include of a device", []string{"git config --add include.path /dev/stdin"}, // servers start (round 18: none did)
 			func(m string) string { return fsmon(m) + " >> .git/config" }, false},
 		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},

@@ -192,6 +192,7 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 	var operands int     // the command's operands so far
 	var incDirs []string // perl -I, ruby -I
 	sawScript := false   // the interpreter's script (or code, or input) is known
+	var gitOps []string  // a git command's operands so far (bisect run, submodule foreach)
 	known := unknown     // what the words before a quoted string made unknown
 	reset := func() {
 		// An interpreter given no script reads one from its input: a pipe
@@ -200,7 +201,7 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 		if interpreters[cmd] && !sawScript {
 			unknown = true
 		}
-		cmd, next, operands, incDirs, sawScript = "", argNone, 0, nil, false
+		cmd, next, operands, incDirs, sawScript, gitOps = "", argNone, 0, nil, false, nil
 	}
 	// cd moves the folder the rest runs in.
 	cd := func(word string) {
@@ -276,6 +277,20 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 			unknown = true
 		}
 	}
+	// shell reads a command line a command runs (eval 'sh x.sh', trap
+	// CMD EXIT, env -S, flock -c, git rebase -x, GIT_EDITOR=…: red team
+	// round 22) as a command line of its own, from here.
+	shell := func(line string) {
+		if depth >= maxSubstitution {
+			unknown = true
+			return
+		}
+		inner, innerUnknown := programPathsFrom(line, cwd, top, home, depth+1)
+		for _, pp := range inner {
+			add(pp)
+		}
+		unknown = unknown || innerUnknown || !cwdKnown && len(inner) > 0
+	}
 	words := shellWords(markFolders(strings.TrimPrefix(strings.TrimSpace(value), "!")), 0)
 	for k := 0; k < len(words); k++ {
 		w := words[k]
@@ -318,6 +333,8 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 				sawScript = true
 			case argUnknown:
 				unknown = true
+			case argShell:
+				shell(w)
 			case argGitConfig:
 				if gitConfigRuns(w) {
 					unknown = true // git -c alias.z='!sh z.sh' z, -c include.path=a.cfg
@@ -336,8 +353,15 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 					for _, m := range pythonImports(w) {
 						module(argPyModule, m)
 					}
+					if pythonRuns.MatchString(w) {
+						unknown = true // exec(open('x.py').read()), os.system (round 22)
+					}
 				case !literalWord(w) && interpreters[cmd]:
 					unknown = true // sh -c "$(cat x.txt)"
+				case cmd != "sh" && codeRuns(w):
+					// perl -e 'system(…)', node -e "require('./x')": program
+					// text that runs or loads more (round 22).
+					unknown = true
 				case cmd == "sh" && depth < maxSubstitution:
 					// sh -c SCRIPT: read as a command line of its own, from
 					// here (bash -c './a7{,}', bash -c 'cd tools; . x.sh').
@@ -366,18 +390,39 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 			case shellKeywords[w]:
 				continue // do cd x, then ./y: the command is the next word
 			case strings.Contains(w, "=") && !strings.HasPrefix(w, "-"):
-				if name, _, _ := strings.Cut(w, "="); lookupVars[name] {
+				name, val, _ := strings.Cut(w, "=")
+				if lookupVars[name] {
 					unknown = true // GIT_CONFIG_GLOBAL=a.cfg git x: another config (round 21)
+				}
+				if commandVars[name] {
+					shell(val) // GIT_EDITOR='sh x.sh' git commit (round 22)
 				}
 				for _, f := range forms {
 					file(f, false) // VAR=./x: protected when there
 				}
 				continue
-			case strings.ContainsRune(w, expansionMark):
-				unknown = true // eval "$(cat x.sh)", $(…) as the command
+			case strings.ContainsRune(w, expansionMark) || positional(w):
+				// eval "$(cat x.sh)", $(…) or a function's "$@" as the
+				// command: f() { "$@"; }; f sh x.sh (round 22).
+				unknown = true
 				continue
 			}
 			base := commandName(w)
+			if n, ok := commandStrings[base]; ok {
+				// eval 'sh x.sh', trap 'sh x.sh' EXIT, sg GROUP 'sh x.sh':
+				// the words (after n) are a command line (round 22).
+				var rest []string
+				for k+1 < len(words) && words[k+1] != commandEnd && !strings.HasPrefix(words[k+1], "\x00") {
+					k++
+					rest = append(rest, words[k])
+				}
+				if base == "trap" && len(rest) > 0 {
+					shell(rest[0])
+				} else if len(rest) > n {
+					shell(strings.Join(rest[n:], " "))
+				}
+				continue
+			}
 			switch {
 			case base == "cd" || base == "pushd":
 				cmd = "cd"
@@ -398,10 +443,10 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 							cd(v)
 						case argFile:
 							file(v, true)
-						case argSplit:
-							for _, sw := range shellWords(v, 1) {
-								file(sw, false)
-							}
+						case argSplit, argShell:
+							shell(v) // env -S 'sh x.sh' (round 22)
+						case argUnknown:
+							unknown = true
 						}
 					}) - 1
 				}
@@ -411,6 +456,17 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 				// flock FILE cmd, chrt PRIO cmd, taskset MASK cmd.
 				for n := wrapperOperands[base]; n > 0 && k+1 < len(words) && words[k+1] != commandEnd; n-- {
 					k++
+				}
+				if wrapperOperands[base] > 0 {
+					// flock FILE -c 'sh x.sh': options after the operand.
+					k = skipOptions(words, k+1, opts, func(kind argKind, v string) {
+						switch kind {
+						case argShell:
+							shell(v)
+						case argUnknown:
+							unknown = true
+						}
+					}) - 1
 				}
 				continue
 			default:
@@ -442,6 +498,8 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 						sawScript = true // perl -e1
 					case argUnknown:
 						unknown = true // git --git-dir=fake, --exec-path=tools
+					case argShell:
+						shell(val) // git grep -O'sh x.sh', --upload-pack=…
 					case argGitConfig:
 						unknown = unknown || gitConfigRuns(val)
 					case argGitDir:
@@ -464,6 +522,31 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 			continue
 		}
 		operands++
+		if cmd == "git" {
+			gitOps = append(gitOps, w)
+			switch strings.Join(gitOps, " ") {
+			case "bisect run":
+				cmd, operands = "", 0 // git bisect run sh x.sh: a command (round 22)
+				continue
+			case "submodule foreach":
+				var rest []string
+				for k+1 < len(words) && words[k+1] != commandEnd && !strings.HasPrefix(words[k+1], "\x00") {
+					k++
+					rest = append(rest, words[k])
+				}
+				shell(strings.Join(rest, " "))
+				continue
+			}
+		}
+		if (cmd == "awk" || cmd == "sed") && operands == 1 && !sawScript {
+			// awk's and sed's first operand is their program, unless -f
+			// or -e gave it: awk 'BEGIN{system(…)}', sed '1e …' (round 22).
+			sawScript = true
+			if codeRuns(w) || cmd == "sed" && sedRuns(w) {
+				unknown = true
+			}
+			continue
+		}
 		script := interpreters[cmd] && operands == 1 && next != argRest
 		if script {
 			sawScript = true
@@ -501,6 +584,7 @@ const (
 	argUnknown           // a value that makes what runs unknown: git --git-dir, --exec-path
 	argGitConfig         // git -c key=value
 	argGitDir            // git -C dir
+	argShell             // a command line the program runs: git rebase -x, difftool -x, flock -c
 )
 
 // optionArgs are, for the commands whose options matter, the options that
@@ -508,18 +592,25 @@ const (
 // timeout -s KILL 5 sh x.sh, python3 -W ignore x.py, perl -I lib x.pl
 // left x writable).
 var optionArgs = map[string]map[string]argKind{
-	"sh":      {"-c": argCode, "-o": argSkip, "+o": argSkip, "-O": argSkip, "+O": argSkip, "--rcfile": argFile, "--init-file": argFile},
-	"python":  {"-c": argCode, "-m": argPyModule, "-W": argSkip, "-X": argSkip, "-Q": argSkip},
-	"perl":    {"-e": argCode, "-E": argCode, "-I": argIncDir, "-M": argPlModule, "-m": argPlModule},
-	"ruby":    {"-e": argCode, "-I": argIncDir, "-r": argRbModule, "-C": argCd},
-	"node":    {"-e": argCode, "--eval": argCode, "-p": argCode, "--print": argCode, "-r": argJsModule, "--require": argJsModule, "--import": argJsModule, "--loader": argJsModule, "--experimental-loader": argJsModule},
-	"awk":     {"-f": argFile, "-v": argSkip, "-F": argSkip},
-	"sed":     {"-f": argFile, "--file": argFile, "-e": argSkip, "--expression": argSkip},
-	"make":    {"-f": argFile, "--file": argFile, "--makefile": argFile, "-C": argCd, "--directory": argCd, "-I": argSkip, "-o": argSkip, "-W": argSkip, "-j": argSkip, "-l": argSkip},
-	"git":     {"-C": argGitDir, "-c": argGitConfig, "--git-dir": argUnknown, "--work-tree": argUnknown, "--exec-path": argUnknown, "--config-env": argUnknown, "--namespace": argSkip},
+	"sh":     {"-c": argCode, "-o": argSkip, "+o": argSkip, "-O": argSkip, "+O": argSkip, "--rcfile": argFile, "--init-file": argFile},
+	"python": {"-c": argCode, "-m": argPyModule, "-W": argSkip, "-X": argSkip, "-Q": argSkip},
+	"perl":   {"-e": argCode, "-E": argCode, "-I": argIncDir, "-M": argPlModule, "-m": argPlModule},
+	"ruby":   {"-e": argCode, "-I": argIncDir, "-r": argRbModule, "-C": argCd},
+	"node":   {"-e": argCode, "--eval": argCode, "-p": argCode, "--print": argCode, "-r": argJsModule, "--require": argJsModule, "--import": argJsModule, "--loader": argJsModule, "--experimental-loader": argJsModule},
+	"awk":    {"-f": argFile, "-v": argSkip, "-F": argSkip},
+	"sed":    {"-f": argFile, "--file": argFile, "-e": argCode, "--expression": argCode},
+	"make":   {"-f": argFile, "--file": argFile, "--makefile": argFile, "-C": argCd, "--directory": argCd, "-I": argSkip, "-o": argSkip, "-W": argSkip, "-j": argSkip, "-l": argSkip},
+	"git": {"-C": argGitDir, "-c": argGitConfig, "--git-dir": argUnknown, "--work-tree": argUnknown, "--exec-path": argUnknown, "--config-env": argUnknown, "--namespace": argSkip,
+		// Subcommands' options that run a command line (round 22).
+		"-x": argShell, "--exec": argShell, "--extcmd": argShell, "-O": argShell, "--open-files-in-pager": argShell,
+		"--upload-pack": argShell, "--receive-pack": argShell, "--tree-filter": argShell, "--index-filter": argShell,
+		"--msg-filter": argShell, "--env-filter": argShell, "--commit-filter": argShell, "--parent-filter": argShell, "--tag-name-filter": argShell},
 	"java":    {"-cp": argSkip, "-classpath": argSkip, "--class-path": argSkip, "-jar": argFile, "-p": argSkip, "--module-path": argSkip},
 	"gdb":     {"-x": argFile, "--command": argFile, "-ex": argUnknown, "-ix": argFile, "-iex": argUnknown},
-	"flock":   {"-w": argSkip, "--timeout": argSkip, "-E": argSkip, "-c": argUnknown},
+	"flock":   {"-w": argSkip, "--timeout": argSkip, "-E": argSkip, "-c": argShell, "--command": argShell},
+	"script":  {"-c": argShell, "--command": argShell},
+	"setpriv": {},
+	"prlimit": {"-p": argSkip, "--pid": argSkip},
 	"runuser": {"-u": argSkip, "-g": argSkip, "-G": argSkip, "-c": argUnknown},
 	"nsenter": {"-t": argSkip, "--target": argSkip, "-S": argSkip, "-G": argSkip},
 	"strace":  {"-o": argSkip, "-e": argSkip, "-p": argSkip, "-s": argSkip, "-u": argSkip, "-E": argSkip},
@@ -527,7 +618,7 @@ var optionArgs = map[string]map[string]argKind{
 	"chrt":    {"-p": argSkip},
 	"taskset": {"-p": argSkip},
 	"su":      {"-c": argUnknown, "-s": argSkip, "-g": argSkip},
-	"env":     {"-u": argSkip, "--unset": argSkip, "-C": argCd, "--chdir": argCd, "-S": argSplit, "--split-string": argSplit},
+	"env":     {"-u": argSkip, "--unset": argSkip, "-C": argCd, "--chdir": argCd, "-S": argShell, "--split-string": argShell},
 	"timeout": {"-s": argSkip, "--signal": argSkip, "-k": argSkip, "--kill-after": argSkip},
 	"nice":    {"-n": argSkip, "--adjustment": argSkip},
 	"ionice":  {"-c": argSkip, "-n": argSkip, "-p": argSkip},
@@ -615,6 +706,12 @@ func commandName(w string) string {
 	case base == "rbash":
 		return "sh"
 	}
+	// perl5.36.0, ruby3.2, node18, php8.2: the interpreter.
+	for _, name := range []string{"perl", "ruby", "node", "php", "lua", "tclsh"} {
+		if v, ok := strings.CutPrefix(base, name); ok && v != "" && strings.Trim(v, "0123456789.") == "" {
+			return name
+		}
+	}
 	return base
 }
 
@@ -623,7 +720,7 @@ func commandName(w string) string {
 // glob.
 func literalWord(w string) bool {
 	w = strings.NewReplacer("${GIT_PREFIX}", "", "$GIT_PREFIX", "", string(topMark), "", string(cwdMark), "").Replace(w)
-	return !strings.ContainsAny(w, "$*?["+string(expansionMark)) && !strings.Contains(w, "{}") &&
+	return !strings.ContainsAny(w, "$*?%["+string(expansionMark)) && !strings.Contains(w, "{}") &&
 		!strings.HasPrefix(w, "/proc/") && !strings.HasPrefix(w, "/dev/fd/")
 }
 
@@ -729,10 +826,46 @@ var duration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
 var wrappers = map[string]bool{
 	"env": true, "exec": true, "command": true, "nice": true, "nohup": true, "timeout": true, "setsid": true,
 	"stdbuf": true, "time": true, "xargs": true, "sudo": true, "doas": true, "chrt": true, "ionice": true, "taskset": true,
-	"eval": true, "busybox": true, "builtin": true,
+	"busybox": true, "builtin": true,
 	// Round 21: launchers that run the command after their operands.
 	"flock": true, "ssh-agent": true, "runuser": true, "unshare": true, "nsenter": true, "strace": true, "ltrace": true,
-	"fakeroot": true, "watch": true, "chronic": true, "script": false, "caffeinate": true, "systemd-run": true, "firejail": true,
+	"fakeroot": true, "watch": true, "chronic": true, "caffeinate": true, "systemd-run": true, "firejail": true,
+	"setpriv": true, "prlimit": true, "script": true,
+}
+
+// commandStrings run their operands (after the first n) as a command
+// line: eval, trap (its first operand), sg GROUP, watch 'cmd'.
+var commandStrings = map[string]int{"eval": 0, "trap": 0, "sg": 1}
+
+// commandVars name a command in their value (GIT_EDITOR='sh x.sh' git
+// commit ran it, red team round 22).
+var commandVars = map[string]bool{
+	"GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true, "GIT_EXTERNAL_DIFF": true, "GIT_SSH_COMMAND": true, "GIT_SSH": true,
+	"GIT_PAGER": true, "PAGER": true, "EDITOR": true, "VISUAL": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true,
+	"GIT_PROXY_COMMAND": true, "GIT_DIFF_OPTS": false, "LESSOPEN": true, "MANPAGER": true,
+}
+
+// codeRuns reports whether program text (perl -e, node -e, python3 -c,
+// ruby -e, awk's) can run a command or load a file: the host does not
+// read those languages, so such text makes what runs unknown.
+func codeRuns(code string) bool { return runsCode.MatchString(code) }
+
+var runsCode = regexp.MustCompile("system|exec|popen|spawn|require|import|open|\\bdo\\b|eval|getline|load|source|child_process|subprocess|os\\.|qx|`|\\|")
+
+// pythonRuns is Python code that runs or loads more than its imports.
+var pythonRuns = regexp.MustCompile(`exec|eval|open|system|popen|spawn|subprocess|os\.|__import__|runpy|compile|importlib`)
+
+// sedRuns reports whether a sed script has GNU sed's e command or flag,
+// or writes a file (w), which run or plant a program.
+func sedRuns(script string) bool { return sedExec.MatchString(script) }
+
+var sedExec = regexp.MustCompile(`(^|[;{}\s0-9$,/!])e(\s|;|$)|/[gpiIm0-9]*e|(^|[;{}\s0-9$,/!])[wW]\s|/[gpiIm0-9]*w\s`)
+
+// positional reports whether a command word is a parameter the host
+// cannot know: "$@", "$1", $*, ${1} (a function's arguments).
+func positional(w string) bool {
+	w = strings.Trim(w, "{}")
+	return strings.HasPrefix(w, "$@") || strings.HasPrefix(w, "$*") || len(w) > 1 && w[0] == '$' && (w[1] >= '0' && w[1] <= '9' || w[1] == '{' && len(w) > 2 && (w[2] >= '0' && w[2] <= '9' || w[2] == '@' || w[2] == '*'))
 }
 
 // wrapperOperands are the operands a wrapper takes before the command
@@ -1354,6 +1487,11 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 				program := programKey(v)
 				if ext, ok := extCommand(v); ok {
 					v.value, program = ext, true
+				}
+				if v.section == "alias" && !strings.HasPrefix(strings.TrimSpace(v.value), "!") {
+					// alias.x = rebase -x 'sh x.sh': git's own command, whose
+					// options may run a command line (round 22).
+					v.value = "git " + v.value
 				}
 				for _, f := range programFiles(v.value, wtTop, program) {
 					add(f, madeNothing)

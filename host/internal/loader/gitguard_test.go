@@ -340,11 +340,20 @@ func TestProgramFiles(t *testing.T) {
 		"!time -p sh x.sh":             {"x.sh"},
 		"!rbash x.sh":                  {"x.sh"},
 		"!java x.py":                   {"x.py"},
-		"cat":                          nil,
-		"https://example.com/a":        nil,
-		"./missing":                    nil,
-		"./dangling":                   {"dangling"}, // a link to nothing yet: listed, so the start refuses it
-		"sh ./linked":                  {"linked"},
+		// Round 22: the same forms, naming a script the host protects.
+		"eval 'sh x.sh'":                   {"x.sh"},
+		"trap 'sh x.sh' EXIT":              {"x.sh"},
+		"env -S 'sh x.sh'":                 {"x.sh"},
+		"!flock /tmp/lk -c 'sh x.sh'":      {"x.sh"},
+		"!git rebase -x 'sh x.sh' HEAD~1":  {"x.sh"},
+		"!GIT_EDITOR='sh x.sh' git commit": {"x.sh"},
+		"!perl5.36.0 x.pl":                 {"x.pl"},
+		"!setpriv --reuid=0 sh x.sh":       {"x.sh"},
+		"cat":                              nil,
+		"https://example.com/a":            nil,
+		"./missing":                        nil,
+		"./dangling":                       {"dangling"}, // a link to nothing yet: listed, so the start refuses it
+		"sh ./linked":                      {"linked"},
 	} {
 		got := programFiles(value, top, true)
 		var rel []string
@@ -421,6 +430,30 @@ func TestProgramPathsUnknownFolder(t *testing.T) {
 		"less -FRX":                                  false,
 		`meld "$LOCAL" "$REMOTE"`:                    false,
 		"!git branch --merged | xargs git branch -d": false,
+		// Round 22: command strings, functions forwarding "$@", %f,
+		// git's own options that run commands, variables naming commands,
+		// program text that runs more, versioned interpreters.
+		"eval 'sh $X'":                            true,
+		"trap 'sh $X' EXIT":                       true,
+		"env -S 'sh $X'":                          true,
+		"flock /tmp/lk -c 'sh $X'":                true,
+		`f() { "$@"; }; f sh x.sh`:                true,
+		"sh %f":                                   true,
+		"git rebase -x 'sh $X' HEAD~1":            true,
+		"!git grep -O'sh $X' a":                   true,
+		"!git fetch --upload-pack='sh $X' .":      true,
+		"!git bisect run sh $X":                   true,
+		"!GIT_EDITOR='sh $X' git commit":          true,
+		`!awk 'BEGIN{system("sh x.sh")}'`:         true,
+		"!sed '1e sh x.sh' f":                     true,
+		`!perl -e 'system("sh x.sh")'`:            true,
+		`!node -e "require('./x.js')"`:            true,
+		`!python3 -c "exec(open('x.py').read())"`: true,
+		"!awk '{print $1}' f":                     false,
+		"!sed 's/a/b/' f":                         false,
+		"!git rebase -x 'make test' HEAD~1":       true,
+		"!GIT_PAGER=cat git log":                  false,
+		"!git -c color.ui=always log":             false,
 	} {
 		if _, got := programPaths(value, top, ""); got != want {
 			t.Errorf("programPaths(%q): unknown = %v, want %v", value, got, want)
