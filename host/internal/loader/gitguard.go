@@ -291,6 +291,17 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 		}
 		unknown = unknown || innerUnknown || !cwdKnown && len(inner) > 0
 	}
+	// gitConfig reads a git -c key=value: another config or repository
+	// is unknown; a program value is read as one (git -c
+	// alias.z='!sh z.sh' z, -c core.editor=vi).
+	gitConfig := func(kv string) {
+		switch runs, value := gitConfigRuns(kv); runs {
+		case gitRunsUnknown:
+			unknown = true
+		case gitRunsProgram:
+			shell(value)
+		}
+	}
 	words := shellWords(markFolders(strings.TrimPrefix(strings.TrimSpace(value), "!")), 0)
 	for k := 0; k < len(words); k++ {
 		w := words[k]
@@ -336,9 +347,7 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 			case argShell:
 				shell(w)
 			case argGitConfig:
-				if gitConfigRuns(w) {
-					unknown = true // git -c alias.z='!sh z.sh' z, -c include.path=a.cfg
-				}
+				gitConfig(w)
 			case argGitDir:
 				if d, _, expanded := programWord(w+"/.", cwd, top, home); expanded || filepath.Dir(d+"/x") != top {
 					unknown = true // git -C sub: a repository the host does not know of
@@ -356,8 +365,10 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 					if pythonRuns.MatchString(w) {
 						unknown = true // exec(open('x.py').read()), os.system (round 22)
 					}
-				case !literalWord(w) && interpreters[cmd]:
-					unknown = true // sh -c "$(cat x.txt)"
+				case interpreters[cmd] && (strings.ContainsRune(w, expansionMark) || strings.HasPrefix(strings.TrimSpace(w), "$")):
+					// sh -c "$(cat x.txt)", sh -c "$X": the code itself is
+					// not known (its own $1 are the inner shell's, read below).
+					unknown = true
 				case cmd != "sh" && codeRuns(w):
 					// perl -e 'system(…)', node -e "require('./x')": program
 					// text that runs or loads more (round 22).
@@ -501,7 +512,7 @@ func programPathsFrom(value, cwd, top, home string, depth int) (paths []programP
 					case argShell:
 						shell(val) // git grep -O'sh x.sh', --upload-pack=…
 					case argGitConfig:
-						unknown = unknown || gitConfigRuns(val)
+						gitConfig(val)
 					case argGitDir:
 						unknown = true
 					case argFile:
@@ -850,7 +861,7 @@ var commandVars = map[string]bool{
 // read those languages, so such text makes what runs unknown.
 func codeRuns(code string) bool { return runsCode.MatchString(code) }
 
-var runsCode = regexp.MustCompile("system|exec|popen|spawn|require|import|open|\\bdo\\b|eval|getline|load|source|child_process|subprocess|os\\.|qx|`|\\|")
+var runsCode = regexp.MustCompile("system|exec|popen|spawn|require|import|open|\\bdo\\b|eval|getline|load|source|child_process|subprocess|os\\.|qx|`|\\|\\s*\"|\"\\s*\\||\\|&")
 
 // pythonRuns is Python code that runs or loads more than its imports.
 var pythonRuns = regexp.MustCompile(`exec|eval|open|system|popen|spawn|subprocess|os\.|__import__|runpy|compile|importlib`)
@@ -892,9 +903,17 @@ var lookupVars = map[string]bool{
 	"PERL5LIB": true, "RUBYLIB": true, "NODE_PATH": true, "NODE_OPTIONS": true, "LD_PRELOAD": true, "LD_LIBRARY_PATH": true,
 }
 
-// gitConfigRuns reports whether a git -c key=value can make git run a
-// program or read another config: a program key, an alias, an include.
-func gitConfigRuns(kv string) bool {
+// What a git -c key=value can do: nothing of note, run a program (its
+// value a command line), or read another config or repository.
+const (
+	gitRunsNothing = iota
+	gitRunsProgram
+	gitRunsUnknown
+)
+
+// gitConfigRuns says what a git -c key=value can do, and the command
+// line it runs (a plain alias's as a git command).
+func gitConfigRuns(kv string) (int, string) {
 	key, value, _ := strings.Cut(kv, "=")
 	section, rest, _ := strings.Cut(strings.ToLower(key), ".")
 	name := rest
@@ -902,10 +921,20 @@ func gitConfigRuns(kv string) bool {
 		name = rest[i+1:]
 	}
 	v := gitVar{section: section, key: name, value: value}
-	if _, ok := extCommand(v); ok {
-		return true
+	switch {
+	case section == "include" || section == "includeif" || name == "hookspath" || name == "worktree":
+		return gitRunsUnknown, ""
 	}
-	return programKey(v) || section == "include" || section == "includeif" || name == "hookspath" || name == "worktree"
+	if ext, ok := extCommand(v); ok {
+		return gitRunsProgram, ext
+	}
+	if section == "alias" && !strings.HasPrefix(strings.TrimSpace(value), "!") {
+		return gitRunsProgram, "git " + value
+	}
+	if programKey(v) {
+		return gitRunsProgram, value
+	}
+	return gitRunsNothing, ""
 }
 
 // wordForms returns the words a shell word can stand for, as far as paths

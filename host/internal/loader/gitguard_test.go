@@ -409,7 +409,7 @@ func TestProgramPathsUnknownFolder(t *testing.T) {
 		"!make -s":                        true,
 		"!npm run -s x":                   true,
 		"!go run .":                       true,
-		`!git -c alias.z='!sh z.sh' z`:    true,
+		`!git -c alias.z='!sh z.sh' z`:    false, // read as a program value: z.sh protected
 		"!git -c include.path=a.cfg zz":   true,
 		"!GIT_CONFIG_GLOBAL=a.cfg git zz": true,
 		"!git --git-dir=fake zz":          true,
@@ -454,6 +454,13 @@ func TestProgramPathsUnknownFolder(t *testing.T) {
 		"!git rebase -x 'make test' HEAD~1":       true,
 		"!GIT_PAGER=cat git log":                  false,
 		"!git -c color.ui=always log":             false,
+		// Round 23: legitimate aliases that must start.
+		"!sh -c 'git log $1' -": false,
+		`!sh -c 'git fetch $1 merge-requests/$2/head:mr-$1-$2 && git checkout mr-$1-$2' -`: false,
+		`!sh -c 'git log -i -1 --pretty="format:%an <%ae>\n" --author="$1"' -`:             false,
+		`!$EDITOR $(git status --short | awk '$1 ~ /^M|A|U/ {print $2}' )`:                 false,
+		"!git -c core.editor=vi var GIT_EDITOR":                                            false,
+		"!git -c core.editor='sh $X' commit":                                               true,
 	} {
 		if _, got := programPaths(value, top, ""); got != want {
 			t.Errorf("programPaths(%q): unknown = %v, want %v", value, got, want)
