@@ -558,9 +558,35 @@ func (b *builder) permissions(blocks []permSchema) {
 			if err := ValidatePattern(pat); err != nil {
 				b.errAt(b.in(p.Range, list.name), "Invalid permission pattern", err.Error())
 			}
+			if rel, ok := b.absoluteProjectPattern(pat); ok {
+				r := b.in(p.Range, list.name)
+				b.diags = append(b.diags, &hcl.Diagnostic{
+					Severity: hcl.DiagWarning, Summary: "Permission pattern matches nothing",
+					Detail:  fmt.Sprintf("%s %q names a path in project_dir by its absolute path, but the filesystem's patterns are paths relative to project_dir: write %q.", list.name, pat, rel),
+					Subject: &r,
+				})
+			}
 		}
 	}
 	b.cfg.Permissions = perm
+}
+
+// absoluteProjectPattern reports whether pat is a filesystem rule whose
+// path is an absolute one inside project_dir, which never matches (the
+// filesystem shows such paths relative to project_dir; found from
+// outside: a deny rule written so protected nothing, and validate said
+// nothing), and the pattern as it should be written.
+func (b *builder) absoluteProjectPattern(pat string) (string, bool) {
+	head, tail, ok := strings.Cut(pat, ":")
+	if !ok || !strings.HasPrefix(head, "filesystem.") || !filepath.IsAbs(tail) || b.cfg.ProjectDir == "" {
+		return "", false
+	}
+	for _, dir := range []string{b.cfg.ProjectDir, resolved(b.cfg.ProjectDir)} {
+		if rel, err := filepath.Rel(dir, tail); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			return head + ":" + filepath.ToSlash(rel), true
+		}
+	}
+	return "", false
 }
 
 // pluginBinary sets a plugin's binary: path when given (a file, or a

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -496,5 +497,35 @@ func TestRelativeXDGStateHomeIsIgnored(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", abs)
 	if got := StateRoot(); got != filepath.Join(abs, "switchboard") {
 		t.Errorf("StateRoot with an absolute XDG_STATE_HOME = %s", got)
+	}
+}
+
+// A filesystem rule naming a path in project_dir by its absolute path
+// matches nothing (the filesystem's patterns are relative to project_dir):
+// the config says so and how to write it (red team round 19: such a deny
+// rule protected nothing, and validate said nothing).
+func TestAbsoluteFilesystemPatternWarned(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	if err := os.Mkdir(filepath.Join(dir, "p"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(dir, "p", "secrets")
+	src := fmt.Sprintf("project_dir = \"p\"\npermissions {\n  deny = [%q, \"filesystem.*:*.env\", \"filesystem.*:/etc/*\"]\n}\n", "filesystem.*:"+abs+"/*")
+	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := Load(filepath.Join(dir, "config.hcl"))
+	if res.Diags.HasErrors() {
+		t.Fatal(res.Diags)
+	}
+	var warned []string
+	for _, w := range res.Config.Warnings {
+		if strings.Contains(w, "matches nothing") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `"filesystem.*:secrets/*"`) {
+		t.Errorf("warnings %q: want one naming filesystem.*:secrets/*", res.Config.Warnings)
 	}
 }
