@@ -123,9 +123,13 @@ func withTarget(path string) []string {
 // (linkBelow; red team round 18: core.fsmonitor = ./fsmon, a link to a
 // tools/fsmon-built the agent then wrote).
 func programFiles(value, top string, program bool) []string {
+	paths, _ := programPathsOf(value, top)
+	return existingPrograms(paths, program)
+}
+
+// existingPrograms is programFiles of paths programPaths found.
+func existingPrograms(paths []programPath, program bool) []string {
 	var out []string
-	home, _ := os.UserHomeDir()
-	paths, _ := programPaths(value, top, home)
 	for _, pp := range paths {
 		if pp.bare && !program {
 			continue
@@ -823,7 +827,7 @@ func programPathsOf(value, top string) ([]programPath, bool) {
 var interpreters = map[string]bool{
 	"sh": true, "fish": true, "python": true, "perl": true, "ruby": true, "node": true, "deno": true,
 	"php": true, "lua": true, "tclsh": true, "Rscript": true, "pwsh": true, "source": true, ".": true,
-	"java": true, "gdb": false,
+	"java": true,
 }
 
 // shellKeywords come before a command's name.
@@ -853,7 +857,7 @@ var commandStrings = map[string]int{"eval": 0, "trap": 0, "sg": 1}
 var commandVars = map[string]bool{
 	"GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true, "GIT_EXTERNAL_DIFF": true, "GIT_SSH_COMMAND": true, "GIT_SSH": true,
 	"GIT_PAGER": true, "PAGER": true, "EDITOR": true, "VISUAL": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true,
-	"GIT_PROXY_COMMAND": true, "GIT_DIFF_OPTS": false, "LESSOPEN": true, "MANPAGER": true,
+	"GIT_PROXY_COMMAND": true, "LESSOPEN": true, "MANPAGER": true,
 }
 
 // codeRuns reports whether program text (perl -e, node -e, python3 -c,
@@ -920,21 +924,27 @@ func gitConfigRuns(kv string) (int, string) {
 	if i := strings.LastIndexByte(rest, '.'); i >= 0 {
 		name = rest[i+1:]
 	}
-	v := gitVar{section: section, key: name, value: value}
-	switch {
-	case section == "include" || section == "includeif" || name == "hookspath" || name == "worktree":
+	if section == "include" || section == "includeif" || name == "hookspath" || name == "worktree" {
 		return gitRunsUnknown, ""
 	}
-	if ext, ok := extCommand(v); ok {
-		return gitRunsProgram, ext
-	}
-	if section == "alias" && !strings.HasPrefix(strings.TrimSpace(value), "!") {
-		return gitRunsProgram, "git " + value
-	}
-	if programKey(v) {
-		return gitRunsProgram, value
+	if line, program := programValue(gitVar{section: section, key: name, value: value}); program {
+		return gitRunsProgram, line
 	}
 	return gitRunsNothing, ""
+}
+
+// programValue is the command line a config variable runs and whether it
+// is a program-valued one (programKey): an ext:: URL's command, and a plain
+// alias as the git command it is (alias.x = rebase -x 'sh x.sh', round 22).
+// Any other variable's value is returned as it is, for its paths.
+func programValue(v gitVar) (string, bool) {
+	if ext, ok := extCommand(v); ok {
+		return ext, true
+	}
+	if v.section == "alias" && !strings.HasPrefix(strings.TrimSpace(v.value), "!") {
+		return "git " + v.value, true
+	}
+	return v.value, programKey(v)
 }
 
 // wordForms returns the words a shell word can stand for, as far as paths
@@ -1089,13 +1099,10 @@ func shellWords(s string, depth int) []string {
 					quoted.WriteString("${" + s[j+1:n] + "}")
 					j = n - 1
 				case s[j] == '`':
-					end := strings.IndexByte(s[j+1:], '`')
-					if end < 0 {
-						end = len(s) - j - 1
-					}
-					nested(s[j+1:j+1+end], true)
+					end := closingBacktick(s, j)
+					nested(s[j+1:end], true)
 					quoted.WriteRune(expansionMark)
-					j += end + 1
+					j = end
 				default:
 					quoted.WriteByte(s[j])
 				}
@@ -1113,13 +1120,10 @@ func shellWords(s string, depth int) []string {
 			i = end
 			inWord = true
 		case c == '`':
-			j := strings.IndexByte(s[i+1:], '`')
-			if j < 0 {
-				j = len(s) - i - 1
-			}
-			nested(s[i+1:i+1+j], true)
+			end := closingBacktick(s, i)
+			nested(s[i+1:end], true)
 			cur.WriteRune(expansionMark)
-			i += j + 1
+			i = end
 			inWord = true
 		case (c == '<' || c == '>') && i+1 < len(s) && s[i+1] == '(':
 			// <(…), >(…): process substitution, a file named by nothing
@@ -1178,6 +1182,15 @@ func stripExpansions(s string) string {
 // nameByte reports whether c may be in a shell variable's name.
 func nameByte(c byte) bool {
 	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// closingBacktick returns the index of the backtick that closes the one
+// at open in s (len(s) when none does).
+func closingBacktick(s string, open int) int {
+	if j := strings.IndexByte(s[open+1:], '`'); j >= 0 {
+		return open + 1 + j
+	}
+	return len(s)
 }
 
 // closing returns the index of the parenthesis that closes the one at
@@ -1273,9 +1286,13 @@ func programWord(word, dir, top, home string) (path, rest string, expanded bool)
 // which a server could write first (red team round 16, an alias's
 // !./later/x). Globs are left out.
 func missingPrograms(value, top string) []string {
+	paths, _ := programPathsOf(value, top)
+	return missingOf(paths)
+}
+
+// missingOf is missingPrograms of paths programPaths found.
+func missingOf(paths []programPath) []string {
 	var out []string
-	home, _ := os.UserHomeDir()
-	paths, _ := programPaths(value, top, home)
 	for _, pp := range paths {
 		if pp.alt || strings.ContainsAny(pp.path, "*?[") {
 			continue
@@ -1513,23 +1530,16 @@ func repoProtected(top, gitDir, common string, depth int, add func(path string, 
 	programs := func(wtTop string, configs ...string) {
 		for _, cfg := range append(personConfigs(), configs...) {
 			for _, v := range readGitConfig(cfg).vars {
-				program := programKey(v)
-				if ext, ok := extCommand(v); ok {
-					v.value, program = ext, true
-				}
-				if v.section == "alias" && !strings.HasPrefix(strings.TrimSpace(v.value), "!") {
-					// alias.x = rebase -x 'sh x.sh': git's own command, whose
-					// options may run a command line (round 22).
-					v.value = "git " + v.value
-				}
-				for _, f := range programFiles(v.value, wtTop, program) {
+				value, program := programValue(v)
+				paths, unknown := programPathsOf(value, wtTop)
+				for _, f := range existingPrograms(paths, program) {
 					add(f, madeNothing)
 				}
 				if program {
-					for _, f := range missingPrograms(v.value, wtTop) {
+					for _, f := range missingOf(paths) {
 						add(f, madeFile)
 					}
-					if _, unknown := programPathsOf(v.value, wtTop); unknown {
+					if unknown {
 						add(fmt.Sprintf("%s.%s = %s (in %s)", v.section, v.key, v.value, cfg), madeUnknown)
 					}
 				}
