@@ -19,7 +19,7 @@ func ExampleSchemaFor() {
 	}
 	fmt.Println(string(schema))
 	// Output:
-	// {"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"path":{"type":"string","description":"File to read"},"head":{"type":"integer","minimum":1}},"additionalProperties":false,"type":"object","required":["path"]}
+	// {"properties":{"path":{"type":"string","description":"File to read"},"head":{"type":"integer","minimum":1}},"additionalProperties":false,"type":"object","required":["path"]}
 }
 
 // A failure the model should read is a result, not an error.

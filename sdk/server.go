@@ -294,7 +294,9 @@ func (s *Server) add(t Tool, schema json.RawMessage, run func(context.Context, *
 
 // SchemaFor derives a JSON Schema (draft 2020-12) for the struct T (a
 // tool's arguments or its output). Fields without `omitempty` are required;
-// use `jsonschema:"description=…"` tags to document them.
+// use `jsonschema:"description=…"` tags to document them. The schema names
+// no "$schema": 2020-12 is MCP's default dialect, and the line would be
+// in every listing of every tool, and in the model's context.
 func SchemaFor[T any]() (json.RawMessage, error) {
 	typ := reflect.TypeFor[T]()
 	for typ.Kind() == reflect.Pointer {
@@ -305,11 +307,11 @@ func SchemaFor[T any]() (json.RawMessage, error) {
 	}
 	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
 	sch := r.ReflectFromType(typ)
-	sch.ID = ""
+	sch.ID, sch.Version = "", ""
 	fixDescriptions(sch, typ)
 	if sch.Properties == nil || sch.Properties.Len() == 0 {
 		// An empty struct: say so explicitly, some clients need properties.
-		return json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{},"additionalProperties":false}`), nil
+		return json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`), nil
 	}
 	b, err := json.Marshal(sch)
 	if err != nil {

@@ -190,7 +190,7 @@ func learnManifests(b *testing.B, switchboard, cfg string, n int) {
 		cmd := exec.Command(switchboard, "tools", "--config", cfg)
 		cmd.Env = append(os.Environ(), "SWITCHBOARD_LOG_LEVEL=error")
 		out, err := cmd.CombinedOutput()
-		got, _ := filepath.Glob(filepath.Join(filepath.Dir(cfg), "state", "manifests", "*.json"))
+		got, _ := filepath.Glob(filepath.Join(filepath.Dir(cfg), "state", "manifests", "*.manifest"))
 		if len(got) >= n {
 			return
 		}

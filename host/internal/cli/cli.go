@@ -216,12 +216,6 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 	// no other process of this user may read the host's memory or
 	// environment.
 	hideErr := hideMemory()
-	// What the kernel offers the sandbox is probed while the config loads
-	// (a namespaced start of a tiny program, some 20 ms), after the helper
-	// beside the binary is checked against its pin (a hash).
-	if exe, err := os.Executable(); err == nil {
-		go func() { sandbox.Prewarm(loader.HelperFor(exe)) }()
-	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, nil, err

@@ -307,9 +307,13 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 	// This host's sandboxes cannot have covered the config before it
 	// started (red team round 11: one host's bash wrote an external
 	// server into another's config, which ran at that host's next start).
-	if why := loader.OtherHostReaches(file); why != "" {
-		log.Warn("the config file is within reach of another running host's servers: a tool of theirs could have changed it before this host started; review it, and keep it out of their folders", "because", why)
-	}
+	// A warning: read while the host goes on to serve (the other hosts'
+	// records, a file each).
+	go func() {
+		if why := loader.OtherHostReaches(file); why != "" {
+			log.Warn("the config file is within reach of another running host's servers: a tool of theirs could have changed it before this host started; review it, and keep it out of their folders", "because", why)
+		}
+	}()
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

@@ -78,13 +78,19 @@ type Frontend struct {
 // New builds the MCP server for reg. version is the host's version.
 func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend {
 	f := &Frontend{reg: reg, log: logger.Named("mcp"), version: version, noShortPath: ablate.Off(ablate.ShortPath)}
+	// The instructions' line for each server says what confines it, which
+	// waits for the sandbox's probe of this machine (a namespaced start of
+	// a small program): written while the tools are made and set.
+	lines := make(chan string, 1)
+	go func() { lines <- serverLines(reg) }()
 	all := reg.AllTools()
 	f.listing = f.listingKey(all)
 	tools, names, refusals := f.serverToolsOf(all)
 	f.srvHooks = f.hooks()
 	feats := f.buildFeatures()
-	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions(Instructions(reg, append(slices.Clip(refusals), feats.refusals...)))...)
+	f.srv = server.NewMCPServer(ServerName, version, f.serverOptions()...)
 	f.setTools(tools, names, refusals)
+	server.WithInstructions(<-lines + refusalLines(append(slices.Clip(refusals), feats.refusals...)))(f.srv)
 	f.installFeatures(feats)
 	reg.Subscribe(f.Refresh)
 	reg.OnEvent(f.onEvent)
@@ -93,11 +99,11 @@ func New(reg *registry.Registry, version string, logger hclog.Logger) *Frontend 
 
 // serverOptions are the options of the mcp-go server: whatever is added
 // here must be honoured by the stdio short path too (see eligible;
-// TestShortPathHonoursEveryServerOption checks).
-func (f *Frontend) serverOptions(instructions string) []server.ServerOption {
+// TestShortPathHonoursEveryServerOption checks). New adds the
+// instructions (server.WithInstructions) once they are written.
+func (f *Frontend) serverOptions() []server.ServerOption {
 	return append([]server.ServerOption{
 		server.WithToolCapabilities(true),
-		server.WithInstructions(instructions),
 		server.WithRecovery(),
 		server.WithToolFilter(f.listReady),
 		server.WithHooks(f.srvHooks),
@@ -222,16 +228,20 @@ func stateText(s registry.Server) string {
 	}
 }
 
-// Instructions is one line per server with its status and its own
-// instructions, then the servers that failed and the tools not exposed.
-func Instructions(reg *registry.Registry, refusals []Refusal) string {
+// The instructions are one line per server with its status and its own
+// instructions (serverLines), then the servers that failed and the tools
+// not exposed (refusalLines).
+
+// serverLines is the head of the instructions: a line for each server and
+// each that failed to load.
+func serverLines(reg *registry.Registry) string {
 	var b strings.Builder
 	b.WriteString("Switchboard serves tools from these servers (tool and prompt names are <server>__<name> unless the server's prefix is configured; resource URIs are the servers' own):\n")
 	for _, e := range reg.Entries() {
 		d := e.Server.Describe()
 		fmt.Fprintf(&b, "- %s: %s, %d tools (%s %s)", e.Server.Name(), stateText(e.Server), len(d.Tools), e.Kind, d.PluginVersion)
-		if c, ok := e.Server.(registry.Confined); ok && c.Confinement() != "" {
-			fmt.Fprintf(&b, "; %s", c.Confinement())
+		if c, ok := e.Server.(registry.Sandboxed); ok && c.SandboxMode() != "" {
+			fmt.Fprintf(&b, "; %s", c.SandboxMode())
 		}
 		if in := strings.TrimSpace(d.Instructions); in != "" {
 			fmt.Fprintf(&b, ". %s", strings.ReplaceAll(in, "\n", " "))
@@ -241,6 +251,13 @@ func Instructions(reg *registry.Registry, refusals []Refusal) string {
 	for _, fl := range reg.Failures() {
 		fmt.Fprintf(&b, "- %s: failed to load: %v\n", fl.Name, fl.Err)
 	}
+	return b.String()
+}
+
+// refusalLines is the tail of the instructions: a line for
+// each tool (or prompt, resource) not exposed.
+func refusalLines(refusals []Refusal) string {
+	var b strings.Builder
 	for _, r := range refusals {
 		what := r.What
 		if what == "" {

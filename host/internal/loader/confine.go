@@ -49,12 +49,14 @@ func hostFilesOf(cfg *config.Config) hostFiles {
 	return hostFiles{control: cfg.ControlPlane(), binaries: cfg.Binaries(), links: &linkMemo{}}
 }
 
-// linkMemo is a memo of filepath.EvalSymlinks and of the helper's lookup,
+// linkMemo is a memo of filepath.EvalSymlinks, of the helper's lookup and of
+// the built-ins' binary beside the host (builtinBinaryPaths),
 // for the sandboxes made from one config load; safe for concurrent use.
 type linkMemo struct {
-	mu      sync.Mutex
-	links   map[string]linkResult
-	helpers map[string]string
+	mu       sync.Mutex
+	links    map[string]linkResult
+	helpers  map[string]string
+	builtins map[string][]string
 }
 
 type linkResult struct {
@@ -112,6 +114,27 @@ func (m *linkMemo) helperFor(self string) string {
 	return h
 }
 
+// builtinBinaryPaths is builtinBinaryPaths(self), remembered.
+func (m *linkMemo) builtinBinaryPaths(self string) []string {
+	if m == nil {
+		return builtinBinaryPaths(self)
+	}
+	m.mu.Lock()
+	p, ok := m.builtins[self]
+	m.mu.Unlock()
+	if ok {
+		return slices.Clip(p)
+	}
+	p = builtinBinaryPaths(self)
+	m.mu.Lock()
+	if m.builtins == nil {
+		m.builtins = map[string][]string{}
+	}
+	m.builtins[self] = p
+	m.mu.Unlock()
+	return slices.Clip(p)
+}
+
 // confinement returns the sandbox of one server: the defaults of its kind
 // (README, Security), widened or narrowed by its sandbox block. stateDir is
 // the server's own folder under data_dir, the one part of it the server
@@ -163,7 +186,7 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	}
 	// The built-ins' binary the host runs (builtinbin.go): a plugin that
 	// may write its folder cannot change it.
-	p.ReadOnly = append(p.ReadOnly, builtinBinaryPaths(self)...)
+	p.ReadOnly = append(p.ReadOnly, files.links.builtinBinaryPaths(self)...)
 	p = p.CleanWith(home, files.links.eval)
 	// What the person's git runs, in the work trees the server may write:
 	// hooks, config and the hooksPath folder for the git built-in (which

@@ -1424,6 +1424,9 @@ func (e *unprotectableError) Error() string {
 // gitProtectedAt is gitProtected; without placehold it only looks at the
 // placeholders (placeholderAt).
 func gitProtectedAt(roots []string, placehold bool) (readOnly, make []string, files []sandbox.File, unknown []string) {
+	if len(roots) == 0 {
+		return nil, nil, nil, nil // nothing writable: nothing of git's to protect (and no config to read)
+	}
 	add := func(p string, k made) {
 		if k == madeUnknown {
 			if !slices.Contains(unknown, p) {

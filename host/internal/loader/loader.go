@@ -41,6 +41,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/tuning"
 )
 
 // PluginPrefix is the file name prefix of plugin binaries.
@@ -109,6 +110,8 @@ type Host struct {
 	self string
 	reg  *registry.Registry
 	sup  *supervisor.Supervisor
+	// prewarmOnce starts the probe of the kernel (prewarm).
+	prewarmOnce sync.Once
 
 	mu   sync.Mutex // serialises reloads
 	cfg  *config.Config
@@ -153,7 +156,6 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		}
 		self = exe
 	}
-	go func() { sandbox.Prewarm(HelperFor(self)) }()
 	// Before any server starts: the sandboxes hide them (ControlPlane), and
 	// a folder that does not exist cannot be hidden.
 	config.MakeStateRoots()
@@ -192,10 +194,18 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 	for _, j := range jobs {
 		h.jobs[jobKey(j)] = j
 	}
-	// The placeholders wait for the sandbox's probe of this machine (what
-	// a sandbox covers): they are made while the host lists its lazy
-	// servers and goes on to serve, and every start waits for them
-	// (job.placed), as do reloads and servers connected later.
+	// What the kernel offers the sandbox is probed (a namespaced start of
+	// a small program, some 20 ms, that slows everything else the host does
+	// meanwhile) as soon as a server will start now (or startJobs finds
+	// one), otherwise once the host serves.
+	if slices.ContainsFunc(jobs, startsNow) {
+		h.prewarm()
+	}
+	// The placeholders may wait for the sandbox's probe of this machine
+	// (what a sandbox that is not required covers): they are made while
+	// the host lists its lazy servers and goes on to serve, and every
+	// start waits for them (job.placed), as do reloads and servers
+	// connected later.
 	placed := make(chan struct{})
 	h.placed = placed
 	for i := range jobs {
@@ -209,7 +219,29 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 		h.mu.Unlock()
 		h.publish()
 	}()
-	return h, h.startJobs(ctx, jobs, opts.WaitAll)
+	err = h.startJobs(ctx, jobs, opts.WaitAll)
+	// A host whose servers all wait for their first call probes the kernel
+	// once it serves (SettleDelay later), before that call needs it.
+	t := time.AfterFunc(tuning.SettleDelay, h.prewarm)
+	reg.AtShutdown(func() { t.Stop() })
+	return h, err
+}
+
+// prewarm probes what the kernel offers the sandbox in the background
+// (sandbox.Prewarm), once.
+func (h *Host) prewarm() {
+	h.prewarmOnce.Do(func() { go func() { sandbox.Prewarm(HelperFor(h.self)) }() })
+}
+
+// startsNow reports whether a job's server starts with the host: it is not
+// one a manifest may list until its first call (lazyManifest says which
+// are, reading the manifests).
+func startsNow(j job) bool {
+	if j.refused != nil {
+		return false
+	}
+	return j.discovered || j.spec.Reattach != nil || j.manifests == "" || j.life.Start == config.StartEager ||
+		(j.life.Start == config.StartAuto && j.kind == registry.KindExternal)
 }
 
 // waitPlaced waits for the placeholders of the host's start (Start) to be
@@ -282,6 +314,12 @@ var StartWait = 3 * time.Second
 // name comes from its answer).
 func (h *Host) startJobs(ctx context.Context, jobs []job, waitAll bool) error {
 	lazy := h.lazyManifests(jobs)
+	for i, j := range jobs {
+		if lazy[i] == nil && j.refused == nil {
+			h.prewarm() // a server starts now (its manifest was stale, say)
+			break
+		}
+	}
 	results := make([]chan supervisor.StartResult, len(jobs))
 	for i, j := range jobs {
 		if lazy[i] != nil {
@@ -504,6 +542,7 @@ func (h *Host) registerLazy(ctx context.Context, j job, m *cached, first error) 
 		Manifest: m.desc, Protocol: m.protocol, StartTimeout: startTimeout(j), Permanent: h.permanent(j),
 	})
 	srv.SetPlannedConfinement(plannedConfinement(j))
+	srv.SetSandboxMode(sandboxMode(j))
 	if err := h.reg.Register(srv, j.kind, j.source); err != nil {
 		_ = srv.Close(ctx)
 		h.log.Error("server not loaded", "server", name, "source", j.source, "error", err)
@@ -522,6 +561,19 @@ func (h *Host) registerLazy(ctx context.Context, j job, m *cached, first error) 
 func (h *Host) policies(srv *supervisor.Server, j job) {
 	srv.SetStartPolicy(startTimeout(j), h.permanent(j))
 	srv.SetPlannedConfinement(plannedConfinement(j))
+	srv.SetSandboxMode(sandboxMode(j))
+}
+
+// sandboxMode says how a job's sandbox is configured (registry.Sandboxed).
+func sandboxMode(j job) string {
+	if j.ext != nil && j.ext.URL != "" {
+		return "remote (runs elsewhere)"
+	}
+	sb := sandboxOf(j)
+	if sb == nil || sb.Policy.Mode == sandbox.ModeOff || sb.Policy.Mode == "" {
+		return "not sandboxed"
+	}
+	return "sandbox " + string(sb.Policy.Mode)
 }
 
 // plannedConfinement describes what confines a job's next process (its

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,7 +16,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchboard-mcp/switchboard/host/internal/config"
 	"github.com/switchboard-mcp/switchboard/host/internal/pluginstore"
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/host/internal/strictmode"
@@ -26,16 +26,22 @@ import (
 )
 
 // ManifestsDir is the folder in data_dir that keeps each server's
-// manifest (NAME.json): what it described the last time it started, so
-// that a lazy server's tools are listed without starting it.
+// manifest (NAME.manifest): what it described the last time it started,
+// so that a lazy server's tools are listed without starting it.
 const ManifestsDir = "manifests"
 
-// manifestFormat is the version of the manifest file's layout: 2 keeps
-// the description as the protobuf encoding of a DescribeResponse
-// (describe_proto), 1 kept it as its protojson (describe), still read.
-// Reading protojson was a quarter of the start of a host listing 100 lazy
-// servers; the binary form reads in a tenth of the time.
-const manifestFormat = 2
+// manifestExt is a manifest file's extension. Formats 1 and 2 were JSON
+// files (NAME.json, the description as protojson, then as base64 in a
+// JSON string): still read where no NAME.manifest is, and removed when
+// the server's next start writes this format.
+const manifestExt = ".manifest"
+
+// manifestFormat is the version of the manifest file's layout: a line of
+// JSON (Manifest: what the manifest is of, for the host and for people
+// reading it), then the description, DescribeBytes bytes of the protobuf
+// encoding of a DescribeResponse. A host listing 100 lazy servers spent
+// half of reading their manifests decoding the description out of JSON.
+const manifestFormat = 3
 
 // Manifest is a server's cached description. It is valid only for the
 // same Key: for a plugin or built-in, the binary's file identity (device,
@@ -53,17 +59,72 @@ type Manifest struct {
 	File     *FileIdentity `json:"file,omitempty"`
 	Protocol int           `json:"protocol,omitempty"`
 	Saved    time.Time     `json:"saved"`
-	// DescribeProto is the DescribeResponse, protobuf-encoded (format 2).
-	DescribeProto []byte `json:"describe_proto,omitempty"`
-	// Describe is the DescribeResponse as protojson (format 1).
-	Describe json.RawMessage `json:"describe,omitempty"`
+	// DescribeBytes is the length of the description after the line.
+	DescribeBytes int `json:"describe_bytes"`
+	// DescribeProto is the DescribeResponse, protobuf-encoded: the file's
+	// bytes after the JSON line.
+	DescribeProto []byte `json:"-"`
+	// legacyDescribe is a format 1 file's description (protojson).
+	legacyDescribe json.RawMessage
 	// Surface is the description's surface hash as the gate computed it
 	// when the server started: a host listing many lazy servers compares
 	// it with the lock and approvals instead of re-encoding every tool's
 	// schemas. It is a cache of DescribeProto's bytes, used only while they
-	// hash as it says; otherwise (or absent: not gated, format 1) the
-	// surface is computed from the description.
+	// hash as it says; otherwise (or absent: not gated) the surface is
+	// computed from the description.
 	Surface *SurfaceCache `json:"surface,omitempty"`
+}
+
+// encode is the manifest file's content.
+func (m *Manifest) encode() ([]byte, error) {
+	m.DescribeBytes = len(m.DescribeProto)
+	head, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(head, '\n'), m.DescribeProto...), nil
+}
+
+// decodeManifest reads a manifest file's content (encode).
+func decodeManifest(b []byte) (*Manifest, error) {
+	head, desc, ok := bytes.Cut(b, []byte{'\n'})
+	if !ok {
+		return nil, errors.New("no line of JSON before the description")
+	}
+	m := &Manifest{}
+	if err := json.Unmarshal(head, m); err != nil {
+		return nil, err
+	}
+	if m.Format != manifestFormat {
+		return nil, errStaleManifest
+	}
+	if m.DescribeBytes != len(desc) {
+		return nil, fmt.Errorf("the description is %d bytes, the manifest says %d", len(desc), m.DescribeBytes)
+	}
+	m.DescribeProto = desc
+	return m, nil
+}
+
+// decodeLegacyManifest reads a manifest file of format 1 or 2 (JSON, the
+// description in it as protojson or as base64 of its protobuf encoding).
+func decodeLegacyManifest(b []byte) (*Manifest, error) {
+	var old struct {
+		Manifest
+		DescribeProto []byte          `json:"describe_proto"`
+		Describe      json.RawMessage `json:"describe"`
+	}
+	if err := json.Unmarshal(b, &old); err != nil {
+		return nil, err
+	}
+	if old.Format != 1 && old.Format != 2 {
+		return nil, errStaleManifest
+	}
+	m := old.Manifest
+	m.DescribeProto, m.legacyDescribe = old.DescribeProto, old.Describe
+	if m.Format == 1 {
+		m.Surface = nil // format 1 kept no surface
+	}
+	return &m, nil
 }
 
 // SurfaceCache is a manifest's surface hash and the description it is of.
@@ -137,7 +198,7 @@ func manifestKey(j job) (string, *FileIdentity, error) {
 }
 
 func manifestPath(dataDir, name string) string {
-	return filepath.Join(dataDir, ManifestsDir, name+".json")
+	return filepath.Join(dataDir, ManifestsDir, name+manifestExt)
 }
 
 // errStaleManifest is a manifest whose key no longer matches.
@@ -164,23 +225,34 @@ func checkManifestDir(dataDir string) error {
 func readManifestIn(dataDir string, j job) (*cached, error) {
 	path := manifestPath(dataDir, j.spec.Name)
 	b, err := strictmode.ReadFileIn(filepath.Dir(path), filepath.Base(path))
-	if err != nil {
+	var m *Manifest
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// Written by an earlier version: read, so that an upgrade does not
+		// start every lazy server once to learn what it already knew.
+		path = filepath.Join(dataDir, ManifestsDir, j.spec.Name+".json")
+		if b, err = strictmode.ReadFileIn(filepath.Dir(path), filepath.Base(path)); err != nil {
+			return nil, err
+		}
+		m, err = decodeLegacyManifest(b)
+	case err != nil:
 		return nil, err
+	default:
+		m, err = decodeManifest(b)
 	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
 	}
 	key, _, err := manifestKey(j)
 	if err != nil {
 		return nil, err
 	}
-	if (m.Format != manifestFormat && m.Format != 1) || m.Name != j.spec.Name || m.Key != key {
+	if m.Name != j.spec.Name || m.Key != key {
 		return nil, errStaleManifest
 	}
 	d := &pluginv1.DescribeResponse{}
 	if m.Format == 1 {
-		err = protojson.Unmarshal(m.Describe, d)
+		err = protojson.Unmarshal(m.legacyDescribe, d)
 	} else {
 		err = proto.Unmarshal(m.DescribeProto, d)
 	}
@@ -188,7 +260,7 @@ func readManifestIn(dataDir string, j job) (*cached, error) {
 		return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
 	}
 	c := &cached{desc: protocol.DescriptionFromWire(d), protocol: m.Protocol}
-	if sc := m.Surface; sc != nil && m.Format == manifestFormat {
+	if sc := m.Surface; sc != nil {
 		if sum := sha256.Sum256(m.DescribeProto); hex.EncodeToString(sum[:]) == sc.Describe {
 			c.surface = sc.Hash
 		}
@@ -228,7 +300,7 @@ func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *too
 		sum := sha256.Sum256(desc)
 		m.Surface = &SurfaceCache{Describe: hex.EncodeToString(sum[:]), Hash: surface}
 	}
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := m.encode()
 	if err != nil {
 		return err
 	}
@@ -239,7 +311,12 @@ func writeManifest(dataDir string, j job, key string, file *FileIdentity, d *too
 	if err := strictmode.Check(dir); err != nil {
 		return err
 	}
-	return pluginstore.WriteAtomic(manifestPath(dataDir, j.spec.Name), append(b, '\n'), 0o600)
+	if err := pluginstore.WriteAtomic(manifestPath(dataDir, j.spec.Name), b, 0o600); err != nil {
+		return err
+	}
+	// The file of an earlier format, which this one replaces.
+	_ = os.Remove(filepath.Join(dir, j.spec.Name+".json"))
+	return nil
 }
 
 // lazyManifest returns the description a job may be listed from without
@@ -252,16 +329,8 @@ func (h *Host) lazyManifest(j job) *cached { return h.lazyManifestHeldTo(j, nil)
 // lazyManifestHeldTo is lazyManifest with the gate's files read once for
 // many jobs (sn; nil reads them for this job when it has a gate).
 func (h *Host) lazyManifestHeldTo(j job, sn *pluginstore.Snapshot) *cached {
-	if j.discovered || j.refused != nil || j.spec.Reattach != nil || j.manifests == "" {
+	if j.refused != nil || startsNow(j) {
 		return nil
-	}
-	switch j.life.Start {
-	case config.StartEager:
-		return nil
-	case config.StartAuto:
-		if j.kind == registry.KindExternal {
-			return nil
-		}
 	}
 	var err error
 	if !h.manifestDirOK.Load() { // checked once it passes, not per server

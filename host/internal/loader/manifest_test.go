@@ -3,6 +3,7 @@ package loader
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,10 +91,11 @@ func TestManifest(t *testing.T) {
 	}
 }
 
-// A manifest written by an earlier version (format 1: the description as
-// protojson) is still read, so an upgrade does not start every lazy
-// server once to learn what it already knew.
-func TestManifestFormat1StillRead(t *testing.T) {
+// Manifests written by earlier versions (NAME.json; format 1: the
+// description as protojson, format 2: its protobuf encoding in base64)
+// are still read, so an upgrade does not start every lazy server once to
+// learn what it already knew; the next write replaces them.
+func TestEarlierManifestFormatsStillRead(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	bin := filepath.Join(dir, "switchboard-plugin-x")
@@ -106,34 +108,66 @@ func TestManifestFormat1StillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := protojson.Marshal(protocol.DescriptionToWire(desc))
+	asJSON, err := protojson.Marshal(protocol.DescriptionToWire(desc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(Manifest{Format: 1, Name: "x", Key: key, File: file, Protocol: 2, Saved: time.Now(), Describe: old})
+	asProto, err := proto.Marshal(protocol.DescriptionToWire(desc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(data, ManifestsDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(manifestPath(data, "x"), b, 0o600); err != nil {
+	legacy := filepath.Join(data, ManifestsDir, "x.json")
+	for format, d := range map[int]map[string]any{1: {"describe": json.RawMessage(asJSON)}, 2: {"describe_proto": asProto}} {
+		m := map[string]any{"format": format, "name": "x", "key": key, "file": file, "protocol": 2, "saved": time.Now()}
+		maps.Copy(m, d)
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(legacy, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readManifest(data, j)
+		if err != nil {
+			t.Fatalf("readManifest of a format %d manifest = %v", format, err)
+		}
+		if !got.desc.Equal(desc) || got.protocol != 2 {
+			t.Errorf("readManifest of format %d = %v (protocol %d), want %v (2)", format, got.desc, got.protocol, desc)
+		}
+	}
+	// The next write is of this format, and the old file goes.
+	if err := writeManifest(data, j, key, file, desc, "", 2); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readManifest(data, j)
-	if err != nil {
-		t.Fatalf("readManifest of a format 1 manifest = %v", err)
+	if _, err := os.Lstat(legacy); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the format 2 file is still there after a write: %v", err)
 	}
-	if !got.desc.Equal(desc) || got.protocol != 2 {
-		t.Errorf("readManifest = %v (protocol %d), want %v (2)", got.desc, got.protocol, desc)
+	if got, err := readManifest(data, j); err != nil || !got.desc.Equal(desc) {
+		t.Fatalf("readManifest after the write = %v, %v", got, err)
 	}
 	// A format this version does not know is stale, not misread.
-	b, _ = json.Marshal(Manifest{Format: 99, Name: "x", Key: key, File: file, Describe: old})
+	b, err := (&Manifest{Format: 99, Name: "x", Key: key, File: file, DescribeProto: asProto}).encode()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(manifestPath(data, "x"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := readManifest(data, j); !errors.Is(err, errStaleManifest) {
 		t.Errorf("readManifest of format 99 = %v, want stale", err)
+	}
+	// A description cut short is corrupt, not read.
+	if b, err = (&Manifest{Format: manifestFormat, Name: "x", Key: key, File: file, DescribeProto: asProto}).encode(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifestPath(data, "x"), b[:len(b)-3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readManifest(data, j); err == nil || errors.Is(err, errStaleManifest) {
+		t.Errorf("readManifest of a manifest cut short = %v, want corrupt", err)
 	}
 }
 
@@ -187,15 +221,15 @@ func TestManifestSurfaceCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
+	m, err := decodeManifest(b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	fewer := &toolcall.Description{Name: "x", Tools: desc.Tools[:1]}
 	if m.DescribeProto, err = proto.Marshal(protocol.DescriptionToWire(fewer)); err != nil {
 		t.Fatal(err)
 	}
-	if b, err = json.Marshal(m); err != nil {
+	if b, err = m.encode(); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {

@@ -69,20 +69,28 @@ func reaches(j job, file, projectDir string) string {
 	if j.kind == registry.KindBuiltin && len(p.Write) == 0 {
 		return "" // web: no file-writing tool, and no folder to write
 	}
-	r := sb.Report()
-	if r.Mode == sandbox.ModeOff {
-		if j.ext != nil {
-			if dir := resolved(projectDir); !within(file, dir) {
-				return ""
+	// A required sandbox runs in namespaces with Landlock or not at all
+	// (its start is refused): what it may write is its policy's, and this
+	// machine need not be probed to know it (a namespaced start of a
+	// program, while a host with lazy servers starts).
+	namespaces := true
+	if p.Mode != sandbox.ModeRequired {
+		r := sb.Report()
+		if r.Mode == sandbox.ModeOff {
+			if j.ext != nil {
+				if dir := resolved(projectDir); !within(file, dir) {
+					return ""
+				}
+				return fmt.Sprintf("%s runs with sandbox mode \"off\" in %s, which holds %s", name, projectDir, file)
 			}
-			return fmt.Sprintf("%s runs with sandbox mode \"off\" in %s, which holds %s", name, projectDir, file)
+			return fmt.Sprintf("%s runs with sandbox mode \"off\"", name)
 		}
-		return fmt.Sprintf("%s runs with sandbox mode \"off\"", name)
+		if !r.Confined() || r.Landlock == 0 {
+			return fmt.Sprintf("%s is not confined by Landlock here (%s)", name, r)
+		}
+		namespaces = r.Namespaces
 	}
-	if !r.Confined() || r.Landlock == 0 {
-		return fmt.Sprintf("%s is not confined by Landlock here (%s)", name, r)
-	}
-	if r.Namespaces {
+	if namespaces {
 		for _, ro := range p.ReadOnly {
 			// Bound read-only (configFolderInReach, a plugin binary) when
 			// it exists: nothing is bound over a path that does not.

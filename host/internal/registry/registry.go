@@ -76,10 +76,19 @@ type Availability interface {
 }
 
 // Confined is implemented by servers that can say what confines their
-// processes (the kernel sandbox), for inspect, status and the initialize
-// instructions.
+// processes (the kernel sandbox, as this machine enforces it), for
+// inspect and status.
 type Confined interface {
 	Confinement() string
+}
+
+// Sandboxed is implemented by servers that can say how their sandbox is
+// configured without finding out what this machine enforces (which takes
+// a namespaced start of a program): "sandbox required", "sandbox
+// best-effort", "not sandboxed", "remote (runs elsewhere)"; "" when not
+// known. The initialize instructions show it.
+type Sandboxed interface {
+	SandboxMode() string
 }
 
 // Stateful is implemented by servers with a life cycle (supervised ones):

@@ -68,6 +68,8 @@ type demand struct {
 	// planned describes the confinement its next instance gets, shown
 	// while none runs.
 	planned func() string
+	// sandboxMode is how its sandbox is configured (SetSandboxMode).
+	sandboxMode string
 }
 
 // wakeup is one start on demand; err is set before done is closed.
@@ -376,6 +378,22 @@ func (srv *Server) StartNow() {
 	srv.wake = w
 	srv.mu.Unlock()
 	srv.sup.do(func() { srv.wakeUp(w) })
+}
+
+// SetSandboxMode sets how the server's sandbox is configured, as
+// registry.Sandboxed says it.
+func (srv *Server) SetSandboxMode(mode string) {
+	srv.mu.Lock()
+	srv.sandboxMode = mode
+	srv.mu.Unlock()
+}
+
+// SandboxMode says how the server's sandbox is configured
+// (registry.Sandboxed).
+func (srv *Server) SandboxMode() string {
+	srv.mu.RLock()
+	defer srv.mu.RUnlock()
+	return srv.sandboxMode
 }
 
 // SetPlannedConfinement sets what describes the confinement of the

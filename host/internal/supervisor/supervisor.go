@@ -821,6 +821,5 @@ var (
 
 var (
 	_ registry.Stateful  = (*Server)(nil)
-	_ registry.Confined  = (*Server)(nil)
-	_ registry.Readiness = (*Server)(nil)
+	_ registry.Sandboxed = (*Server)(nil)
 )
