@@ -767,23 +767,35 @@ func (c *Config) SearchDirs() []string {
 
 // Binaries lists the plugin binaries and plugin directories: the part of
 // the control plane a sandbox binds read-only rather than hides.
+// Each is listed once (plugins may share a binary).
 func (c *Config) Binaries() []string {
 	var out []string
-	for _, p := range c.Plugins {
-		out = append(out, resolved(p.Path))
-		if p.VersionsDir != "" {
-			out = append(out, resolved(p.VersionsDir))
+	seen := map[string]bool{}
+	add := func(p string, resolve bool) {
+		if p == "" || seen[p] {
+			return
+		}
+		seen[p] = true
+		if resolve {
+			p = resolved(p)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
+	for _, p := range c.Plugins {
+		add(p.Path, true)
+		add(p.VersionsDir, true)
+	}
 	for _, x := range c.Externals {
-		out = append(out, x.ProjectFiles...)
+		for _, f := range x.ProjectFiles {
+			add(f, false)
+		}
 	}
 	for _, d := range c.PluginDirs {
-		out = append(out, resolved(d))
+		add(d, true)
 	}
-	if c.InstallDir != "" {
-		out = append(out, resolved(c.InstallDir))
-	}
+	add(c.InstallDir, true)
 	return out
 }
 
@@ -825,10 +837,12 @@ func (c *Config) ControlPlane() []string {
 	paths = append(paths, c.PluginDirs...)
 	paths = append(paths, c.InstallDir)
 	var out []string
+	seen := map[string]bool{}
 	for _, p := range paths {
-		if p == "" {
-			continue
+		if p == "" || seen[p] {
+			continue // plugins may share a binary: resolved once
 		}
+		seen[p] = true
 		p = resolved(filepath.Clean(p))
 		if !slices.Contains(out, p) {
 			out = append(out, p)

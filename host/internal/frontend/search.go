@@ -76,17 +76,22 @@ func EstimateTokens(tools []mcp.Tool) int {
 // server tool whose name is one of theirs refused.
 func (f *Frontend) exposeTools(tools []server.ServerTool, refusals []Refusal) ([]server.ServerTool, []Refusal) {
 	e := f.currentSettings().Expose
-	listed := make(map[string]mcp.Tool, len(tools))
-	plain := make([]mcp.Tool, 0, len(tools))
-	for _, t := range tools {
-		listed[t.Tool.Name] = t.Tool
-		plain = append(plain, t.Tool)
-	}
 	tokens := 0
 	searching := e.Mode == config.ExposeSearch
 	if e.Mode == config.ExposeAuto || e.Mode == config.ExposeSearch {
+		plain := make([]mcp.Tool, 0, len(tools))
+		for _, t := range tools {
+			plain = append(plain, t.Tool)
+		}
 		tokens = EstimateTokens(plain)
 		searching = searching || tokens > e.BudgetTokens
+	}
+	var listed map[string]mcp.Tool // what search_tools finds, in search mode
+	if searching {
+		listed = make(map[string]mcp.Tool, len(tools))
+		for _, t := range tools {
+			listed[t.Tool.Name] = t.Tool
+		}
 	}
 	pinned := map[string]bool{}
 	for _, name := range e.AlwaysList {

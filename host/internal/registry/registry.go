@@ -538,7 +538,14 @@ func (r *Registry) tools(readyOnly bool) []Tool {
 	pol := r.policy.rules()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	var out []Tool
+	n := 0
+	for _, e := range r.order {
+		n += len(e.Server.Describe().Tools)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Tool, 0, n)
 	for _, e := range r.order {
 		if rd, ok := e.Server.(Readiness); ok && readyOnly && !rd.Ready() {
 			continue
