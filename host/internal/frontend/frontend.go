@@ -191,7 +191,9 @@ func (f *Frontend) listReady(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 			ready[MCPName(f.reg.Prefix(t.Server), t.Tool.Name, DefaultNameBudget)] = true
 		}
 	}
-	out := make([]mcp.Tool, 0, len(tools)) // a large struct: growing the slice copied it again and again
+	// Filtered in place: mcp-go passes a slice of its own making (a copy
+	// of its tools), and the elements are large.
+	out := tools[:0]
 	for _, t := range tools {
 		if ready[t.Name] || ownTool(t.Name) {
 			out = append(out, t)

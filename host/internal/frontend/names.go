@@ -24,6 +24,9 @@ func MCPName(server, tool string, budget int) string {
 	if server == "" {
 		full = tool // prefix = "": the bare name
 	}
+	if len(full) <= budget && plainName(full) {
+		return full // the usual case: nothing to replace or shorten
+	}
 	var b strings.Builder
 	for _, r := range full {
 		switch {
@@ -40,4 +43,16 @@ func MCPName(server, tool string, budget int) string {
 	sum := sha256.Sum256([]byte(server + "." + tool))
 	suffix := "_" + hex.EncodeToString(sum[:4])
 	return name[:budget-len(suffix)] + suffix
+}
+
+// plainName reports whether s has only the characters MCPName keeps.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
