@@ -216,6 +216,12 @@ func (a *app) startHost(ctx context.Context, oneShot bool) (*config.Config, *loa
 	// no other process of this user may read the host's memory or
 	// environment.
 	hideErr := hideMemory()
+	// The sandbox helper beside the binary is checked against its pin (a
+	// hash of it, some 1.5 ms) while the config loads: every sandbox policy
+	// names it.
+	if exe, err := os.Executable(); err == nil {
+		go loader.HelperFor(exe)
+	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, nil, err
