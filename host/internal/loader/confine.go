@@ -49,14 +49,13 @@ func hostFilesOf(cfg *config.Config) hostFiles {
 	return hostFiles{control: cfg.ControlPlane(), binaries: cfg.Binaries(), links: &linkMemo{}}
 }
 
-// linkMemo is a memo of filepath.EvalSymlinks, of the helper's lookup and of
-// the built-ins' binary beside the host (builtinBinaryPaths),
-// for the sandboxes made from one config load; safe for concurrent use.
+// linkMemo is a memo of filepath.EvalSymlinks and of the files beside the
+// host's binary (beside), for the sandboxes made from one config load;
+// safe for concurrent use.
 type linkMemo struct {
-	mu       sync.Mutex
-	links    map[string]linkResult
-	helpers  map[string]string
-	builtins map[string][]string
+	mu    sync.Mutex
+	links map[string]linkResult
+	self  map[string]selfFiles
 }
 
 type linkResult struct {
@@ -93,46 +92,32 @@ func (m *linkMemo) resolved(p string) string {
 	return filepath.Clean(p)
 }
 
-// helperFor is HelperFor(self), remembered.
-func (m *linkMemo) helperFor(self string) string {
-	if m == nil {
-		return HelperFor(self)
-	}
-	m.mu.Lock()
-	h, ok := m.helpers[self]
-	m.mu.Unlock()
-	if ok {
-		return h
-	}
-	h = HelperFor(self)
-	m.mu.Lock()
-	if m.helpers == nil {
-		m.helpers = map[string]string{}
-	}
-	m.helpers[self] = h
-	m.mu.Unlock()
-	return h
+// selfFiles is what a sandbox names beside the host's binary self: the
+// helper (HelperFor) and the built-ins' binary (builtinBinaryPaths).
+type selfFiles struct {
+	helper   string
+	builtins []string
 }
 
-// builtinBinaryPaths is builtinBinaryPaths(self), remembered.
-func (m *linkMemo) builtinBinaryPaths(self string) []string {
+// beside is selfFiles of self, remembered.
+func (m *linkMemo) beside(self string) selfFiles {
 	if m == nil {
-		return builtinBinaryPaths(self)
+		return selfFiles{HelperFor(self), builtinBinaryPaths(self)}
 	}
 	m.mu.Lock()
-	p, ok := m.builtins[self]
+	f, ok := m.self[self]
 	m.mu.Unlock()
 	if ok {
-		return slices.Clip(p)
+		return f
 	}
-	p = builtinBinaryPaths(self)
+	f = selfFiles{HelperFor(self), builtinBinaryPaths(self)}
 	m.mu.Lock()
-	if m.builtins == nil {
-		m.builtins = map[string][]string{}
+	if m.self == nil {
+		m.self = map[string]selfFiles{}
 	}
-	m.builtins[self] = p
+	m.self[self] = f
 	m.mu.Unlock()
-	return slices.Clip(p)
+	return f
 }
 
 // confinement returns the sandbox of one server: the defaults of its kind
@@ -180,13 +165,14 @@ func confinement(cfg *config.Config, files hostFiles, kind registry.Kind, name s
 	p.Write = append(p.Write, block.Write...)
 	p.Memory, p.Processes = block.Memory, block.Processes
 	p.ReadOnly = append(p.ReadOnly, self)
-	helper := files.links.helperFor(self)
+	beside := files.links.beside(self)
+	helper := beside.helper
 	if helper != self {
 		p.ReadOnly = append(p.ReadOnly, helper)
 	}
 	// The built-ins' binary the host runs (builtinbin.go): a plugin that
 	// may write its folder cannot change it.
-	p.ReadOnly = append(p.ReadOnly, files.links.builtinBinaryPaths(self)...)
+	p.ReadOnly = append(p.ReadOnly, beside.builtins...)
 	p = p.CleanWith(home, files.links.eval)
 	// What the person's git runs, in the work trees the server may write:
 	// hooks, config and the hooksPath folder for the git built-in (which

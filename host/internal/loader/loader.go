@@ -110,8 +110,6 @@ type Host struct {
 	self string
 	reg  *registry.Registry
 	sup  *supervisor.Supervisor
-	// prewarmOnce starts the probe of the kernel (prewarm).
-	prewarmOnce sync.Once
 
 	mu   sync.Mutex // serialises reloads
 	cfg  *config.Config
@@ -228,9 +226,10 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (*Host, error)
 }
 
 // prewarm probes what the kernel offers the sandbox in the background
-// (sandbox.Prewarm), once.
+// (sandbox.Prewarm; the probe runs once, and the helper's pin is checked
+// once).
 func (h *Host) prewarm() {
-	h.prewarmOnce.Do(func() { go func() { sandbox.Prewarm(HelperFor(h.self)) }() })
+	go func() { sandbox.Prewarm(HelperFor(h.self)) }()
 }
 
 // startsNow reports whether a job's server starts with the host: it is not
