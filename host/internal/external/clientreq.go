@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,8 +30,12 @@ import (
 // activeCall is a call in progress that can ask its client or takes log
 // messages.
 type activeCall struct {
-	ask  protocol.ClientRequester // nil when its caller cannot be asked
-	logs chan toolcall.Log        // nil when it takes no log messages
+	ask protocol.ClientRequester // nil when its caller cannot be asked
+	// wake is signalled when a log message waits in logs; nil when the
+	// call takes no log messages.
+	wake chan struct{}
+	mu   sync.Mutex
+	logs []toolcall.Log // at most logQueue
 }
 
 // logQueue is how many log messages of a call wait for its goroutine;
@@ -42,9 +47,9 @@ const logQueue = 64
 func (s *Server) calling(ctx context.Context) (*activeCall, func()) {
 	c := &activeCall{ask: protocol.ClientRequesterFrom(ctx)}
 	if toolcall.LogFrom(ctx) != nil {
-		c.logs = make(chan toolcall.Log, logQueue)
+		c.wake = make(chan struct{}, 1)
 	}
-	if c.ask == nil && c.logs == nil {
+	if c.ask == nil && c.wake == nil {
 		return c, func() {}
 	}
 	s.askMu.Lock()
@@ -57,6 +62,35 @@ func (s *Server) calling(ctx context.Context) (*activeCall, func()) {
 		s.askMu.Lock()
 		s.active = slices.DeleteFunc(s.active, func(x *activeCall) bool { return x == c })
 		s.askMu.Unlock()
+	}
+}
+
+// queueLog queues l for the call; false when too many wait.
+func (c *activeCall) queueLog(l toolcall.Log) bool {
+	c.mu.Lock()
+	full := len(c.logs) >= logQueue
+	if !full {
+		c.logs = append(c.logs, l)
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // already signalled
+	}
+	return !full
+}
+
+// drainLogs hands the log messages waiting to onLog, in order.
+func (c *activeCall) drainLogs(onLog toolcall.LogFunc) {
+	if c.wake == nil {
+		return
+	}
+	c.mu.Lock()
+	logs := c.logs
+	c.logs = nil
+	c.mu.Unlock()
+	for _, l := range logs {
+		onLog(l)
 	}
 }
 
@@ -77,12 +111,14 @@ func (s *Server) requester() protocol.ClientRequester {
 // none.
 func (s *Server) logToCall(n mcp.JSONRPCNotification) bool {
 	s.askMu.Lock()
-	var logs chan toolcall.Log
-	for i := len(s.active) - 1; i >= 0 && logs == nil; i-- {
-		logs = s.active[i].logs
+	var to *activeCall
+	for i := len(s.active) - 1; i >= 0 && to == nil; i-- {
+		if s.active[i].wake != nil {
+			to = s.active[i]
+		}
 	}
 	s.askMu.Unlock()
-	if logs == nil {
+	if to == nil {
 		return false
 	}
 	f := n.Params.AdditionalFields
@@ -94,9 +130,7 @@ func (s *Server) logToCall(n mcp.JSONRPCNotification) bool {
 	} else if raw, err := json.Marshal(f["data"]); err == nil {
 		l.Fields = raw
 	}
-	select {
-	case logs <- l:
-	default:
+	if !to.queueLog(l) {
 		s.drops.dropped(s.log, "log messages of a call dropped: too many waiting")
 	}
 	return true

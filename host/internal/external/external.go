@@ -119,6 +119,7 @@ type Server struct {
 	log    hclog.Logger
 	c      *client.Client
 	tr     transport.Interface
+	conn   *stdioConn                           // a stdio server's connection (tr), which calls take directly
 	info   atomic.Pointer[toolcall.Description] // replaced when the server's lists change
 	caps   mcp.ServerCapabilities
 	cmd    *exec.Cmd
@@ -164,9 +165,8 @@ func connect(ctx context.Context, spec Spec, log hclog.Logger, sse bool) (*Serve
 	var err error
 	switch {
 	case spec.Command != "":
-		var tr *transport.Stdio
-		if tr, err = s.startStdio(); err == nil {
-			s.c = client.NewClient(tr)
+		if s.conn, err = s.startStdio(); err == nil {
+			s.c = client.NewClient(s.conn)
 		}
 	case spec.URL != "" && sse:
 		s.c, err = client.NewSSEMCPClient(spec.URL, client.WithHeaders(spec.Headers))
@@ -427,47 +427,34 @@ func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress 
 	call, end := s.calling(ctx)
 	defer end()
 	onLog := toolcall.LogFrom(ctx)
-	id := s.id()
-	params := map[string]any{"name": tool, "arguments": json.RawMessage(args)}
+	n := s.nextID.Add(1)
+	idText := "sb-" + strconv.FormatInt(n, 10)
+	id := mcp.NewRequestId(idText)
 	var progress chan toolcall.Progress
-	token := ""
 	if onProgress != nil {
-		token = fmt.Sprint(id.Value())
 		progress = make(chan toolcall.Progress, 64)
 		s.progressMu.Lock()
-		s.progress[token] = progress
+		s.progress[idText] = progress
 		s.progressMu.Unlock()
-		params["_meta"] = map[string]any{"progressToken": token}
 		defer func() {
 			s.progressMu.Lock()
-			delete(s.progress, token)
+			delete(s.progress, idText)
 			s.progressMu.Unlock()
 		}()
 	}
-	type answer struct {
-		resp *transport.JSONRPCResponse
-		err  error
+	answers, forget, err := s.startCall(ctx, id, idText, tool, args, onProgress != nil)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "%s: %v", s.spec.Name, err)
 	}
-	done := make(chan answer, 1)
-	go func() {
-		resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: "tools/call", Params: params})
-		done <- answer{resp, err}
-	}()
+	defer forget()
 	for {
 		select {
 		case p := <-progress:
 			onProgress(p)
-		case l := <-call.logs:
-			onLog(l)
-		case a := <-done:
-			for drained := false; !drained && call.logs != nil; {
-				select {
-				case l := <-call.logs: // logged before the result
-					onLog(l)
-				default:
-					drained = true
-				}
-			}
+		case <-call.wake:
+			call.drainLogs(onLog)
+		case a := <-answers:
+			call.drainLogs(onLog) // logged before the result
 			if ctx.Err() != nil {
 				s.cancel(id, ctx)
 				return nil, protocol.Errorf(protocol.CodeCancelled, "%s.%s cancelled", s.spec.Name, tool)
@@ -475,19 +462,43 @@ func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress 
 			if a.err != nil {
 				return nil, protocol.Errorf(protocol.CodeUnavailable, "%s: %v", s.spec.Name, a.err)
 			}
-			if a.resp.Error != nil {
+			if a.rpcErr != nil {
 				code := protocol.CodeInternal
-				if a.resp.Error.Code == mcp.INVALID_PARAMS {
+				if a.rpcErr.Code == mcp.INVALID_PARAMS {
 					code = protocol.CodeInvalidArguments
 				}
-				return nil, protocol.Errorf(code, "%s: %s", s.spec.Name, a.resp.Error.Message)
+				return nil, protocol.Errorf(code, "%s: %s", s.spec.Name, a.rpcErr.Message)
 			}
-			return resultFromRaw(a.resp.Result)
+			return resultFromRaw(a.result)
 		case <-ctx.Done():
 			s.cancel(id, ctx)
 			return nil, protocol.Errorf(protocol.CodeCancelled, "%s.%s cancelled", s.spec.Name, tool)
 		}
 	}
+}
+
+// startCall sends the tools/call request and returns the channel its
+// answer comes on, and forget, to run once the caller stops waiting. A
+// stdio server's connection writes it as bytes (stdioConn.startCall); on
+// HTTP, mcp-go's transport sends it while the caller waits.
+func (s *Server) startCall(ctx context.Context, id mcp.RequestId, idText, tool string, args []byte, progress bool) (<-chan answer, func(), error) {
+	if s.conn != nil {
+		return s.conn.startCall(idText, tool, args, progress)
+	}
+	params := map[string]any{"name": tool, "arguments": json.RawMessage(args)}
+	if progress {
+		params["_meta"] = map[string]any{"progressToken": idText}
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: "tools/call", Params: params})
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		done <- answer{result: resp.Result, rpcErr: resp.Error}
+	}()
+	return done, func() {}, nil
 }
 
 func (s *Server) cancel(id mcp.RequestId, ctx context.Context) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
@@ -22,12 +21,12 @@ import (
 const MaxLineBytes = 16 << 20
 
 // startStdio starts a stdio server's process on pipes of the host's own
-// and returns the transport that speaks MCP over them. mcp-go's own stdio
+// and returns the connection that speaks MCP over them (stdioConn). mcp-go's own stdio
 // transport reads the server's stdout a whole line at a time without a
 // bound, so a server that wrote a long line without a newline made the
 // host allocate about three times its length (make chaos); here the
 // stdout goes through lineCap first.
-func (s *Server) startStdio() (*transport.Stdio, error) {
+func (s *Server) startStdio() (*stdioConn, error) {
 	cmd, err := s.command(context.Background(), s.spec.Command, nil, s.spec.Args)
 	if err != nil {
 		return nil, err
@@ -95,9 +94,8 @@ func (s *Server) startStdio() (*transport.Stdio, error) {
 	out := &lineCap{r: outR, max: MaxLineBytes, onCut: func() {
 		s.log.Warn(fmt.Sprintf("the server wrote a line of more than %d MB on stdout; the rest of it was dropped (no MCP message is that long)", MaxLineBytes>>20))
 	}}
-	// The transport's Close closes stdin and what it takes for stderr:
-	// give it the stdout pipe there, so that Close also ends the read.
-	return transport.NewIO(out, inW, outR), nil
+	// Close closes stdin and the stdout pipe, which ends the read.
+	return newStdioConn(inW, out, outR, s.log), nil
 }
 
 // lineCap passes a stdio server's output on, cutting every line longer

@@ -43,7 +43,7 @@ var errUnknownSession = errors.New("frontend: unknown or ended session")
 // calls it has running.
 type sessionIDs struct {
 	mu   sync.Mutex
-	live map[string]chan struct{} // closed when the session ends
+	live map[string]*liveSession // ended when the session ends
 	// use is each live session's open requests and last activity, for
 	// the cap: the idle session used longest ago is ended first.
 	use map[string]*sessionUse
@@ -92,9 +92,10 @@ func (s *sessionIDs) Generate() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.live == nil {
-		s.live = map[string]chan struct{}{}
+		s.live = map[string]*liveSession{}
 	}
-	s.live[id] = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	s.live[id] = &liveSession{ctx, cancel}
 	if s.use == nil {
 		s.use = map[string]*sessionUse{}
 	}
@@ -175,8 +176,8 @@ func (s *sessionIDs) Validate(id string) (isTerminated bool, err error) {
 func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if end, ok := s.live[id]; ok {
-		close(end)
+	if l, ok := s.live[id]; ok {
+		l.end()
 		delete(s.live, id)
 	}
 	delete(s.use, id)
@@ -184,15 +185,21 @@ func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 	return false, nil
 }
 
-// ended returns the channel closed when session id ends, or nil if it is
-// not live.
-func (s *sessionIDs) ended(id string) <-chan struct{} {
+// ended returns the context that ends when session id ends, or nil if it
+// is not live.
+func (s *sessionIDs) ended(id string) context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if end, ok := s.live[id]; ok {
-		return end
+	if l, ok := s.live[id]; ok {
+		return l.ctx
 	}
 	return nil
+}
+
+// liveSession is a session that has not ended: ctx ends with it.
+type liveSession struct {
+	ctx context.Context
+	end context.CancelFunc
 }
 
 // envelope is what enforceSessions reads of a POSTed message.
@@ -274,16 +281,11 @@ func enforceSessions(ids *sessionIDs, next http.Handler) http.Handler {
 			ids.begin(id)
 			defer ids.end(id)
 			if r.Method != http.MethodDelete {
-				// The request ends with its session.
+				// The request ends with its session (without a goroutine
+				// per request waiting for either).
 				ctx, cancel := context.WithCancel(r.Context())
 				defer cancel()
-				go func() {
-					select {
-					case <-end:
-						cancel()
-					case <-ctx.Done():
-					}
-				}()
+				defer context.AfterFunc(end, cancel)()
 				r = r.WithContext(ctx)
 			}
 		}

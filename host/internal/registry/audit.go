@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -151,6 +152,7 @@ func (a *Audit) writer() {
 		if ablate.Off(ablate.AuditLinger) {
 			now = closedTime
 		}
+		yielded := false
 	more:
 		for len(buf) < 64<<10 {
 			select {
@@ -163,7 +165,16 @@ func (a *Audit) writer() {
 			default:
 			}
 			if len(waiters) > 0 {
-				break more // a call is waiting for its record: write now
+				// A call is waiting for its record: write now, once the
+				// other goroutines ready to run (calls that ended
+				// together) have queued theirs, so that one write serves
+				// them all.
+				if !yielded {
+					yielded = true
+					runtime.Gosched()
+					continue
+				}
+				break more
 			}
 			select {
 			case e, ok := <-a.queue:

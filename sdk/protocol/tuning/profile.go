@@ -5,7 +5,9 @@ import (
 	"runtime/pprof"
 )
 
-// startProfile profiles the process into path until stop is called.
+// startProfile profiles the process into path until stop is called, and
+// then writes the allocations made until then beside it (path + ".allocs"),
+// to see what the garbage collector has to collect.
 func startProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -18,5 +20,9 @@ func startProfile(path string) (stop func(), err error) {
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
+		if a, err := os.Create(path + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(a, 0)
+			_ = a.Close()
+		}
 	}, nil
 }

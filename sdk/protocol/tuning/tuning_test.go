@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -39,7 +40,7 @@ func TestHost(t *testing.T) {
 		gogc, gomaxprocs string
 		wantGC, wantProc int
 	}{
-		{"defaults: Go's GC percent, one scheduler slot", "", "", 200, 1},
+		{"defaults: the GC percent as it was until settled, one scheduler slot", "", "", 200, 1},
 		{"the user's choice wins", "200", "3", 200, 3},
 	}
 	for _, tt := range tests {
@@ -50,12 +51,29 @@ func TestHost(t *testing.T) {
 			// What the runtime would have read from the environment at start.
 			debug.SetGCPercent(200)
 			runtime.GOMAXPROCS(3)
+			t.Cleanup(tuning.StopHeadroom)
 			tuning.Host()
 			if got := gcPercent(); got != tt.wantGC {
 				t.Errorf("GC percent = %d, want %d", got, tt.wantGC)
 			}
 			if got := runtime.GOMAXPROCS(0); got != tt.wantProc {
 				t.Errorf("GOMAXPROCS = %d, want %d", got, tt.wantProc)
+			}
+			// Once settled, the GC headroom takes over, unless the user
+			// chose (GOGC).
+			deadline := time.Now().Add(tuning.SettleDelay + 5*time.Second)
+			for gcPercent() == tt.wantGC && tt.gogc == "" && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if tt.gogc != "" {
+				time.Sleep(tuning.SettleDelay + 100*time.Millisecond)
+			}
+			got := gcPercent()
+			if tt.gogc == "" && got == tt.wantGC {
+				t.Errorf("GC percent %d %s after the settle, want the headroom's", got, tt.name)
+			}
+			if tt.gogc != "" && got != tt.wantGC {
+				t.Errorf("GC percent %d after the settle with GOGC=%s, want %d", got, tt.gogc, tt.wantGC)
 			}
 		})
 	}
@@ -175,5 +193,64 @@ func TestHostStarting(t *testing.T) {
 				t.Errorf("once started: GC percent %d, memory limit %d; want 150, %d", got, gotLimit, limit)
 			}
 		})
+	}
+}
+
+// TestGCHeadroom: after each collection the GC percent lets the heap grow
+// by max(live, GCHeadroom), so a host with little live collects far less
+// often than at Go's default, and one with more live runs at the default.
+func TestGCHeadroom(t *testing.T) {
+	keepRuntime(t)
+	before := gcPercent()
+	t.Cleanup(tuning.StopHeadroom)
+	// waitFor collects until the percent satisfies ok: the tuner runs
+	// after a collection.
+	waitFor := func(what string, ok func(int) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok(gcPercent()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("GC percent %d: never %s", gcPercent(), what)
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+	}
+	tuning.StartHeadroom()
+	tuning.StartHeadroom() // twice is once
+	waitFor("above 100 with a small live heap", func(p int) bool { return p > 100 })
+	keep := make([]byte, 3*tuning.GCHeadroom)
+	for i := range keep {
+		keep[i] = byte(i)
+	}
+	waitFor("100 with a live heap larger than the headroom", func(p int) bool { return p == 100 })
+	runtime.KeepAlive(keep)
+	keep = nil
+	waitFor("above 100 once the heap is small again", func(p int) bool { return p > 100 })
+	tuning.StopHeadroom()
+	if got := gcPercent(); got != before {
+		t.Errorf("GC percent %d after stop, want %d as before", got, before)
+	}
+	runtime.GC()
+	if got := gcPercent(); got != before {
+		t.Errorf("GC percent %d after stop and a collection, want %d: a stopped tuner tunes nothing", got, before)
+	}
+}
+
+func TestGCPercentFor(t *testing.T) {
+	for _, tt := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 1000},
+		{1 << 20, 1000},
+		{4 << 20, 400},
+		{8 << 20, 200},
+		{tuning.GCHeadroom, 100},
+		{1 << 30, 100},
+	} {
+		if got := tuning.GCPercentFor(tt.live); got != tt.want {
+			t.Errorf("GCPercentFor(%d) = %d, want %d", tt.live, got, tt.want)
+		}
 	}
 }

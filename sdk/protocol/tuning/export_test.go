@@ -1,0 +1,9 @@
+package tuning
+
+// Test hooks: the host's GC headroom tuner, started and stopped in this
+// process.
+var (
+	StartHeadroom = startHeadroom
+	StopHeadroom  = stopHeadroom
+	GCPercentFor  = gcPercentFor
+)
