@@ -411,6 +411,7 @@ func (a *app) serve(opts serveOptions) error {
 	quiet := tuning.NewQuiet(tuning.QuietDelay)
 	reg.AddObserver(quietObserver{quiet})
 	h.OnHealthChecked(quiet.Background)
+	watch.onBackground(quiet.Background)
 	n := len(reg.Tools()) - len(fe.Refusals())
 	if ln != nil {
 		opts.metrics, opts.status = m.Handler(), statuspage.Handler(status)

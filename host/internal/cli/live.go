@@ -73,6 +73,27 @@ type configWatch struct {
 	// applied, when set, gets each config a reload applied (the front
 	// end's own settings).
 	applied func(*config.Config)
+	// background, when set, is told when the watcher's periodic checks
+	// have run (tuning.Quiet.Background: an idle host gives back the
+	// pages of its binary that they mapped).
+	background func()
+}
+
+// onBackground sets the function told after each round of periodic checks.
+func (w *configWatch) onBackground(fn func()) {
+	w.mu.Lock()
+	w.background = fn
+	w.mu.Unlock()
+}
+
+// checked tells the background function that periodic checks ran.
+func (w *configWatch) checked() {
+	w.mu.Lock()
+	fn := w.background
+	w.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 // onApplied sets the function that gets each config a reload applied.
@@ -436,6 +457,7 @@ func watchReload(ctx context.Context, h *loader.Host, watch *configWatch, log hc
 				if names := h.CoverOtherHosts(); len(names) > 0 {
 					log.Info("another host started on a project these servers may write; restarted them so that its config and .git placeholders are out of their reach", "servers", strings.Join(names, ", "))
 				}
+				watch.checked()
 			case <-reprotect:
 				reprotect = nil
 				watchGit() // a modules or worktrees folder made meanwhile

@@ -278,8 +278,15 @@ func (s *Server) command(ctx context.Context, command string, _ []string, args [
 	return cmd, nil
 }
 
-// watchProcess notices a stdio server's exit at once.
+// watchProcess notices a stdio server's exit at once (its output may
+// stay open in a child it left behind).
 func (s *Server) watchProcess(pid int) {
+	if exited, ok := waitExit(pid, s.done); ok {
+		if exited {
+			s.markDone()
+		}
+		return
+	}
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {

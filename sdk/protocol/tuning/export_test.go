@@ -6,4 +6,5 @@ var (
 	StartHeadroom = startHeadroom
 	StopHeadroom  = stopHeadroom
 	GCPercentFor  = gcPercentFor
+	SetGCBusy     = setGCBusy
 )

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // GCHeadroom is how far the host's heap may grow past what the last
@@ -18,7 +19,8 @@ import (
 // live heap is larger than the headroom runs at Go's default.
 //
 // The price is resident memory while calls come: up to GCHeadroom more,
-// which the host gives back once it is quiet (Quiet).
+// which the host gives back once it is quiet (Quiet); an idle host runs
+// at Go's default (gcBusy).
 const GCHeadroom = 16 << 20
 
 // maxGCPercent bounds the GC percent the headroom asks for when hardly
@@ -102,7 +104,25 @@ func (t *gcTuner) collected(gen uint64) {
 	}
 	t.tuneLocked()
 	t.arm(gen)
+	if fn := idleCollected.Load(); fn != nil && !gcBusy.Load() {
+		(*fn)()
+	}
 }
+
+// gcBusy is set while calls come (Quiet): an idle host runs at Go's
+// default, so that what its periodic work allocates (health checks, the
+// checks of the .git placeholders) is collected long before it reaches
+// the headroom, and the host stays as small as Quiet made it.
+var gcBusy atomic.Bool
+
+// setGCBusy says whether calls are coming; the percent follows at the
+// next collection.
+func setGCBusy(busy bool) { gcBusy.Store(busy) }
+
+// idleCollected, when set, is told of each collection while the host is
+// quiet (Quiet.Background: a collection reads the function tables to scan
+// the goroutines' stacks, and so maps some 4 MB of the binary back).
+var idleCollected atomic.Pointer[func()]
 
 // tuneLocked sets the percent from the live heap the last collection left.
 func (t *gcTuner) tuneLocked() {
@@ -111,7 +131,10 @@ func (t *gcTuner) tuneLocked() {
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	p := gcPercentFor(live)
+	p := 100
+	if gcBusy.Load() {
+		p = gcPercentFor(live)
+	}
 	// Small changes are not worth the runtime's recomputing its pacing.
 	if p != t.percent && (p*10 < t.percent*9 || p*10 > t.percent*11 || p == 100) {
 		debug.SetGCPercent(p)

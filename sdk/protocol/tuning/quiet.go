@@ -36,6 +36,8 @@ type Quiet struct {
 	last     atomic.Int64 // when a call last began or ended (now's reading)
 	armed    atomic.Bool  // a check is pending
 	released atomic.Bool  // memory was given back and no call came since
+	active   atomic.Bool  // calls came since the last release (busy was told)
+	busy     func(bool)   // told when calls start coming and when the host is quiet (the GC headroom)
 	again    atomic.Bool  // an unmapping after background work is pending
 	delay    time.Duration
 	release  func()
@@ -45,18 +47,30 @@ type Quiet struct {
 }
 
 // BackgroundSettle is how long after background work (Background) the
-// pages it mapped are given back again.
-const BackgroundSettle = time.Second
+// pages it mapped are given back again: long enough for the health checks
+// of many servers, which come together, to share one unmapping; short,
+// because work that comes every few seconds (the checks of the .git
+// placeholders, every 2 s) would otherwise keep the pages mapped most of
+// the time.
+const BackgroundSettle = 100 * time.Millisecond
 
 // NewQuiet returns a Quiet that releases memory after delay without
-// calls (QuietDelay for the host).
+// calls (QuietDelay for the host). Collections while it is quiet count as
+// background work (Background).
 func NewQuiet(delay time.Duration) *Quiet {
+	q := newQuiet(delay)
+	bg := q.Background
+	idleCollected.Store(&bg)
+	return q
+}
+
+func newQuiet(delay time.Duration) *Quiet {
 	return &Quiet{delay: delay, release: func() {
 		// The collection first: it reads the function tables that the
 		// unmapping then gives back.
 		debug.FreeOSMemory()
 		releaseStartupPages()
-	}, unmap: releaseStartupPages, after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }, now: monotonic}
+	}, unmap: releaseStartupPages, busy: setGCBusy, after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }, now: monotonic}
 }
 
 // start is the origin of monotonic.
@@ -70,6 +84,9 @@ func (q *Quiet) Touch() {
 	q.last.Store(q.now())
 	if q.released.Load() {
 		q.released.Store(false)
+	}
+	if !q.active.Load() && q.active.CompareAndSwap(false, true) && q.busy != nil {
+		q.busy(true)
 	}
 	if !q.armed.Load() && q.armed.CompareAndSwap(false, true) {
 		q.after(q.delay, q.check)
@@ -92,8 +109,15 @@ func (q *Quiet) check() {
 		}
 		return
 	}
+	q.active.Store(false)
+	if q.busy != nil {
+		q.busy(false) // before the release's collection, which sets the GC percent
+	}
 	q.release()
 	q.released.Store(true)
+	// What runs in the wake of the release itself (the collection's
+	// cleanups, the runtime's scavenger) maps pages back: they go again.
+	q.Background()
 }
 
 // Background records work that is not a call, done while the host is idle

@@ -46,8 +46,9 @@ func (f *fakeTimers) advance(d time.Duration) {
 
 func TestQuietReleasesDelayAfterTheLastCall(t *testing.T) {
 	ft := &fakeTimers{}
-	released := 0
-	q := &Quiet{delay: 10 * time.Second, release: func() { released++ }, after: ft.after, now: ft.clock}
+	released, unmapped := 0, 0
+	var busy []bool
+	q := &Quiet{delay: 10 * time.Second, release: func() { released++ }, unmap: func() { unmapped++ }, busy: func(b bool) { busy = append(busy, b) }, after: ft.after, now: ft.clock}
 
 	// Calls every second for a minute: nothing released, one check
 	// pending at a time however many calls.
@@ -68,18 +69,30 @@ func TestQuietReleasesDelayAfterTheLastCall(t *testing.T) {
 		t.Fatalf("released %d times 9.9 s after the last call, want none yet", released)
 	}
 	ft.advance(100 * time.Millisecond)
-	if released != 1 || len(ft.pending) != 0 {
-		t.Fatalf("10 s after the last call: released %d times, %d checks pending; want once, none", released, len(ft.pending))
+	if released != 1 || len(ft.pending) != 1 {
+		t.Fatalf("10 s after the last call: released %d times, %d timers pending; want once, and the unmapping after it", released, len(ft.pending))
+	}
+	// What the release's own aftermath mapped goes again, once.
+	ft.advance(BackgroundSettle)
+	if unmapped != 1 || len(ft.pending) != 0 {
+		t.Fatalf("after the release: unmapped %d times, %d timers pending; want once, none", unmapped, len(ft.pending))
 	}
 	ft.advance(time.Minute)
-	if released != 1 {
-		t.Fatalf("released again without calls: %d", released)
+	if released != 1 || unmapped != 1 {
+		t.Fatalf("released or unmapped again without calls: %d, %d", released, unmapped)
+	}
+	// Busy was told once when the calls began, quiet once at the release.
+	if len(busy) != 2 || !busy[0] || busy[1] {
+		t.Fatalf("busy told %v, want [true false]", busy)
 	}
 	// A new burst arms it again.
 	q.Touch()
 	ft.advance(10 * time.Second)
 	if released != 2 {
 		t.Fatalf("released %d times after the second burst, want 2", released)
+	}
+	if len(busy) != 4 || !busy[2] || busy[3] {
+		t.Fatalf("busy told %v after the second burst, want [true false true false]", busy)
 	}
 }
 
@@ -100,6 +113,8 @@ func TestQuietBackgroundUnmapsAgainWhileIdle(t *testing.T) {
 	if released != 1 {
 		t.Fatalf("released %d times, want 1", released)
 	}
+	ft.advance(BackgroundSettle) // the unmapping after the release
+	unmapped = 0
 	// Idle: a health check's pages go again BackgroundSettle later, once
 	// however many checks come meanwhile.
 	q.Background()
@@ -133,9 +148,12 @@ func TestQuietBackgroundUnmapsAgainWhileIdle(t *testing.T) {
 	if released != 2 {
 		t.Fatalf("released %d times, want 2", released)
 	}
+	if unmapped != 3 { // the release's own, BackgroundSettle after it
+		t.Fatalf("after the second release: unmapped %d, want 3", unmapped)
+	}
 	q.Background()
 	ft.advance(BackgroundSettle)
-	if unmapped != 3 {
-		t.Fatalf("after the second release: unmapped %d, want 3", unmapped)
+	if unmapped != 4 {
+		t.Fatalf("after a check following the second release: unmapped %d, want 4", unmapped)
 	}
 }

@@ -216,9 +216,16 @@ func TestGCHeadroom(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	tuning.SetGCBusy(true)
+	t.Cleanup(func() { tuning.SetGCBusy(false) })
 	tuning.StartHeadroom()
 	tuning.StartHeadroom() // twice is once
 	waitFor("above 100 with a small live heap", func(p int) bool { return p > 100 })
+	// Quiet (no calls): Go's default, and the headroom again with calls.
+	tuning.SetGCBusy(false)
+	waitFor("100 while the host is quiet", func(p int) bool { return p == 100 })
+	tuning.SetGCBusy(true)
+	waitFor("above 100 once calls come again", func(p int) bool { return p > 100 })
 	keep := make([]byte, 3*tuning.GCHeadroom)
 	for i := range keep {
 		keep[i] = byte(i)
