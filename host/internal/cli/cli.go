@@ -409,6 +409,9 @@ func (a *app) serve(opts serveOptions) error {
 	}
 	tuning.Host()
 	quiet := tuning.NewQuiet(tuning.QuietDelay)
+	if ln != nil {
+		quiet.AdaptSlots() // many HTTP callers may need more than one core
+	}
 	reg.AddObserver(quietObserver{quiet})
 	h.OnHealthChecked(quiet.Background)
 	watch.onBackground(quiet.Background)
