@@ -45,6 +45,9 @@ func ablations() []ablation {
 		{name: "stdin through the poller off", hostEnv: off(ablate.Poller)},
 		{name: "audit writer linger off", hostEnv: off(ablate.AuditLinger)},
 		{name: "fixed gRPC flow windows off (host, plugin)", hostEnv: off(ablate.FlowWindow), pluginEnv: ablate.FlowWindow},
+		// Go's default collector: the host's GC headroom is off when the
+		// user sets GOGC (tuning.GCHeadroom).
+		{name: "GC headroom off (GOGC=100)", hostEnv: []string{"GOGC=100"}},
 		// Not an optimisation but a guarantee's price: with it off, records
 		// are written in the background and a killed host loses the last.
 		{name: "durable audit records off", config: "audit_durable = false\n"},

@@ -17,14 +17,14 @@ import (
 // one caller 1.68x with one, 1.92x with two). So a host serving HTTP
 // adapts (Quiet.AdaptSlots): while calls come it reads its CPU time every
 // slotPeriod, takes every CPU once it has used more than slotHigh of its
-// one slot for slotRise, and goes back to one slot once it has used less
-// than slotLow of a core for slotFall.
+// one slot for slotRise periods, and goes back to one slot once it has
+// used less than slotLow of a core for slotFall periods.
 const (
-	slotPeriod = 100 * time.Millisecond
+	slotPeriod = 50 * time.Millisecond
 	slotHigh   = 0.8 // of a core
 	slotLow    = 0.5
-	slotRise   = 2  // periods
-	slotFall   = 10 // periods
+	slotRise   = 2  // periods: a burst of calls gets every CPU within 100 ms
+	slotFall   = 20 // periods: and keeps them through a second of calm
 )
 
 // slotController adapts GOMAXPROCS while calls come (see above). Its
