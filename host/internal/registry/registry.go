@@ -699,14 +699,15 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	}
 	// The call ends when the caller cancels, when its time is up, or when
 	// shutdown gives up on it.
-	callCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	limit, by := r.callTimeout(t)
+	var callCtx context.Context
+	var cancel context.CancelFunc
 	if limit > 0 {
-		var cancelT context.CancelFunc
-		callCtx, cancelT = context.WithTimeoutCause(callCtx, limit, errCallTimeout)
-		defer cancelT()
+		callCtx, cancel = context.WithTimeoutCause(ctx, limit, errCallTimeout)
+	} else {
+		callCtx, cancel = context.WithCancel(ctx)
 	}
+	defer cancel()
 	stop := context.AfterFunc(base, cancel)
 	defer stop()
 	res, err = t.Entry.Server.Call(toolcall.WithDenied(callCtx, pol.deniedPatterns(t.Name)), t.Tool.Name, args, onProgress)
