@@ -412,6 +412,7 @@ func (a *app) serve(opts serveOptions) error {
 	if ln != nil {
 		quiet.AdaptSlots() // many HTTP callers may need more than one core
 	}
+	defer quiet.Stop()
 	reg.AddObserver(quietObserver{quiet})
 	h.OnHealthChecked(quiet.Background)
 	watch.onBackground(quiet.Background)

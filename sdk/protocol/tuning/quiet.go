@@ -120,6 +120,16 @@ func (q *Quiet) check() {
 	q.Background()
 }
 
+// Stop ends what Touch started for a host that stops serving: busy is
+// told the host is quiet (the GC headroom and the scheduler slots'
+// watch, AdaptSlots, end). Memory is not given back: the process is
+// ending. Touch after Stop starts them again.
+func (q *Quiet) Stop() {
+	if q.active.CompareAndSwap(true, false) && q.busy != nil {
+		q.busy(false)
+	}
+}
+
 // Background records work that is not a call, done while the host is idle
 // (a health check of a server, every 15 s by default): once the host has
 // given its memory back, the pages of its binary that the work mapped

@@ -98,3 +98,16 @@ func TestAdaptSlotsLeavesChoicesAlone(t *testing.T) {
 		t.Error("AdaptSlots with GOMAXPROCS set changed the busy hook")
 	}
 }
+
+// A host that stops serving while busy stops the slots' watch (Quiet.Stop).
+func TestQuietStopEndsTheWatch(t *testing.T) {
+	var told []bool
+	q := &Quiet{delay: time.Hour, busy: func(b bool) { told = append(told, b) }, after: func(time.Duration, func()) {}, now: func() int64 { return 0 }}
+	q.Stop() // never busy: nothing to tell
+	q.Touch()
+	q.Stop()
+	q.Stop()
+	if len(told) != 2 || !told[0] || told[1] {
+		t.Errorf("busy told %v, want [true false]", told)
+	}
+}
