@@ -247,3 +247,52 @@ func TestStdioConnGroupsWrites(t *testing.T) {
 		t.Errorf("%d writes for %d messages written together, want them grouped", w.writes, writers*each)
 	}
 }
+
+// FuzzStdioConnDispatch: whatever a server writes, the connection neither
+// panics nor answers a call with another's answer.
+func FuzzStdioConnDispatch(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":"sb-1","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":"sb-1","error":{"code":-32602,"message":"bad"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"sb-\"1","result":{}}`,
+		`{"jsonrpc":"2.0","id":null,"result":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"sb-1","progress":1}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"roots/list"}`,
+		`{"id":[1],"method":{}}`,
+		`not json`,
+		``,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		c := newStdioConn(nopWriteCloser{}, strings.NewReader(""), nopWriteCloser{}, hclog.NewNullLogger())
+		c.SetNotificationHandler(func(mcp.JSONRPCNotification) {})
+		mine, ok := c.expect("string:sb-1")
+		other, ok2 := c.expect("string:sb-2")
+		if !ok || !ok2 {
+			t.Fatal("expect refused on a new connection")
+		}
+		c.dispatch([]byte(line))
+		for key, ch := range map[string]chan answer{"string:sb-1": mine, "string:sb-2": other} {
+			select {
+			case <-ch:
+				var m struct {
+					ID json.RawMessage `json:"id"`
+				}
+				if json.Unmarshal([]byte(line), &m) != nil {
+					t.Fatalf("%q is not JSON, yet answered %s", line, key)
+				}
+				if got, ok := answerKey(m.ID); !ok || got != key {
+					t.Fatalf("%q (id %s) answered %s", line, m.ID, key)
+				}
+			default:
+			}
+		}
+	})
+}
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(b []byte) (int, error) { return len(b), nil }
+func (nopWriteCloser) Close() error                { return nil }
