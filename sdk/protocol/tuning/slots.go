@@ -23,8 +23,8 @@ const (
 	slotPeriod = 50 * time.Millisecond
 	slotHigh   = 0.8 // of a core
 	slotLow    = 0.5
-	slotRise   = 2  // periods: a burst of calls gets every CPU within 100 ms
-	slotFall   = 20 // periods: and keeps them through a second of calm
+	slotRise   = 2   // periods: a burst of calls gets every CPU within 100 ms
+	slotFall   = 100 // periods: and keeps them through 5 s of calm, ready for the next burst
 )
 
 // slotController adapts GOMAXPROCS while calls come (see above). Its
