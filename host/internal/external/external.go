@@ -314,9 +314,10 @@ func alive(pid int) bool {
 
 func (s *Server) markDone() { s.doneOnce.Do(func() { close(s.done) }) }
 
-func (s *Server) id() mcp.RequestId {
-	return mcp.NewRequestId("sb-" + strconv.FormatInt(s.nextID.Add(1), 10))
-}
+func (s *Server) id() mcp.RequestId { return mcp.NewRequestId(s.idText()) }
+
+// idText is the next of the host's own request ids ("sb-N").
+func (s *Server) idText() string { return "sb-" + strconv.FormatInt(s.nextID.Add(1), 10) }
 
 // listTools reads tools/list raw, following cursors.
 func (s *Server) listTools(ctx context.Context) ([]*toolcall.Tool, error) {
@@ -434,8 +435,7 @@ func (s *Server) Call(ctx context.Context, tool string, args []byte, onProgress 
 	call, end := s.calling(ctx)
 	defer end()
 	onLog := toolcall.LogFrom(ctx)
-	n := s.nextID.Add(1)
-	idText := "sb-" + strconv.FormatInt(n, 10)
+	idText := s.idText()
 	id := mcp.NewRequestId(idText)
 	var progress chan toolcall.Progress
 	if onProgress != nil {

@@ -34,6 +34,7 @@ const maxGCPercent = 1000
 type gcTuner struct {
 	mu      sync.Mutex
 	gen     uint64 // the running tuner's generation; 0 when stopped
+	starts  uint64 // generations handed out
 	percent int    // as last set
 	restore int    // the percent before start
 	sample  [1]metrics.Sample
@@ -57,7 +58,8 @@ func startHeadroom() {
 	if headroom.gen != 0 {
 		return
 	}
-	headroom.gen = nextGen()
+	headroom.starts++
+	headroom.gen = headroom.starts
 	headroom.restore = debug.SetGCPercent(100)
 	headroom.percent = 100
 	headroom.sample[0].Name = "/gc/heap/live:bytes"
@@ -74,18 +76,6 @@ func stopHeadroom() {
 	}
 	headroom.gen = 0
 	debug.SetGCPercent(headroom.restore)
-}
-
-var gens struct {
-	sync.Mutex
-	n uint64
-}
-
-func nextGen() uint64 {
-	gens.Lock()
-	defer gens.Unlock()
-	gens.n++
-	return gens.n
 }
 
 // arm makes a sentinel whose cleanup runs collected after the next
