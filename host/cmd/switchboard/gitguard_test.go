@@ -623,7 +623,18 @@ func TestAnotherHostsFilesOutOfReach(t *testing.T) {
 echo filled > .git 2>/dev/null; rm -f .git 2>/dev/null; mkdir .git 2>/dev/null
 mv bin/switchboard-plugin-hello bin/.old 2>/dev/null; echo agent > bin/switchboard-plugin-hello 2>/dev/null; mv bin bin2 2>/dev/null
 echo kept > other.txt; cat .switchboard/a.hcl; echo END`, inner)
-			got, _ := mustCall(t, co, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+			// The outer host may restart its bash more than once as the
+			// inner host settles (its other-host check and its git
+			// protection run on separate rounds): a call refused while
+			// bash starts ran nothing, and is made again.
+			var got string
+			for deadline := time.Now().Add(time.Minute); ; {
+				got, _ = mustCall(t, co, "bash__run", map[string]any{"command": "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"})
+				if !strings.Contains(got, "is starting; try again") || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			if b, err := os.ReadFile(filepath.Join(inner, "other.txt")); err != nil || string(b) != "kept\n" {
 				t.Fatalf("control: the outer host's bash could not write the inner project (%q, %v): %q", b, err, got)
 			}
