@@ -1,9 +1,12 @@
 package registry
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,37 +40,102 @@ type Refusal struct {
 }
 
 // recentCall is one kept call: its audit record and, when it was refused,
-// the explanation.
+// the explanation. What each call allocates anew is kept in fixed fields
+// (the call id's number, the argument hash's bytes) and the names calls
+// share (client, caller, tool) are interned: a ring of a thousand calls
+// that each held four small allocations of its own pinned heap pages all
+// over what the busy minute had used, some 1 MB that stayed resident after
+// the calls ended.
 type recentCall struct {
-	rec AuditRecord
-	why *Refusal
+	rec    AuditRecord // CallID and ArgsSHA256 empty when seq and sum hold them
+	seq    uint64      // the call id's number, when the id is this log's
+	sum    [32]byte    // the argument hash, when hasSum
+	hasSum bool
+	why    *Refusal
+}
+
+// record returns the kept audit record whole.
+func (c *recentCall) record(l *recentLog) AuditRecord {
+	rec := c.rec
+	if c.seq != 0 {
+		rec.CallID = l.format(c.seq)
+	}
+	if c.hasSum {
+		rec.ArgsSHA256 = hex.EncodeToString(c.sum[:])
+	}
+	return rec
 }
 
 // recentLog is a ring of the newest calls.
 type recentLog struct {
-	mu    sync.Mutex
-	ring  []recentCall
-	next  int
-	full  bool
-	ids   atomic.Uint64
-	stamp string // this registry's prefix for call ids
+	mu     sync.Mutex
+	ring   []recentCall
+	next   int
+	full   bool
+	names  map[string]string // interned client, caller and tool names
+	ids    atomic.Uint64
+	stamp  string // this registry's part of its call ids
+	prefix string // "c" + stamp + "-"
 }
+
+// maxInterned bounds the interned names; past it the table starts again
+// (a host with more distinct callers or tools than this still works, it
+// only keeps more copies).
+const maxInterned = 512
+
+// maxInternedLen is the longest name interned.
+const maxInternedLen = 128
 
 func newRecentLog() *recentLog {
 	// The ring grows to RecentCalls as calls come: made whole at start,
 	// its quarter megabyte was a tenth of an idle host's start-up.
-	return &recentLog{stamp: strconv.FormatInt(time.Now().UnixNano()%1e6, 36)}
+	stamp := strconv.FormatInt(time.Now().UnixNano()%1e6, 36)
+	return &recentLog{stamp: stamp, prefix: "c" + stamp + "-"}
 }
 
 // id returns a new call id, unique in this registry.
 func (l *recentLog) id() string {
-	return "c" + l.stamp + "-" + strconv.FormatUint(l.ids.Add(1), 10)
+	return l.format(l.ids.Add(1))
+}
+
+func (l *recentLog) format(seq uint64) string {
+	return l.prefix + strconv.FormatUint(seq, 10)
+}
+
+// intern returns the kept copy of s (of a short s: a long name, such as
+// an unknown tool's that a client made up, is kept as it is). Called with
+// l.mu held.
+func (l *recentLog) intern(s string) string {
+	if s == "" || len(s) > maxInternedLen {
+		return s
+	}
+	if k, ok := l.names[s]; ok {
+		return k
+	}
+	if l.names == nil || len(l.names) >= maxInterned {
+		l.names = make(map[string]string)
+	}
+	s = strings.Clone(s)
+	l.names[s] = s
+	return s
 }
 
 func (l *recentLog) add(rec AuditRecord, why *Refusal) {
+	c := recentCall{rec: rec, why: why}
+	if n, ok := strings.CutPrefix(rec.CallID, l.prefix); ok && n != "" && n[0] != '0' {
+		if seq, err := strconv.ParseUint(n, 10, 64); err == nil {
+			c.seq, c.rec.CallID = seq, ""
+		}
+	}
+	if len(rec.ArgsSHA256) == 2*sha256.Size && strings.IndexFunc(rec.ArgsSHA256, func(r rune) bool { return r >= 'A' && r <= 'F' }) < 0 {
+		if _, err := hex.Decode(c.sum[:], []byte(rec.ArgsSHA256)); err == nil {
+			c.hasSum, c.rec.ArgsSHA256 = true, ""
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c := (recentCall{rec: rec, why: why}); len(l.ring) < RecentCalls {
+	c.rec.Client, c.rec.Caller, c.rec.Tool = l.intern(rec.Client), l.intern(rec.Caller), l.intern(rec.Tool)
+	if len(l.ring) < RecentCalls {
 		l.ring = append(l.ring, c)
 	} else {
 		l.ring[l.next] = c
@@ -79,7 +147,7 @@ func (l *recentLog) add(rec AuditRecord, why *Refusal) {
 }
 
 // each calls fn on the kept calls, newest first, until it returns false.
-func (l *recentLog) each(fn func(c recentCall) bool) {
+func (l *recentLog) each(fn func(c *recentCall) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := l.next
@@ -88,7 +156,7 @@ func (l *recentLog) each(fn func(c recentCall) bool) {
 	}
 	for i := 0; i < n; i++ {
 		j := (l.next - 1 - i + len(l.ring)) % len(l.ring)
-		if !fn(l.ring[j]) {
+		if !fn(&l.ring[j]) {
 			return
 		}
 	}
@@ -105,9 +173,9 @@ func (r *Registry) RecentCalls(client string, limit int) []AuditRecord {
 	if limit <= 0 {
 		return out
 	}
-	r.recent.each(func(c recentCall) bool {
+	r.recent.each(func(c *recentCall) bool {
 		if c.rec.Client == client {
-			out = append(out, c.rec)
+			out = append(out, c.record(r.recent))
 		}
 		return len(out) < limit
 	})
@@ -119,8 +187,8 @@ func (r *Registry) RecentCalls(client string, limit int) []AuditRecord {
 func (r *Registry) WhyRefused(client, callID string) (*Refusal, error) {
 	var found *Refusal
 	var notRefused bool
-	r.recent.each(func(c recentCall) bool {
-		if c.rec.Client != client || (callID != "" && c.rec.CallID != callID) {
+	r.recent.each(func(c *recentCall) bool {
+		if c.rec.Client != client || (callID != "" && c.record(r.recent).CallID != callID) {
 			return true
 		}
 		if c.why == nil {

@@ -3,9 +3,13 @@ package registry
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
@@ -112,7 +116,7 @@ func TestRecentLogKeepsTheNewest(t *testing.T) {
 	l := newRecentLog()
 	ids := func() []string {
 		var out []string
-		l.each(func(c recentCall) bool { out = append(out, c.rec.CallID); return true })
+		l.each(func(c *recentCall) bool { out = append(out, c.record(l).CallID); return true })
 		return out
 	}
 	if got := ids(); len(got) != 0 {
@@ -131,5 +135,54 @@ func TestRecentLogKeepsTheNewest(t *testing.T) {
 	got := ids()
 	if len(got) != RecentCalls || got[0] != "c"+l.stamp+"-1010" || got[len(got)-1] != "c"+l.stamp+"-11" {
 		t.Fatalf("after %d calls: %d kept, newest %s, oldest %s; want %d, -1010, -11", RecentCalls+10, len(got), got[0], got[len(got)-1], RecentCalls)
+	}
+}
+
+// A kept record reads back as it was written, whether its id and argument
+// hash are the log's own (kept as a number and bytes) or not.
+func TestRecentLogKeepsRecordsWhole(t *testing.T) {
+	l := newRecentLog()
+	sum := sha256Hex([]byte(`{"path":"a"}`))
+	recs := []AuditRecord{
+		{Time: time.Unix(1, 0).UTC(), CallID: l.id(), Client: "mcp:s1", Caller: "ci", Tool: "fs.read", ArgsSHA256: sum, ArgsSize: 12, Decision: "allow", Rule: "fs.*", DurationMS: 1.5, Outcome: "ok", Repeats: 2},
+		{CallID: "elsewhere-7", Client: "mcp:s1", Tool: strings.Repeat("x", maxInternedLen+1), ArgsSHA256: "not a hash", Outcome: "error", Error: "boom"},
+		{CallID: "c" + l.stamp + "-007", ArgsSHA256: strings.ToUpper(sum)}, // not as the log writes them
+	}
+	for _, r := range recs {
+		l.add(r, nil)
+	}
+	var got []AuditRecord
+	l.each(func(c *recentCall) bool { got = append(got, c.record(l)); return true })
+	slices.Reverse(got)
+	if !reflect.DeepEqual(got, recs) {
+		t.Errorf("kept records:\n%+v\nwant\n%+v", got, recs)
+	}
+}
+
+// Keeping a call allocates nothing once the ring is full: what a call
+// allocated (its id, its argument hash, the names it read from the
+// request) is not what the ring holds on to.
+func TestRecentLogHoldsNoAllocationOfACall(t *testing.T) {
+	l := newRecentLog()
+	recs := make([]AuditRecord, 2*RecentCalls)
+	for i := range recs {
+		recs[i] = AuditRecord{CallID: l.id(), Client: "mcp:" + strconv.Itoa(i%3), Tool: strings.Clone("fs.read"), ArgsSHA256: sha256Hex([]byte(strconv.Itoa(i))), Outcome: "ok"}
+	}
+	for _, r := range recs[:RecentCalls] {
+		l.add(r, nil)
+	}
+	i := RecentCalls
+	if n := testing.AllocsPerRun(RecentCalls-1, func() { l.add(recs[i], nil); i++ }); n != 0 {
+		t.Errorf("add allocates %.1f times a call, want 0", n)
+	}
+	held := 0
+	l.each(func(c *recentCall) bool {
+		if c.rec.CallID != "" || c.rec.ArgsSHA256 != "" || c.rec.Tool != l.names["fs.read"] || unsafe.StringData(c.rec.Tool) == unsafe.StringData(recs[0].Tool) {
+			held++
+		}
+		return true
+	})
+	if held != 0 {
+		t.Errorf("%d kept calls hold strings of their own", held)
 	}
 }

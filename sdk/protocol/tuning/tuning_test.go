@@ -22,9 +22,11 @@ func keepRuntime(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
 	gc := debug.SetGCPercent(100)
 	debug.SetGCPercent(gc)
+	rate := runtime.MemProfileRate
 	t.Cleanup(func() {
 		runtime.GOMAXPROCS(procs)
 		debug.SetGCPercent(gc)
+		runtime.MemProfileRate = rate
 	})
 }
 
@@ -132,6 +134,7 @@ func TestProfiles(t *testing.T) {
 		}
 	})
 	t.Run("unset", func(t *testing.T) {
+		keepRuntime(t)
 		t.Setenv(tuning.EnvHostCPUProfile, "")
 		stop, err := tuning.StartHostProfile()
 		if err != nil {
@@ -147,6 +150,40 @@ func TestProfiles(t *testing.T) {
 		}
 		stop()
 	})
+}
+
+// A host or plugin process that writes no profile samples no allocations
+// for one (each sampled call site's record stays resident); one that
+// writes a profile, a plugin served in a test binary (whose test may write
+// a heap profile) and a GODEBUG that sets the rate keep the sampling.
+func TestAllocationSampling(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "p.prof")
+	tests := []struct {
+		name    string
+		env     map[string]string
+		start   func()
+		sampled bool
+	}{
+		{"host", nil, func() { stop, _ := tuning.StartHostProfile(); stop() }, false},
+		{"host writing a profile", map[string]string{tuning.EnvHostCPUProfile: profile}, func() { stop, _ := tuning.StartHostProfile(); stop() }, true},
+		{"host, GODEBUG sets the rate", map[string]string{"GODEBUG": "gctrace=0,memprofilerate=4096"}, func() { stop, _ := tuning.StartHostProfile(); stop() }, true},
+		{"plugin", nil, func() { tuning.Plugin(hclog.NewNullLogger(), false)() }, false},
+		{"plugin writing a profile", map[string]string{tuning.EnvPluginCPUProfile: profile}, func() { tuning.Plugin(hclog.NewNullLogger(), false)() }, true},
+		{"plugin in a test binary", nil, func() { tuning.Plugin(hclog.NewNullLogger(), true)() }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keepRuntime(t)
+			for _, k := range []string{tuning.EnvHostCPUProfile, tuning.EnvPluginCPUProfile, "GODEBUG"} {
+				t.Setenv(k, tt.env[k])
+			}
+			runtime.MemProfileRate = 512 << 10
+			tt.start()
+			if sampled := runtime.MemProfileRate != 0; sampled != tt.sampled {
+				t.Errorf("MemProfileRate = %d, want sampling %v", runtime.MemProfileRate, tt.sampled)
+			}
+		})
+	}
 }
 
 // TestSDKNamesTheSameVariable keeps the variable sdk.Serve documents and
