@@ -27,6 +27,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/plugins/internal/confine"
 	"github.com/switchboard-mcp/switchboard/sdk"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/tuning"
 )
 
 // Name is the built-in's server name.
@@ -61,7 +62,7 @@ type plugin struct {
 	osRoots map[string]*os.Root
 
 	hashes hashCache
-	trim   trimmer
+	trim   tuning.Trimmer // a large read's or search's heap goes back a second after
 }
 
 // New returns the filesystem plugin.
@@ -97,7 +98,7 @@ func New() *sdk.Server {
 }
 
 func (p *plugin) close() {
-	p.trim.stop()
+	p.trim.Stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range p.osRoots {

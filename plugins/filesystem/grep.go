@@ -30,7 +30,7 @@ type wholeReader interface {
 var _ wholeReader = (*confine.File)(nil)
 
 func (p *plugin) grep(ctx context.Context, req *sdk.Request, in grepArgs) (*sdk.Result, error) {
-	defer p.trim.later()
+	defer p.trim.Later()
 	expr := in.Pattern
 	if in.IgnoreCase {
 		expr = "(?i)" + expr

@@ -96,7 +96,7 @@ func (p *plugin) openFile(path string) (*os.File, loc, error) {
 }
 
 func (p *plugin) readTextFile(ctx context.Context, _ *sdk.Request, in readArgs) (*sdk.Result, error) {
-	defer p.trim.later()
+	defer p.trim.Later()
 	if in.Head > 0 && in.Tail > 0 {
 		return sdk.ErrorResult("pass head or tail, not both"), nil
 	}
@@ -302,7 +302,7 @@ type pathArgs struct {
 }
 
 func (p *plugin) readMediaFile(_ context.Context, _ *sdk.Request, in pathArgs) (*sdk.Result, error) {
-	defer p.trim.later()
+	defer p.trim.Later()
 	f, _, err := p.openFile(in.Path)
 	if err != nil {
 		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil

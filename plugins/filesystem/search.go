@@ -57,7 +57,7 @@ type treeNode struct {
 }
 
 func (p *plugin) directoryTree(ctx context.Context, req *sdk.Request, in treeArgs) (*sdk.Result, error) {
-	defer p.trim.later()
+	defer p.trim.Later()
 	l, err := p.locate(orDot(in.Path))
 	if err != nil {
 		return sdk.ErrorResult("cannot read %s: %v", in.Path, err), nil
@@ -168,7 +168,7 @@ type searchArgs struct {
 }
 
 func (p *plugin) searchFiles(ctx context.Context, req *sdk.Request, in searchArgs) (*sdk.Result, error) {
-	defer p.trim.later()
+	defer p.trim.Later()
 	if !doublestar.ValidatePattern(in.Pattern) || in.Pattern == "" {
 		return sdk.ErrorResult("pattern %q is not a valid glob", in.Pattern), nil
 	}

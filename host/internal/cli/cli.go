@@ -943,13 +943,24 @@ func pluginServeCmd() *cobra.Command {
 }
 
 // quietObserver tells a tuning.Quiet of every call's start and end, so
-// that the host gives memory back once calls stop.
-type quietObserver struct{ q *tuning.Quiet }
+// that the host gives memory back once calls stop, and of large calls,
+// whose heap goes back soon after them.
+type quietObserver struct {
+	q interface {
+		Touch()
+		Large()
+	}
+}
 
 // CallStarted implements registry.CallObserver.
 func (o quietObserver) CallStarted(string, string) { o.q.Touch() }
 
 // CallEnded implements registry.CallObserver.
-func (o quietObserver) CallEnded(string, string, *registry.AuditRecord, time.Duration) { o.q.Touch() }
+func (o quietObserver) CallEnded(_, _ string, rec *registry.AuditRecord, _ time.Duration) {
+	o.q.Touch()
+	if rec.ArgsSize >= tuning.LargeCall || rec.ResultSize >= tuning.LargeCall {
+		o.q.Large()
+	}
+}
 
 var _ registry.CallObserver = quietObserver{}

@@ -37,6 +37,10 @@ type AuditRecord struct {
 	// tool and arguments that returned the same result (0 or absent for a
 	// new result); the answer was a note, or the loop breaker's error.
 	Repeats int `json:"repeats,omitempty"`
+	// ResultSize is the size in bytes of what the tool returned, as its
+	// server sent it (text, data, structured content, _meta), before the
+	// host cut anything to fit; absent when it returned nothing.
+	ResultSize int `json:"result_size,omitempty"`
 
 	// Action is set for a control-socket request instead of a tool call
 	// (Tool is then empty): status, restart, reload, connect, disconnect;

@@ -711,6 +711,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte, onProgres
 	stop := context.AfterFunc(base, cancel)
 	defer stop()
 	res, err = t.Entry.Server.Call(toolcall.WithDenied(callCtx, pol.deniedPatterns(t.Name)), t.Tool.Name, args, onProgress)
+	rec.ResultSize = resultSize(res)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(callCtx), errCallTimeout) {
 		rec.Outcome = "timeout"
 		return nil, protocol.Errorf(protocol.CodeDeadline, "%s did not finish within %s (%s), so it was cancelled in its server. Ask for less, or raise the limit: %v",
@@ -973,6 +974,22 @@ func normalizeArgs(args []byte) []byte {
 		return []byte("{}")
 	}
 	return args
+}
+
+// resultSize is the size in bytes of what res carries.
+func resultSize(res *toolcall.Result) int {
+	if res == nil {
+		return 0
+	}
+	n := len(res.StructuredContent) + len(res.Meta)
+	for _, c := range res.Content {
+		if c.Raw != nil {
+			n += len(c.Raw) // the item as its server sent it: the fields repeat it
+			continue
+		}
+		n += len(c.Text) + len(c.Data) + len(c.Blob) + len(c.URI) + len(c.Name) + len(c.Description) + len(c.MIMEType)
+	}
+	return n
 }
 
 func sha256Hex(b []byte) string {

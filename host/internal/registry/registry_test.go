@@ -2,12 +2,14 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -252,4 +254,57 @@ func TestRetiredServerIsFailedWhileItCloses(t *testing.T) {
 	if _, failures := reg.Servers(); len(failures) != 1 {
 		t.Errorf("after retiring twice: %d failures, want 1", len(failures))
 	}
+}
+
+// sizedServer returns a result of the given items.
+type sizedServer struct {
+	stubServer
+	res *toolcall.Result
+}
+
+func (s *sizedServer) Call(context.Context, string, []byte, toolcall.ProgressFunc) (*toolcall.Result, error) {
+	return s.res, nil
+}
+
+// A call's audit record says how large its result was as the server sent
+// it: what the host relayed, and what tells the host a call was large.
+func TestAuditRecordsTheResultSize(t *testing.T) {
+	raw := `{"type":"text","text":"hi","annotations":{"audience":["user"]}}`
+	tests := []struct {
+		name string
+		res  *toolcall.Result
+		want int
+	}{
+		{"text", &toolcall.Result{Content: []toolcall.Content{toolcall.TextContent(strings.Repeat("x", 3000))}}, 3000},
+		{"image and structured", &toolcall.Result{Content: []toolcall.Content{{Type: toolcall.TypeImage, Data: make([]byte, 500), MIMEType: "image/png"}}, StructuredContent: []byte(`{"a":1}`)}, 500 + len("image/png") + 7},
+		{"an MCP server's item, counted as sent", &toolcall.Result{Content: []toolcall.Content{{Type: toolcall.TypeText, Text: "hi", Raw: []byte(raw)}}}, len(raw)},
+		{"nothing", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := New(nil, WithDuplicateLimit(0))
+			if err := reg.Register(&sizedServer{stubServer{name: "s"}, tt.res}, KindPlugin, "test"); err != nil {
+				t.Fatal(err)
+			}
+			var got []AuditRecord
+			reg.AddObserver(recordObserver(func(rec *AuditRecord) { got = append(got, *rec) }))
+			if _, err := reg.Call(caller.With(t.Context(), "alice"), "s.echo", []byte(`{}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].ResultSize != tt.want {
+				t.Fatalf("records %+v, want one with result_size %d", got, tt.want)
+			}
+			if line, _ := json.Marshal(got[0]); (tt.want == 0) == strings.Contains(string(line), `"result_size"`) {
+				t.Errorf("audit line %s: result_size present = %v, want %v", line, !(tt.want == 0), tt.want != 0)
+			}
+		})
+	}
+}
+
+// recordObserver hands each ended call's record to a function.
+type recordObserver func(*AuditRecord)
+
+func (recordObserver) CallStarted(string, string) {}
+func (f recordObserver) CallEnded(_, _ string, rec *AuditRecord, _ time.Duration) {
+	f(rec)
 }

@@ -44,6 +44,7 @@ type Quiet struct {
 	unmap    func()                      // the binary's pages only (Background)
 	after    func(time.Duration, func()) // time.AfterFunc; tests drive it
 	now      func() int64                // monotonic nanoseconds; tests drive it
+	trim     Trimmer                     // the heap after large calls (Large)
 }
 
 // BackgroundSettle is how long after background work (Background) the
@@ -120,11 +121,21 @@ func (q *Quiet) check() {
 	q.Background()
 }
 
+// Large records a call that moved much data (LargeCall bytes of
+// arguments or of result or more): the heap it used is returned TrimAfter
+// after the last such call (Trimmer), without waiting for QuietDelay. A
+// host that relayed a few 5 MB file reads held 40 MB more than before
+// them until it was quiet; the pages of its binary wait for QuietDelay as
+// before.
+func (q *Quiet) Large() { q.trim.Later() }
+
 // Stop ends what Touch started for a host that stops serving: busy is
 // told the host is quiet (the GC headroom and the scheduler slots'
-// watch, AdaptSlots, end). Memory is not given back: the process is
-// ending. Touch after Stop starts them again.
+// watch, AdaptSlots, end), and a pending trim (Large) is dropped. Memory
+// is not given back: the process is ending. Touch after Stop starts them
+// again.
 func (q *Quiet) Stop() {
+	q.trim.Cancel()
 	if q.active.CompareAndSwap(true, false) && q.busy != nil {
 		q.busy(false)
 	}
