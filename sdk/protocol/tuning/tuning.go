@@ -48,7 +48,11 @@
 //     starts keep Go's default; a plugin whose tools do parallel CPU work
 //     gets more with env = { GOMAXPROCS = "4" } in its block. Not applied
 //     when the plugin is served inside a test binary (go-plugin's test
-//     mode): that process's scheduler belongs to the test.
+//     mode): that process's scheduler belongs to the test;
+//   - unmaps the start-up pages of its binary SettleDelay after it starts,
+//     as the host does (a built-in's process held 16 MB of its binary's
+//     pages, most touched only by package initialisation), also not in a
+//     test binary.
 //
 // Both sample no allocations for heap profiles unless they write a
 // profile (noAllocationSampling), and both write a CPU profile, from start
@@ -188,6 +192,7 @@ func Plugin(log hclog.Logger, inProcess bool) (stop func()) {
 		if os.Getenv(EnvPluginCPUProfile) == "" {
 			noAllocationSampling()
 		}
+		time.AfterFunc(SettleDelay, releaseStartupPages)
 	}
 	return stop
 }
