@@ -145,29 +145,18 @@ const maxLine = 4 << 20
 // every other line on to mcp-go.
 func (p *fastPath) read(in io.Reader) error {
 	r := bufio.NewReaderSize(in, 64<<10)
-	var long []byte
 	for {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) && len(long) <= MaxMessageBytes {
-				line, err = r.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			if len(long) > MaxMessageBytes {
-				// Refused while it is read: the rest is skipped, not kept.
-				for errors.Is(err, bufio.ErrBufferFull) {
-					_, err = r.ReadSlice('\n')
-				}
-				p.respond(prefixID(long), mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, fmt.Sprintf("message refused: it is over %d bytes; send less (a large file in parts)", MaxMessageBytes), nil))
-				long = nil
+			var over bool
+			if line, over, err = readLong(r, line); over {
+				p.respond(prefixID(line), mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, fmt.Sprintf("message refused: it is over %d bytes; send less (a large file in parts)", MaxMessageBytes), nil))
 				debug.FreeOSMemory() // give the memory back now
 				if err != nil {
 					return err
 				}
 				continue
 			}
-			line = long
 		}
 		// The short path takes valid calls; what it leaves is checked for
 		// the requests mcp-go would accept wrongly, then forwarded.
@@ -183,10 +172,30 @@ func (p *fastPath) read(in io.Reader) error {
 		if err != nil {
 			return err
 		}
-		if cap(long) > maxLine {
-			long = nil
-		}
 	}
+}
+
+// readLong reads the rest of a line longer than r's buffer, whose start is
+// first, in parts, and joins them once. (One buffer grown by append
+// allocated some five times a large line's size, and kept for the next
+// line it held up to 4 MB for the rest of the session.) over is set when
+// the line passed MaxMessageBytes: its rest was skipped, not kept, and
+// line is its start only (for the id of the refusal).
+func readLong(r *bufio.Reader, first []byte) (line []byte, over bool, err error) {
+	parts := [][]byte{bytes.Clone(first)}
+	n := len(first)
+	for err = bufio.ErrBufferFull; errors.Is(err, bufio.ErrBufferFull); {
+		var part []byte
+		part, err = r.ReadSlice('\n')
+		if n += len(part); n > MaxMessageBytes {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			return parts[0], true, err
+		}
+		parts = append(parts, bytes.Clone(part))
+	}
+	return bytes.Join(parts, nil), false, err
 }
 
 // MaxMessageBytes bounds one incoming message on stdio, as

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -581,4 +582,41 @@ func TestStdioBackpressure(t *testing.T) {
 	_ = inW.Close()
 	go func() { _, _ = io.Copy(io.Discard, outR) }()
 	<-done
+}
+
+// A line longer than the reader's buffer is read in parts and joined once
+// (one buffer grown by append allocated some five times its size); the
+// line after it is read as usual; a line over MaxMessageBytes comes back
+// as its start only, its rest skipped.
+func TestReadLongJoinsOnce(t *testing.T) {
+	long := `{"id":7,"x":"` + strings.Repeat("a", 3<<20) + `"}` + "\n"
+	over := `{"id":8,"x":"` + strings.Repeat("b", MaxMessageBytes) + `"}` + "\n"
+	r := bufio.NewReaderSize(strings.NewReader(long+over+"short\n"), 64<<10)
+
+	first, err := r.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		t.Fatalf("first part: %v, want the buffer full", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	line, isOver, err := readLong(r, first)
+	runtime.ReadMemStats(&after)
+	if err != nil || isOver || string(line) != long {
+		t.Fatalf("long line: %d bytes, over %v, %v; want the %d bytes as sent", len(line), isOver, err, len(long))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(5*len(long)/2) {
+		t.Errorf("reading a %d-byte line allocated %d bytes, want at most 2.5 times the line", len(long), alloc)
+	}
+
+	first, err = r.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		t.Fatalf("over-long line's first part: %v", err)
+	}
+	line, isOver, err = readLong(r, first)
+	if err != nil || !isOver || len(line) != 64<<10 || string(prefixID(line)) != "8" {
+		t.Fatalf("over-long line: %d bytes, over %v, %v, id %s; want its first 64 KB, over, its id 8", len(line), isOver, err, prefixID(line))
+	}
+	if next, err := r.ReadSlice('\n'); err != nil || string(next) != "short\n" {
+		t.Errorf("the line after: %q, %v", next, err)
+	}
 }
