@@ -146,16 +146,16 @@ func BenchmarkGateway(b *testing.B) {
 	}
 	time.Sleep(tuning.QuietDelay + time.Second)
 	for _, f := range fronts {
-		rss := rssKB(f.pid)
-		add(f.name+": the same, 11 s without calls", kb(rss), kb(rssKB(directStdio.cmd.Process.Pid))+" (direct server)", "-")
+		rss := steadyRSSKB(f.pid)
+		add(f.name+": the same, 11 s without calls", kb(rss)+rssParts(f.pid), kb(rssKB(directStdio.cmd.Process.Pid))+" (direct server)", "-")
 		summary[f.name+" RSS MB"] = float64(rss) / 1024
 	}
 	// An idle host still pings its servers (health_interval, 15 s): what
 	// those pings and the collections they lead to map back.
 	time.Sleep(30 * time.Second)
 	for _, f := range fronts {
-		rss := rssKB(f.pid)
-		add(f.name+": the same, 41 s without calls", kb(rss), kb(rssKB(directStdio.cmd.Process.Pid))+" (direct server)", "-")
+		rss := steadyRSSKB(f.pid)
+		add(f.name+": the same, 41 s without calls", kb(rss)+rssParts(f.pid), kb(rssKB(directStdio.cmd.Process.Pid))+" (direct server)", "-")
 		summary[f.name+" idle RSS MB"] = float64(rss) / 1024
 	}
 

@@ -136,6 +136,30 @@ func httpClient(b *testing.B, url string) *mcpProc {
 // rssKB reads a process's resident set size.
 func rssKB(pid int) int { return procKB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:") }
 
+// steadyRSSKB is a process's RSS as it stays: the median of nine readings
+// over a second. An idle host's periodic checks (every 2 s) map pages of
+// its binary for the ~100 ms until it unmaps them again; a single reading
+// that fell in one read 3-5 MB more, and readings a multiple of 2 s apart
+// fell in them together.
+func steadyRSSKB(pid int) int {
+	var kb []int
+	for i := range 9 {
+		if i > 0 {
+			time.Sleep(110 * time.Millisecond)
+		}
+		kb = append(kb, rssKB(pid))
+	}
+	slices.Sort(kb)
+	return kb[len(kb)/2]
+}
+
+// rssParts says what a process's RSS is made of: its heap and other
+// anonymous memory, and file pages (its binary's).
+func rssParts(pid int) string {
+	status := fmt.Sprintf("/proc/%d/status", pid)
+	return fmt.Sprintf(" (anon %d + file %d kB)", procKB(status, "RssAnon:"), procKB(status, "RssFile:"))
+}
+
 // procKB reads the kB figure on the line of a /proc file that starts with
 // key (0 when there is none).
 func procKB(file, key string) int {

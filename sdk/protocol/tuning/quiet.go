@@ -62,7 +62,21 @@ func NewQuiet(delay time.Duration) *Quiet {
 	q := newQuiet(delay)
 	bg := q.Background
 	idleCollected.Store(&bg)
+	time.AfterFunc(SettleDelay, q.settled)
 	return q
+}
+
+// settled counts the host's start-up release (Host, SettleDelay after it
+// starts) as a release: a host that has had no call yet gives back the
+// pages its idle work maps (Background) as one that went quiet after
+// calls does. Before, such a host, started by a client that only listed
+// its tools, grew from 10 to 16-23 MB resident within a minute, the
+// periodic checks mapping its binary back in.
+func (q *Quiet) settled() {
+	if !q.active.Load() && !q.released.Load() {
+		q.released.Store(true)
+		q.Background()
+	}
 }
 
 func newQuiet(delay time.Duration) *Quiet {

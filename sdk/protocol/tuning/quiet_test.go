@@ -157,3 +157,30 @@ func TestQuietBackgroundUnmapsAgainWhileIdle(t *testing.T) {
 		t.Fatalf("after a check following the second release: unmapped %d, want 4", unmapped)
 	}
 }
+
+// The start-up release counts as a release: a host with no call yet
+// unmaps what its idle work maps; one whose calls began before it settled
+// waits for the quiet release, as before.
+func TestQuietSettledHostUnmapsBeforeAnyCall(t *testing.T) {
+	ft := &fakeTimers{}
+	unmapped := 0
+	q := &Quiet{delay: 10 * time.Second, release: func() {}, unmap: func() { unmapped++ }, after: ft.after, now: ft.clock}
+	q.settled()
+	ft.advance(BackgroundSettle) // what settling itself mapped
+	unmapped = 0
+	q.Background()
+	ft.advance(BackgroundSettle)
+	if unmapped != 1 {
+		t.Fatalf("a settled host without calls unmapped %d times after background work, want 1", unmapped)
+	}
+
+	busy := &Quiet{delay: 10 * time.Second, release: func() {}, unmap: func() { unmapped++ }, after: ft.after, now: ft.clock}
+	busy.Touch()
+	busy.settled()
+	unmapped = 0
+	busy.Background()
+	ft.advance(BackgroundSettle)
+	if unmapped != 0 {
+		t.Fatalf("a host whose calls began before it settled unmapped %d times, want 0 (its quiet release comes later)", unmapped)
+	}
+}
