@@ -1,7 +1,6 @@
 package tuning
 
 import (
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -81,9 +80,12 @@ func (q *Quiet) settled() {
 
 func newQuiet(delay time.Duration) *Quiet {
 	return &Quiet{delay: delay, release: func() {
-		// The collection first: it reads the function tables that the
-		// unmapping then gives back.
-		debug.FreeOSMemory()
+		// The collections first: they read the function tables that the
+		// unmapping then gives back. Two, as a Trimmer's (trim): what
+		// sync.Pool kept through the first goes in the second (HTTP front
+		// after 20,000 calls, 11 s later: 10.5-11.7 MB anonymous with one,
+		// 9.9-10.7 MB with two, ten alternating runs).
+		trim()
 		releaseStartupPages()
 	}, unmap: releaseStartupPages, busy: setGCBusy, after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }, now: monotonic}
 }
