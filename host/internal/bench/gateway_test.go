@@ -43,7 +43,11 @@ func BenchmarkGateway(b *testing.B) {
 	if p := os.Getenv("BENCH_GATEWAY_CPUPROFILE"); p != "" {
 		b.Setenv("SWITCHBOARD_CPUPROFILE", p)
 	}
-	extURL, hPID := startHTTPProc(b, bins.Switchboard, "serve", "--config", extCfg, "--http", "127.0.0.1:0")
+	// A config of its own: two hosts on one project see each other and
+	// restart their servers (CoverOtherHosts), which is not what one user
+	// with one host measures.
+	extHTTPCfg := writeConfig(b, fmt.Sprintf("external \"ext\" { command = %q }\n", bins.MCPServer))
+	extURL, hPID := startHTTPProc(b, bins.Switchboard, "serve", "--config", extHTTPCfg, "--http", "127.0.0.1:0")
 	os.Unsetenv("SWITCHBOARD_CPUPROFILE")
 	extHTTP := httpClient(b, extURL)
 	plugURL := startHTTP(b, bins.Switchboard, "serve", "--config", plugCfg, "--http", "127.0.0.1:0")
