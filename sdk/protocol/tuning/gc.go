@@ -20,8 +20,18 @@ import (
 //
 // The price is resident memory while calls come: up to GCHeadroom more,
 // which the host gives back once it is quiet (Quiet); an idle host runs
-// at Go's default (gcBusy).
+// at Go's default (gcBusy), and so does one whose calls come slowly
+// (gcHotRate).
 const GCHeadroom = 16 << 20
+
+// gcHotRate is the allocation rate, in bytes a second between two
+// collections, from which the headroom applies. Below it collections are
+// rare at Go's default (under two a second) and cost little, and the
+// headroom would only keep memory: an agent's calls, one every 50 ms over
+// HTTP, left the host at 37 MB resident with it against 29 MB without
+// (18.7 against 10.2 MB of heap and runtime). At 32 callers a host
+// allocates 40-60 MB a second.
+const gcHotRate = 8 << 20
 
 // maxGCPercent bounds the GC percent the headroom asks for when hardly
 // anything is live.
@@ -37,7 +47,9 @@ type gcTuner struct {
 	starts  uint64 // generations handed out
 	percent int    // as last set
 	restore int    // the percent before start
-	sample  [1]metrics.Sample
+	sample  [2]metrics.Sample
+	allocs  uint64 // bytes allocated until the last tune
+	at      int64  // when the last tune ran (monotonic)
 }
 
 var headroom gcTuner
@@ -63,6 +75,7 @@ func startHeadroom() {
 	headroom.restore = debug.SetGCPercent(100)
 	headroom.percent = 100
 	headroom.sample[0].Name = "/gc/heap/live:bytes"
+	headroom.sample[1].Name = "/gc/heap/allocs:bytes"
 	headroom.tuneLocked()
 	headroom.arm(headroom.gen)
 }
@@ -114,15 +127,22 @@ func setGCBusy(busy bool) { gcBusy.Store(busy) }
 // the goroutines' stacks, and so maps some 4 MB of the binary back).
 var idleCollected atomic.Pointer[func()]
 
-// tuneLocked sets the percent from the live heap the last collection left.
+// tuneLocked sets the percent from the live heap the last collection
+// left and the rate of allocation since the tune before.
 func (t *gcTuner) tuneLocked() {
 	metrics.Read(t.sample[:])
-	live := uint64(0)
+	live, allocs := uint64(0), uint64(0)
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
+	if t.sample[1].Value.Kind() == metrics.KindUint64 {
+		allocs = t.sample[1].Value.Uint64()
+	}
+	now := monotonic()
+	hot := allocs >= t.allocs && now > t.at && float64(allocs-t.allocs)*1e9/float64(now-t.at) >= gcHotRate
+	t.allocs, t.at = allocs, now
 	p := 100
-	if gcBusy.Load() {
+	if gcBusy.Load() && hot {
 		p = gcPercentFor(live)
 	}
 	// Small changes are not worth the runtime's recomputing its pacing.

@@ -241,13 +241,23 @@ func TestGCHeadroom(t *testing.T) {
 	before := gcPercent()
 	t.Cleanup(tuning.StopHeadroom)
 	// waitFor collects until the percent satisfies ok: the tuner runs
-	// after a collection.
-	waitFor := func(what string, ok func(int) bool) {
+	// after a collection. With churn the test allocates fast between
+	// collections, as a host with many calls does; without, it hardly
+	// allocates, as a host whose calls come slowly.
+	var sink []byte
+	waitFor := func(what string, churn bool, ok func(int) bool) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for !ok(gcPercent()) {
 			if time.Now().After(deadline) {
 				t.Fatalf("GC percent %d: never %s", gcPercent(), what)
+			}
+			if churn {
+				for range 64 {
+					sink = make([]byte, 64<<10)
+				}
+			} else {
+				time.Sleep(20 * time.Millisecond)
 			}
 			runtime.GC()
 			time.Sleep(time.Millisecond)
@@ -257,20 +267,24 @@ func TestGCHeadroom(t *testing.T) {
 	t.Cleanup(func() { tuning.SetGCBusy(false) })
 	tuning.StartHeadroom()
 	tuning.StartHeadroom() // twice is once
-	waitFor("above 100 with a small live heap", func(p int) bool { return p > 100 })
+	waitFor("above 100 with a small live heap", true, func(p int) bool { return p > 100 })
+	// Calls that come slowly allocate slowly: Go's default.
+	waitFor("100 while the allocation rate is low", false, func(p int) bool { return p == 100 })
+	waitFor("above 100 once allocation is fast again", true, func(p int) bool { return p > 100 })
 	// Quiet (no calls): Go's default, and the headroom again with calls.
 	tuning.SetGCBusy(false)
-	waitFor("100 while the host is quiet", func(p int) bool { return p == 100 })
+	waitFor("100 while the host is quiet", true, func(p int) bool { return p == 100 })
 	tuning.SetGCBusy(true)
-	waitFor("above 100 once calls come again", func(p int) bool { return p > 100 })
+	waitFor("above 100 once calls come again", true, func(p int) bool { return p > 100 })
 	keep := make([]byte, 3*tuning.GCHeadroom)
 	for i := range keep {
 		keep[i] = byte(i)
 	}
-	waitFor("100 with a live heap larger than the headroom", func(p int) bool { return p == 100 })
+	waitFor("100 with a live heap larger than the headroom", true, func(p int) bool { return p == 100 })
 	runtime.KeepAlive(keep)
 	keep = nil
-	waitFor("above 100 once the heap is small again", func(p int) bool { return p > 100 })
+	waitFor("above 100 once the heap is small again", true, func(p int) bool { return p > 100 })
+	runtime.KeepAlive(sink)
 	tuning.StopHeadroom()
 	if got := gcPercent(); got != before {
 		t.Errorf("GC percent %d after stop, want %d as before", got, before)
