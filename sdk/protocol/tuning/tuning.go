@@ -25,7 +25,8 @@
 //     more (Go's default), unless GOGC or GOMEMLIMIT is set: a host keeps
 //     little live and its calls' garbage dies young, so at Go's default it
 //     collected every few hundred calls, each collection scanning the same
-//     roots, a fifth of its CPU per call over HTTP;
+//     roots, a fifth of its CPU per call over HTTP. Only while calls come
+//     fast (gcHotRate): at an agent's pace it collects at Go's default;
 //   - collects no garbage while it starts (HostStarting, from the start
 //     of serve until SettleDelay after Host), unless GOGC or GOMEMLIMIT is
 //     set: a start allocates its config, manifests and tool list once
