@@ -149,7 +149,7 @@ func (p *fastPath) read(in io.Reader) error {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			var over bool
-			if line, over, err = readLong(r, line); over {
+			if line, over, err = readLong(r, line, MaxMessageBytes); over {
 				p.respond(prefixID(line), mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, fmt.Sprintf("message refused: it is over %d bytes; send less (a large file in parts)", MaxMessageBytes), nil))
 				debug.FreeOSMemory() // give the memory back now
 				if err != nil {
@@ -179,15 +179,15 @@ func (p *fastPath) read(in io.Reader) error {
 // first, in parts, and joins them once. (One buffer grown by append
 // allocated some five times a large line's size, and kept for the next
 // line it held up to 4 MB for the rest of the session.) over is set when
-// the line passed MaxMessageBytes: its rest was skipped, not kept, and
-// line is its start only (for the id of the refusal).
-func readLong(r *bufio.Reader, first []byte) (line []byte, over bool, err error) {
+// the line passed limit bytes: its rest was skipped, not kept, and line is
+// its start only (for the id of the refusal).
+func readLong(r *bufio.Reader, first []byte, limit int) (line []byte, over bool, err error) {
 	parts := [][]byte{bytes.Clone(first)}
 	n := len(first)
 	for err = bufio.ErrBufferFull; errors.Is(err, bufio.ErrBufferFull); {
 		var part []byte
 		part, err = r.ReadSlice('\n')
-		if n += len(part); n > MaxMessageBytes {
+		if n += len(part); n > limit {
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = r.ReadSlice('\n')
 			}

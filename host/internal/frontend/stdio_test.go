@@ -2,8 +2,10 @@ package frontend
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -599,7 +601,7 @@ func TestReadLongJoinsOnce(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	line, isOver, err := readLong(r, first)
+	line, isOver, err := readLong(r, first, MaxMessageBytes)
 	runtime.ReadMemStats(&after)
 	if err != nil || isOver || string(line) != long {
 		t.Fatalf("long line: %d bytes, over %v, %v; want the %d bytes as sent", len(line), isOver, err, len(long))
@@ -612,11 +614,64 @@ func TestReadLongJoinsOnce(t *testing.T) {
 	if err != bufio.ErrBufferFull {
 		t.Fatalf("over-long line's first part: %v", err)
 	}
-	line, isOver, err = readLong(r, first)
+	line, isOver, err = readLong(r, first, MaxMessageBytes)
 	if err != nil || !isOver || len(line) != 64<<10 || string(prefixID(line)) != "8" {
 		t.Fatalf("over-long line: %d bytes, over %v, %v, id %s; want its first 64 KB, over, its id 8", len(line), isOver, err, prefixID(line))
 	}
 	if next, err := r.ReadSlice('\n'); err != nil || string(next) != "short\n" {
 		t.Errorf("the line after: %q, %v", next, err)
 	}
+}
+
+// FuzzReadLong holds the line reader to a plain one: for any input, buffer
+// size and limit, the lines read with ReadSlice and readLong are the
+// input's lines as bytes.SplitAfter gives them, a line over the limit
+// coming back as its first buffer's worth and marked over, and the reader
+// goes on with the next line.
+func FuzzReadLong(f *testing.F) {
+	f.Add([]byte("short\n"+strings.Repeat("x", 100)+"\nend"), 16, 50)
+	f.Add([]byte(strings.Repeat("y", 40)+"\n\n"+strings.Repeat("z", 17)), 16, 40)
+	f.Add([]byte{}, 16, 10)
+	f.Fuzz(func(t *testing.T, in []byte, size, limit int) {
+		size = 16 + int(uint(size)%64) // bufio's minimum is 16
+		limit = size + int(uint(limit)%200)
+		r := bufio.NewReaderSize(bytes.NewReader(in), size)
+		var want [][]byte
+		for _, l := range bytes.SplitAfter(in, []byte("\n")) {
+			if len(l) > 0 {
+				want = append(want, l)
+			}
+		}
+		for i := 0; ; i++ {
+			line, err := r.ReadSlice('\n')
+			over := false
+			if errors.Is(err, bufio.ErrBufferFull) {
+				line, over, err = readLong(r, line, limit)
+			}
+			if len(line) == 0 && err != nil {
+				if i != len(want) {
+					t.Fatalf("%d lines read, want %d", i, len(want))
+				}
+				return
+			}
+			if i >= len(want) {
+				t.Fatalf("line %d %q read past the input's %d lines", i, line, len(want))
+			}
+			w := want[i]
+			switch {
+			case len(w) > limit:
+				if !over || !bytes.Equal(line, w[:size]) {
+					t.Fatalf("line %d (%d bytes, limit %d): got %q over %v, want its first %d bytes, over", i, len(w), limit, line, over, size)
+				}
+			case over || !bytes.Equal(line, w):
+				t.Fatalf("line %d: got %q over %v, want %q", i, line, over, w)
+			}
+			if err != nil {
+				if i != len(want)-1 {
+					t.Fatalf("ended (%v) at line %d of %d", err, i, len(want))
+				}
+				return
+			}
+		}
+	})
 }
