@@ -69,7 +69,7 @@ func NewQuiet(delay time.Duration) *Quiet {
 // starts) as a release: a host that has had no call yet gives back the
 // pages its idle work maps (Background) as one that went quiet after
 // calls does. Before, such a host, started by a client that only listed
-// its tools, grew from 10 to 16-23 MB resident within a minute, the
+// its tools, drifted from 10 to 14 MB resident within half a minute, the
 // periodic checks mapping its binary back in.
 func (q *Quiet) settled() {
 	if !q.active.Load() && !q.released.Load() {
