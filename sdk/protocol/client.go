@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
@@ -39,16 +41,35 @@ type Client struct {
 	// service on it (see ConfigureRequest.host_service).
 	Broker *plugin.GRPCBroker
 
-	mu      sync.Mutex
-	stream  *callStream
-	nextID  uint64
-	closed  bool
-	streams sync.WaitGroup
+	// DialCallSocket, when set, connects to a socket the plugin made in
+	// its own socket folder, by name (the launcher's: it refuses any other
+	// place and any link). Without it calls take the CallTool stream.
+	DialCallSocket func(name string) (net.Conn, error)
+
+	mu       sync.Mutex
+	stream   *callStream
+	nextID   uint64
+	closed   bool
+	noSocket bool // the plugin offers no call socket, or it failed
+	streams  sync.WaitGroup
 }
 
-// callStream is one CallTool stream and the calls in flight on it.
+// callConn is what a callStream needs of its stream: the CallTool stream
+// or a call socket.
+type callConn interface {
+	Send(*pluginv1.CallToolRequest) error
+	Recv() (*pluginv1.CallToolEvent, error)
+	CloseSend() error
+}
+
+var (
+	_ callConn = (pluginv1.ToolServer_CallToolClient)(nil)
+	_ callConn = socketClientStream{}
+)
+
+// callStream is one stream of calls and the calls in flight on it.
 type callStream struct {
-	s       pluginv1.ToolServer_CallToolClient
+	s       callConn
 	cancel  func()
 	sendMu  sync.Mutex
 	mu      sync.Mutex
@@ -239,13 +260,19 @@ func (c *Client) start() (*callStream, uint64, *pendingCall, error) {
 }
 
 func (c *Client) openLocked() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := c.rpc.CallTool(ctx)
-	if err != nil {
-		cancel()
-		return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
+	var cs *callStream
+	if c.socketEligible() {
+		cs = c.openSocketLocked()
 	}
-	cs := &callStream{s: s, cancel: cancel, pending: map[uint64]*pendingCall{}}
+	if cs == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := c.rpc.CallTool(ctx)
+		if err != nil {
+			cancel()
+			return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
+		}
+		cs = &callStream{s: s, cancel: cancel, pending: map[uint64]*pendingCall{}}
+	}
 	c.stream = cs
 	c.streams.Add(1)
 	go func() {
@@ -253,6 +280,41 @@ func (c *Client) openLocked() error {
 		cs.receive()
 	}()
 	return nil
+}
+
+// socketEligible is the one place that decides whether calls take a call
+// socket rather than the CallTool stream (a second route: README,
+// PERFORMANCE, "The call socket"): the launcher can reach the plugin's
+// socket folder, the plugin has not refused one or failed to serve it,
+// and the benchmark's switch is not off.
+func (c *Client) socketEligible() bool {
+	return c.DialCallSocket != nil && !c.noSocket && !ablate.Off(ablate.CallSocket)
+}
+
+// openSocketLocked opens a call socket, or returns nil after which calls
+// take the CallTool stream for the life of the connection: a plugin that
+// does not offer one (an older SDK, another language) answers
+// Unimplemented; one whose offer fails is logged and not asked again.
+func (c *Client) openSocketLocked() *callStream {
+	ctx, cancel := context.WithTimeout(context.Background(), callSocketAcceptTimeout)
+	defer cancel()
+	offer, err := c.rpc.OpenCallSocket(ctx, &pluginv1.OpenCallSocketRequest{})
+	if status.Code(err) == codes.Unimplemented {
+		c.noSocket = true
+		return nil
+	}
+	var f *frameConn
+	if err == nil {
+		f, err = dialCallSocket(ctx, c.DialCallSocket, offer)
+	}
+	if err != nil {
+		c.noSocket = true
+		if c.Log != nil {
+			c.Log.Warn("the plugin's call socket failed; its calls take the gRPC stream", "error", rpcError(err))
+		}
+		return nil
+	}
+	return &callStream{s: socketClientStream{f}, cancel: func() { _ = f.conn.Close() }, pending: map[uint64]*pendingCall{}}
 }
 
 // receive dispatches events until the stream ends, then fails every call

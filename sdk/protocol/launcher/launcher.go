@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -205,6 +206,7 @@ type Plugin struct {
 	unwatch        chan struct{} // closed by Close
 	hostID         uint32        // the broker id of the host service, 0 without one
 	hostAddr       atomic.Value  // string: where the host service answered the plugin
+	socketDir      string        // the plugin's socket folder, "" when reattached
 
 	closeOnce sync.Once
 }
@@ -299,6 +301,7 @@ func (p *Plugin) start(log hclog.Logger) error {
 		// its own variables (cookie, certificate, socket directory); the
 		// real command is built here.
 		RunnerFunc: func(_ hclog.Logger, placeholder *exec.Cmd, socketDir string) (runner.Runner, error) {
+			p.socketDir = socketDir
 			cmd, err := p.command(append(env, placeholder.Env...))
 			if err != nil {
 				return nil, err
@@ -380,6 +383,9 @@ func (p *Plugin) dispense(rpc plugin.ClientProtocol) error {
 		return fmt.Errorf("%w: plugin %s: unexpected client type %T", ErrStart, spec.Name, raw)
 	}
 	pc.Log = p.log
+	if dir := p.socketDir; dir != "" {
+		pc.DialCallSocket = func(name string) (net.Conn, error) { return dialInFolder(dir, name) }
+	}
 	p.proto = pc
 	return nil
 }

@@ -1,6 +1,8 @@
 package launcher
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,4 +77,21 @@ func removeStaleSocketRoots(base string) {
 			_ = os.RemoveAll(dir)
 		}
 	}
+}
+
+// dialInFolder connects to the socket called name directly in dir, a
+// plugin's socket folder (its call socket): a name with a folder in it, or
+// one that leads to a link or anything but a socket, is refused, as the
+// handshake's socket is (pinHandshake), so a plugin cannot point the host
+// at another socket.
+func dialInFolder(dir, name string) (net.Conn, error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || filepath.Base(name) != name {
+		return nil, fmt.Errorf("refused the plugin's socket name %q: not a name in its socket folder %s", name, dir)
+	}
+	addr, release, err := pinSocket(dir, name)
+	if err != nil {
+		return nil, fmt.Errorf("refused the plugin's socket: %w", err)
+	}
+	defer release()
+	return net.Dial("unix", addr)
 }
