@@ -67,9 +67,27 @@ var (
 	_ callConn = socketClientStream{}
 )
 
+// The routes a Client's calls take (CallRoute).
+const (
+	RouteSocket = "call socket"
+	RouteStream = "gRPC stream"
+)
+
+// CallRoute says which route the Client's calls take now: RouteSocket,
+// RouteStream, or "" before the first call.
+func (c *Client) CallRoute() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stream == nil {
+		return ""
+	}
+	return c.stream.route
+}
+
 // callStream is one stream of calls and the calls in flight on it.
 type callStream struct {
 	s       callConn
+	route   string // RouteSocket or RouteStream
 	cancel  func()
 	sendMu  sync.Mutex
 	mu      sync.Mutex
@@ -271,7 +289,7 @@ func (c *Client) openLocked() error {
 			cancel()
 			return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
 		}
-		cs = &callStream{s: s, cancel: cancel, pending: map[uint64]*pendingCall{}}
+		cs = &callStream{s: s, route: RouteStream, cancel: cancel, pending: map[uint64]*pendingCall{}}
 	}
 	c.stream = cs
 	c.streams.Add(1)
@@ -314,7 +332,7 @@ func (c *Client) openSocketLocked() *callStream {
 		}
 		return nil
 	}
-	return &callStream{s: socketClientStream{f}, cancel: func() { _ = f.conn.Close() }, pending: map[uint64]*pendingCall{}}
+	return &callStream{s: socketClientStream{f}, route: RouteSocket, cancel: func() { _ = f.conn.Close() }, pending: map[uint64]*pendingCall{}}
 }
 
 // receive dispatches events until the stream ends, then fails every call
