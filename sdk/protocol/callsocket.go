@@ -79,6 +79,10 @@ func (f *frameConn) write(m proto.Message) error {
 	defer f.wmu.Unlock()
 	buf, err := marshalFrame(f.wbuf[:0], m)
 	if err != nil {
+		// Nothing was sent, but the call waits for this message: break
+		// the socket, so that both ends see it (as gRPC ends a stream
+		// whose message does not encode) rather than wait forever.
+		_ = f.conn.Close()
 		return status.Errorf(codes.Internal, "encoding a message: %v", err)
 	}
 	_, err = f.conn.Write(buf)
