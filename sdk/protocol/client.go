@@ -25,9 +25,10 @@ import (
 const DefaultCancelGrace = 5 * time.Second
 
 // Client is the host's side of one plugin connection. All tool calls share
-// one persistent CallTool stream, opened on first use and reopened after it
-// breaks. A Client is safe for concurrent use; Close may be called more than
-// once.
+// one persistent stream of calls, opened on first use and reopened after it
+// breaks: the plugin's call socket when it offers one and DialCallSocket is
+// set (socketEligible), else the CallTool stream. A Client is safe for
+// concurrent use; Close may be called more than once.
 type Client struct {
 	rpc pluginv1.ToolServerClient
 

@@ -40,6 +40,7 @@ func ablations() []ablation {
 	return []ablation{
 		{name: "everything on"},
 		{name: "stdio short path off", hostEnv: off(ablate.ShortPath), secondPath: true},
+		{name: "call socket off (the gRPC stream)", hostEnv: off(ablate.CallSocket), secondPath: true},
 		{name: "reused goroutines off (host, plugin)", hostEnv: off(ablate.WorkPool), pluginEnv: ablate.WorkPool},
 		{name: fmt.Sprintf("GOMAXPROCS=1 off (serve at %d)", runtime.NumCPU()), hostEnv: []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU())}},
 		{name: "stdin through the poller off", hostEnv: off(ablate.Poller)},
