@@ -251,22 +251,50 @@ func (s *server) OpenCallSocket(context.Context, *pluginv1.OpenCallSocketRequest
 
 // acceptCallSocket waits for the host's connection with token, then stops
 // listening (which removes the socket's name) and serves the calls on it.
-// Connections without the token are closed unread past it.
+// Each connection's token is read on its own, so one that sends nothing
+// cannot hold up the host's; connections without the token are closed
+// unread past it.
 func (s *server) acceptCallSocket(ln *net.UnixListener, token []byte) {
 	deadline := time.Now().Add(callSocketAcceptTimeout)
 	_ = ln.SetDeadline(deadline)
-	var f *frameConn
-	for f == nil {
-		conn, err := ln.Accept()
-		if err != nil {
-			_ = ln.Close()
-			return // nobody came in time
+	won := make(chan *frameConn, 1)
+	var claim sync.Once
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return // closed, or nobody came in time
+			}
+			go func() {
+				f := takeToken(conn, token, deadline)
+				if f == nil {
+					return
+				}
+				claimed := false
+				claim.Do(func() { claimed = true; won <- f })
+				if !claimed {
+					_ = f.conn.Close() // the token serves once
+				}
+			}()
 		}
-		f = takeToken(conn, token, deadline)
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case f := <-won:
+		_ = ln.Close()
+		defer func() { _ = f.conn.Close() }()
+		s.serveCalls(context.Background(), socketServerStream{f})
+	case <-timer.C:
+		_ = ln.Close()
+		claim.Do(func() {}) // nobody claims it from now on
+		select {
+		case f := <-won: // claimed just in time
+			defer func() { _ = f.conn.Close() }()
+			s.serveCalls(context.Background(), socketServerStream{f})
+		default:
+		}
 	}
-	_ = ln.Close()
-	defer func() { _ = f.conn.Close() }()
-	s.serveCalls(context.Background(), socketServerStream{f})
 }
 
 // takeToken reads a connection's first message and answers it if it is

@@ -117,8 +117,9 @@ func readAll(c net.Conn) ([]byte, error) {
 // the host has (it came over the mutual-TLS connection): another process
 // of the same user finds the socket in the plugin's folder and connects,
 // with no token, with a wrong one, and with a call in place of one; each
-// connection is closed unanswered and none of its calls runs. Once the
-// host has connected, the socket's name is gone.
+// connection is closed unanswered and none of its calls runs, and one that
+// sends nothing does not hold up the host's. Once the host has connected,
+// the socket's name is gone.
 func TestCallSocketServesOnlyTheTokenHolder(t *testing.T) {
 	rpc, dir, _ := startByHand(t)
 	offer, err := rpc.OpenCallSocket(t.Context(), &pluginv1.OpenCallSocketRequest{})
@@ -129,6 +130,14 @@ func TestCallSocketServesOnlyTheTokenHolder(t *testing.T) {
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("the offered socket %s: %v, %v", path, fi, err)
 	}
+
+	// A connection that sends nothing, held open throughout, holds up
+	// nobody.
+	silent, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = silent.Close() }()
 
 	wrong := make([]byte, len(offer.GetToken()))
 	copy(wrong, offer.GetToken())
