@@ -5,16 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/binary"
-	"encoding/pem"
-	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,64 +18,26 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/mtls"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 )
 
-// startByHand starts the test plugin as go-plugin would, with a socket
-// folder of its own, and returns a ToolServer client holding the host's
-// certificate, the folder, and the plugin's pid.
-func startByHand(t *testing.T) (pluginv1.ToolServerClient, string, int) {
+// toolServer starts the test plugin by hand with a socket folder of its
+// own and returns a configured ToolServer client holding the host's
+// certificate, and the folder.
+func toolServer(t *testing.T) (pluginv1.ToolServerClient, string) {
 	t.Helper()
-	bins := fixtures.Build(t)
-	host, err := mtls.SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir, err := os.MkdirTemp("", "sbcs") // short: a socket path has ~100 bytes
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cmd := exec.Command(bins.TestPlugin)
-	cmd.Env = []string{
-		protocol.Handshake.MagicCookieKey + "=" + protocol.Handshake.MagicCookieValue,
-		fmt.Sprintf("PLUGIN_PROTOCOL_VERSIONS=%d", protocol.SupportedVersions[len(protocol.SupportedVersions)-1]),
-		"PLUGIN_CLIENT_CERT=" + string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: host.Certificate[0]})),
-		"PLUGIN_UNIX_SOCKET_DIR=" + dir,
-		"PATH=/usr/bin:/bin",
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("handshake line: %v", err)
-	}
-	parts := strings.Split(strings.TrimSpace(line), "|")
-	if len(parts) < 6 {
-		t.Fatalf("handshake line: %q", line)
-	}
-	der, err := base64.RawStdEncoding.DecodeString(parts[5])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pluginCert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs := startByHand(t, fixtures.Build(t).TestPlugin, "PLUGIN_UNIX_SOCKET_DIR="+dir)
 	roots := x509.NewCertPool()
-	roots.AddCert(pluginCert)
-	conf := &tls.Config{Certificates: []tls.Certificate{host}, RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+	roots.AddCert(hs.pluginCert)
+	conf := &tls.Config{Certificates: []tls.Certificate{hs.hostCert}, RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS12}
 	c, err := grpc.NewClient("passthrough:///plugin", grpc.WithTransportCredentials(credentials.NewTLS(conf)),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, parts[2], parts[3])
+			return (&net.Dialer{}).DialContext(ctx, hs.network, hs.addr)
 		}))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +47,7 @@ func startByHand(t *testing.T) (pluginv1.ToolServerClient, string, int) {
 	if _, err := rpc.Configure(t.Context(), &pluginv1.ConfigureRequest{ServerName: "fixture", ProjectDir: t.TempDir()}); err != nil {
 		t.Fatalf("Configure: %v", err)
 	}
-	return rpc, dir, cmd.Process.Pid
+	return rpc, dir
 }
 
 // frame is one message of the call socket: its length, then its bytes.
@@ -121,7 +78,7 @@ func readAll(c net.Conn) ([]byte, error) {
 // sends nothing does not hold up the host's. Once the host has connected,
 // the socket's name is gone.
 func TestCallSocketServesOnlyTheTokenHolder(t *testing.T) {
-	rpc, dir, _ := startByHand(t)
+	rpc, dir := toolServer(t)
 	offer, err := rpc.OpenCallSocket(t.Context(), &pluginv1.OpenCallSocketRequest{})
 	if err != nil {
 		t.Fatalf("OpenCallSocket: %v", err)
@@ -219,7 +176,7 @@ func TestCallSocketServesOnlyTheTokenHolder(t *testing.T) {
 // A call socket nobody connects to with the token goes away on its own.
 func TestCallSocketUnclaimedIsRemoved(t *testing.T) {
 	t.Parallel() // it waits the plugin's 10 s
-	rpc, dir, _ := startByHand(t)
+	rpc, dir := toolServer(t)
 	offer, err := rpc.OpenCallSocket(t.Context(), &pluginv1.OpenCallSocketRequest{})
 	if err != nil {
 		t.Fatalf("OpenCallSocket: %v", err)
