@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -189,9 +191,10 @@ func (s socketServerStream) Recv() (*pluginv1.CallToolRequest, error) {
 }
 
 // dialCallSocket opens the call socket a plugin offered: dial connects to
-// the name in the plugin's socket folder (the launcher's, which refuses
-// any other place), the token goes first, and the plugin's empty answer
-// says it took it. Any failure closes the connection.
+// the name in the plugin's socket folder over mutual TLS (the launcher's
+// CallSocketDialer, which refuses any other place and any link), the token
+// goes first, and the plugin's empty answer says it took it. Any failure
+// closes the connection.
 func dialCallSocket(ctx context.Context, dial func(name string) (net.Conn, error), offer *pluginv1.OpenCallSocketResponse) (*frameConn, error) {
 	if len(offer.GetToken()) != callSocketTokenSize {
 		return nil, fmt.Errorf("its token has %d bytes, not %d", len(offer.GetToken()), callSocketTokenSize)
@@ -224,13 +227,31 @@ func dialCallSocket(ctx context.Context, dial func(name string) (net.Conn, error
 	return f, nil
 }
 
+// callSocketTLS is the plugin's side of go-plugin's mutual TLS (package
+// pluginserve sets it): the call socket speaks it too, with the same
+// certificates, so that what holds for the gRPC connection holds for it.
+// A name in a folder proves nothing: another process of the same user can
+// rename the plugin's socket aside and put its own in its place (red team,
+// 2026-12-07: it then relayed the token and ran its own calls, past every
+// guard). Without it the plugin offers no call socket.
+var callSocketTLS atomic.Pointer[tls.Config]
+
+// SetCallSocketTLS gives the plugin's TLS settings to its call sockets
+// (package pluginserve, once, before serving).
+func SetCallSocketTLS(conf *tls.Config) { callSocketTLS.Store(conf) }
+
 // OpenCallSocket offers a call socket (see the protocol): a new socket
 // directly in the plugin's socket folder, served by serveCalls once the
-// host has connected with the token, for as long as the host keeps it.
+// host has connected over mutual TLS with the token, for as long as the
+// host keeps it.
 func (s *server) OpenCallSocket(context.Context, *pluginv1.OpenCallSocketRequest) (*pluginv1.OpenCallSocketResponse, error) {
 	dir := os.Getenv(envSocketDir)
 	if dir == "" {
 		return nil, status.Error(codes.Unimplemented, "this plugin has no socket folder ($"+envSocketDir+"); call over CallTool")
+	}
+	conf := callSocketTLS.Load()
+	if conf == nil {
+		return nil, status.Error(codes.Unimplemented, "this plugin serves without its own mutual TLS; call over CallTool")
 	}
 	token := make([]byte, callSocketTokenSize)
 	if _, err := rand.Read(token); err != nil {
@@ -245,7 +266,7 @@ func (s *server) OpenCallSocket(context.Context, *pluginv1.OpenCallSocketRequest
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "call socket: %v", err)
 	}
-	go s.acceptCallSocket(ln, token)
+	go s.acceptCallSocket(ln, conf, token)
 	return &pluginv1.OpenCallSocketResponse{Name: name, Token: token}, nil
 }
 
@@ -254,7 +275,7 @@ func (s *server) OpenCallSocket(context.Context, *pluginv1.OpenCallSocketRequest
 // Each connection's token is read on its own, so one that sends nothing
 // cannot hold up the host's; connections without the token are closed
 // unread past it.
-func (s *server) acceptCallSocket(ln *net.UnixListener, token []byte) {
+func (s *server) acceptCallSocket(ln *net.UnixListener, conf *tls.Config, token []byte) {
 	deadline := time.Now().Add(callSocketAcceptTimeout)
 	_ = ln.SetDeadline(deadline)
 	won := make(chan *frameConn, 1)
@@ -266,7 +287,7 @@ func (s *server) acceptCallSocket(ln *net.UnixListener, token []byte) {
 				return // closed, or nobody came in time
 			}
 			go func() {
-				f := takeToken(conn, token, deadline)
+				f := takeToken(tls.Server(conn, conf), token, deadline)
 				if f == nil {
 					return
 				}
@@ -297,10 +318,15 @@ func (s *server) acceptCallSocket(ln *net.UnixListener, token []byte) {
 	}
 }
 
-// takeToken reads a connection's first message and answers it if it is
+// takeToken completes the TLS handshake (the host's certificate or
+// nothing), reads the connection's first message and answers it if it is
 // token; otherwise it closes the connection and returns nil.
-func takeToken(conn net.Conn, token []byte, deadline time.Time) *frameConn {
+func takeToken(conn *tls.Conn, token []byte, deadline time.Time) *frameConn {
 	_ = conn.SetDeadline(deadline)
+	if err := conn.Handshake(); err != nil {
+		_ = conn.Close()
+		return nil
+	}
 	f := newFrameConn(conn)
 	var h [frameHeader]byte
 	got := make([]byte, callSocketTokenSize)

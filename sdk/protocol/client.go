@@ -90,7 +90,7 @@ type callStream struct {
 	s       callConn
 	route   string // RouteSocket or RouteStream
 	cancel  func()
-	sendMu  sync.Mutex
+	sending chan struct{} // held by the one Send at a time (capacity 1)
 	mu      sync.Mutex
 	pending map[uint64]*pendingCall
 	err     error // set once the stream is broken
@@ -191,7 +191,7 @@ func (c *Client) CallEvents(ctx context.Context, call *pluginv1.Call, onEvent Pr
 	pc.ctx, pc.requester = ctx, requesterFrom(ctx)
 
 	req := &pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_Call{Call: call}}
-	if err := cs.send(req); err != nil {
+	if err := cs.send(ctx, req); err != nil {
 		return nil, err
 	}
 
@@ -209,9 +209,11 @@ func (c *Client) CallEvents(ctx context.Context, call *pluginv1.Call, onEvent Pr
 			return finalOf(ev)
 		case <-ctxDone:
 			ctxDone = nil
-			_ = cs.send(&pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_Cancel{
+			sendCtx, stop := context.WithTimeout(context.Background(), c.CancelGrace)
+			_ = cs.send(sendCtx, &pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_Cancel{
 				Cancel: &pluginv1.Cancel{Reason: context.Cause(ctx).Error()},
 			}})
+			stop()
 			t := time.NewTimer(c.CancelGrace)
 			defer t.Stop()
 			grace = t.C
@@ -290,7 +292,7 @@ func (c *Client) openLocked() error {
 			cancel()
 			return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
 		}
-		cs = &callStream{s: s, route: RouteStream, cancel: cancel, pending: map[uint64]*pendingCall{}}
+		cs = newCallStream(s, RouteStream, cancel)
 	}
 	c.stream = cs
 	c.streams.Add(1)
@@ -333,7 +335,11 @@ func (c *Client) openSocketLocked() *callStream {
 		}
 		return nil
 	}
-	return &callStream{s: socketClientStream{f}, route: RouteSocket, cancel: func() { _ = f.conn.Close() }, pending: map[uint64]*pendingCall{}}
+	return newCallStream(socketClientStream{f}, RouteSocket, func() { _ = f.conn.Close() })
+}
+
+func newCallStream(s callConn, route string, cancel func()) *callStream {
+	return &callStream{s: s, route: route, cancel: cancel, sending: make(chan struct{}, 1), pending: map[uint64]*pendingCall{}}
 }
 
 // receive dispatches events until the stream ends, then fails every call
@@ -395,11 +401,30 @@ func (cs *callStream) forget(id uint64) {
 	cs.mu.Unlock()
 }
 
-func (cs *callStream) send(req *pluginv1.CallToolRequest) error {
-	// A gRPC stream takes one Send at a time.
-	cs.sendMu.Lock()
-	defer cs.sendMu.Unlock()
-	if err := cs.s.Send(req); err != nil {
+// send sends one message for a call whose context is ctx. A plugin that
+// stops reading must not hold the host: waiting for the stream gives up
+// when ctx ends, and a send still blocked when ctx ends breaks the stream
+// (its calls fail as on a lost connection and the next call opens a new
+// one; red team, 2026-12-07: a 1 MiB argument to a plugin that read
+// nothing held its call past its timeout, every later call and the host's
+// exit).
+func (cs *callStream) send(ctx context.Context, req *pluginv1.CallToolRequest) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx, "before it was sent")
+	}
+	// A stream takes one Send at a time.
+	select {
+	case cs.sending <- struct{}{}:
+	case <-ctx.Done():
+		return Errorf(CodeUnavailable, "the plugin is not reading its calls: %v", context.Cause(ctx))
+	}
+	defer func() { <-cs.sending }()
+	stop := context.AfterFunc(ctx, cs.cancel)
+	err := cs.s.Send(req)
+	if !stop() {
+		return Errorf(CodeUnavailable, "the plugin is not reading its calls: %v; its connection was reset", context.Cause(ctx))
+	}
+	if err != nil {
 		if tooLarge(err) {
 			// Only this call is refused; the stream is fine.
 			return Errorf(CodeInvalidArguments, "the call's arguments (%d bytes) exceed the plugin protocol's limit of %d bytes", proto.Size(req), MaxMessageSize)
@@ -407,6 +432,14 @@ func (cs *callStream) send(req *pluginv1.CallToolRequest) error {
 		return Errorf(CodeUnavailable, "plugin connection lost: %v", rpcError(err))
 	}
 	return nil
+}
+
+// ctxError is the error of a call whose context ended (what).
+func ctxError(ctx context.Context, what string) *Error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return Errorf(CodeDeadline, "the call timed out %s: %v", what, context.Cause(ctx))
+	}
+	return Errorf(CodeCancelled, "the call was cancelled %s: %v", what, context.Cause(ctx))
 }
 
 // tooLarge reports whether a send failed only because the message exceeds
@@ -424,9 +457,8 @@ func (c *Client) Close() error {
 	c.stream = nil
 	c.mu.Unlock()
 	if cs != nil {
-		cs.sendMu.Lock()
-		_ = cs.s.CloseSend()
-		cs.sendMu.Unlock()
+		// Break the stream first: a Send blocked on a plugin that reads
+		// nothing returns, and nothing waits for it.
 		cs.cancel()
 	}
 	c.streams.Wait()

@@ -145,7 +145,7 @@ func (cs *callStream) answerClient(id uint64, pc *pendingCall, req *pluginv1.Cli
 	} else {
 		resp.ResultJson = res
 	}
-	_ = cs.send(&pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_ClientResponse{ClientResponse: resp}})
+	_ = cs.send(pc.ctx, &pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_ClientResponse{ClientResponse: resp}})
 }
 
 // versionsPrefix starts the line a plugin writes on stderr when it shares no

@@ -19,11 +19,11 @@ package launcher
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -207,6 +207,7 @@ type Plugin struct {
 	hostID         uint32        // the broker id of the host service, 0 without one
 	hostAddr       atomic.Value  // string: where the host service answered the plugin
 	socketDir      string        // the plugin's socket folder, "" when reattached
+	tls            *tls.Config   // the host's side of the mutual TLS (go-plugin adds the plugin's certificate)
 
 	closeOnce sync.Once
 }
@@ -284,6 +285,7 @@ func (p *Plugin) start(log hclog.Logger) error {
 		return fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
 	}
 	env = append(env, envClientCert+"="+hostCert)
+	p.tls = tlsConf
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: protocol.PluginSets(nil, spec.Versions),
@@ -383,8 +385,8 @@ func (p *Plugin) dispense(rpc plugin.ClientProtocol) error {
 		return fmt.Errorf("%w: plugin %s: unexpected client type %T", ErrStart, spec.Name, raw)
 	}
 	pc.Log = p.log
-	if dir := p.socketDir; dir != "" {
-		pc.DialCallSocket = func(name string) (net.Conn, error) { return dialInFolder(dir, name) }
+	if p.socketDir != "" && p.tls != nil && p.tls.RootCAs != nil {
+		pc.DialCallSocket = CallSocketDialer(p.socketDir, p.tls)
 	}
 	p.proto = pc
 	return nil

@@ -30,5 +30,12 @@ func pinSocket(dir, name string) (string, func(), error) {
 		_ = unix.Close(fd)
 		return "", nil, fmt.Errorf("its socket %q is not a socket (a link or another file)", path)
 	}
+	if st.Nlink != 1 {
+		// A hard link to a socket made elsewhere (a plugin outside any
+		// sandbox can make one; red team, 2026-12-07): its own socket
+		// has one name.
+		_ = unix.Close(fd)
+		return "", nil, fmt.Errorf("its socket %q has %d names (a hard link to a socket elsewhere)", path, st.Nlink)
+	}
 	return "/proc/self/fd/" + strconv.Itoa(fd), func() { _ = unix.Close(fd) }, nil
 }

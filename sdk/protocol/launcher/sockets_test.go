@@ -10,8 +10,8 @@ import (
 
 // A plugin names its call socket; the host connects only to a socket of
 // that name directly in the plugin's socket folder. A plugin that names a
-// path out of the folder, a folder inside it, or a link it made there to
-// any other socket (another host's control socket, a listener outside
+// path out of the folder, a folder inside it, or a link (symbolic or hard)
+// it made there to any other socket (another host's control socket, a listener outside
 // every sandbox) gets no connection: the socket outside is never reached.
 func TestDialInFolderReachesNothingOutside(t *testing.T) {
 	base, err := os.MkdirTemp("", "sbdf") // short: socket paths have ~100 bytes
@@ -34,7 +34,12 @@ func TestDialInFolderReachesNothingOutside(t *testing.T) {
 	if err := os.Symlink(base, filepath.Join(folder, "up")); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"link", "../victim", "up/victim", "sub/../../victim", filepath.Join(base, "victim"), "", ".", ".."} {
+	// A hard link (red team, 2026-12-07): a plugin outside any sandbox
+	// can make one to a socket in any folder of the same file system.
+	if err := os.Link(filepath.Join(base, "victim"), filepath.Join(folder, "hard")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"link", "hard", "../victim", "up/victim", "sub/../../victim", filepath.Join(base, "victim"), "", ".", ".."} {
 		if c, err := dialInFolder(folder, name); err == nil {
 			_ = c.Close()
 			t.Errorf("dialInFolder(%q) connected", name)
