@@ -76,9 +76,10 @@ type ToolServerClient interface {
 	// the host's calls to take instead of CallTool. The plugin listens on a
 	// new socket directly in its socket folder (go-plugin's
 	// $PLUGIN_UNIX_SOCKET_DIR) and answers with its name and a random token.
-	// On the socket every message is a 4-byte big-endian length and then the
-	// message's protobuf encoding. The host connects and sends the token as
-	// its first message; the plugin answers with one empty message, removes
+	// The socket speaks the same mutual TLS as the gRPC server; inside it
+	// every message is a 4-byte big-endian length and then the message's
+	// protobuf encoding. The host connects and sends the token as its first
+	// message; the plugin answers with one empty message, removes
 	// the socket's name and accepts no other connection; from then on the
 	// host sends CallToolRequest messages and the plugin CallToolEvent
 	// messages, exactly as on CallTool, until either side closes it. A
@@ -246,9 +247,10 @@ type ToolServerServer interface {
 	// the host's calls to take instead of CallTool. The plugin listens on a
 	// new socket directly in its socket folder (go-plugin's
 	// $PLUGIN_UNIX_SOCKET_DIR) and answers with its name and a random token.
-	// On the socket every message is a 4-byte big-endian length and then the
-	// message's protobuf encoding. The host connects and sends the token as
-	// its first message; the plugin answers with one empty message, removes
+	// The socket speaks the same mutual TLS as the gRPC server; inside it
+	// every message is a 4-byte big-endian length and then the message's
+	// protobuf encoding. The host connects and sends the token as its first
+	// message; the plugin answers with one empty message, removes
 	// the socket's name and accepts no other connection; from then on the
 	// host sends CallToolRequest messages and the plugin CallToolEvent
 	// messages, exactly as on CallTool, until either side closes it. A
