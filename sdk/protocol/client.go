@@ -3,7 +3,6 @@ package protocol
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
@@ -25,10 +23,9 @@ import (
 const DefaultCancelGrace = 5 * time.Second
 
 // Client is the host's side of one plugin connection. All tool calls share
-// one persistent stream of calls, opened on first use and reopened after it
-// breaks: the plugin's call socket when it offers one and DialCallSocket is
-// set (socketEligible), else the CallTool stream. A Client is safe for
-// concurrent use; Close may be called more than once.
+// one persistent CallTool stream, opened on first use and reopened after it
+// breaks. A Client is safe for concurrent use; Close may be called more than
+// once.
 type Client struct {
 	rpc pluginv1.ToolServerClient
 
@@ -42,53 +39,16 @@ type Client struct {
 	// service on it (see ConfigureRequest.host_service).
 	Broker *plugin.GRPCBroker
 
-	// DialCallSocket, when set, connects to a socket the plugin made in
-	// its own socket folder, by name (the launcher's: it refuses any other
-	// place and any link). Without it calls take the CallTool stream.
-	DialCallSocket func(name string) (net.Conn, error)
-
-	mu       sync.Mutex
-	stream   *callStream
-	nextID   uint64
-	closed   bool
-	noSocket bool // the plugin offers no call socket, or it failed
-	streams  sync.WaitGroup
+	mu      sync.Mutex
+	stream  *callStream
+	nextID  uint64
+	closed  bool
+	streams sync.WaitGroup
 }
 
-// callConn is what a callStream needs of its stream: the CallTool stream
-// or a call socket.
-type callConn interface {
-	Send(*pluginv1.CallToolRequest) error
-	Recv() (*pluginv1.CallToolEvent, error)
-	CloseSend() error
-}
-
-var (
-	_ callConn = (pluginv1.ToolServer_CallToolClient)(nil)
-	_ callConn = socketClientStream{}
-)
-
-// The routes a Client's calls take (CallRoute).
-const (
-	RouteSocket = "call socket"
-	RouteStream = "gRPC stream"
-)
-
-// CallRoute says which route the Client's calls take now: RouteSocket,
-// RouteStream, or "" before the first call.
-func (c *Client) CallRoute() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stream == nil {
-		return ""
-	}
-	return c.stream.route
-}
-
-// callStream is one stream of calls and the calls in flight on it.
+// callStream is one CallTool stream and the calls in flight on it.
 type callStream struct {
-	s       callConn
-	route   string // RouteSocket or RouteStream
+	s       pluginv1.ToolServer_CallToolClient
 	cancel  func()
 	sending chan struct{} // held by the one Send at a time (capacity 1)
 	mu      sync.Mutex
@@ -281,19 +241,13 @@ func (c *Client) start() (*callStream, uint64, *pendingCall, error) {
 }
 
 func (c *Client) openLocked() error {
-	var cs *callStream
-	if c.socketEligible() {
-		cs = c.openSocketLocked()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := c.rpc.CallTool(ctx)
+	if err != nil {
+		cancel()
+		return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
 	}
-	if cs == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		s, err := c.rpc.CallTool(ctx)
-		if err != nil {
-			cancel()
-			return Errorf(CodeUnavailable, "plugin unreachable: %v", rpcError(err))
-		}
-		cs = newCallStream(s, RouteStream, cancel)
-	}
+	cs := &callStream{s: s, cancel: cancel, sending: make(chan struct{}, 1), pending: map[uint64]*pendingCall{}}
 	c.stream = cs
 	c.streams.Add(1)
 	go func() {
@@ -301,45 +255,6 @@ func (c *Client) openLocked() error {
 		cs.receive()
 	}()
 	return nil
-}
-
-// socketEligible is the one place that decides whether calls take a call
-// socket rather than the CallTool stream (a second route: README,
-// PERFORMANCE, "The call socket"): the launcher can reach the plugin's
-// socket folder, the plugin has not refused one or failed to serve it,
-// and the benchmark's switch is not off.
-func (c *Client) socketEligible() bool {
-	return c.DialCallSocket != nil && !c.noSocket && !ablate.Off(ablate.CallSocket)
-}
-
-// openSocketLocked opens a call socket, or returns nil after which calls
-// take the CallTool stream for the life of the connection: a plugin that
-// does not offer one (an older SDK, another language) answers
-// Unimplemented; one whose offer fails is logged and not asked again.
-func (c *Client) openSocketLocked() *callStream {
-	ctx, cancel := context.WithTimeout(context.Background(), callSocketAcceptTimeout)
-	defer cancel()
-	offer, err := c.rpc.OpenCallSocket(ctx, &pluginv1.OpenCallSocketRequest{})
-	if status.Code(err) == codes.Unimplemented {
-		c.noSocket = true
-		return nil
-	}
-	var f *frameConn
-	if err == nil {
-		f, err = dialCallSocket(ctx, c.DialCallSocket, offer)
-	}
-	if err != nil {
-		c.noSocket = true
-		if c.Log != nil {
-			c.Log.Warn("the plugin's call socket failed; its calls take the gRPC stream", "error", rpcError(err))
-		}
-		return nil
-	}
-	return newCallStream(socketClientStream{f}, RouteSocket, func() { _ = f.conn.Close() })
-}
-
-func newCallStream(s callConn, route string, cancel func()) *callStream {
-	return &callStream{s: s, route: route, cancel: cancel, sending: make(chan struct{}, 1), pending: map[uint64]*pendingCall{}}
 }
 
 // receive dispatches events until the stream ends, then fails every call
@@ -405,9 +320,9 @@ func (cs *callStream) forget(id uint64) {
 // stops reading must not hold the host: waiting for the stream gives up
 // when ctx ends, and a send still blocked when ctx ends breaks the stream
 // (its calls fail as on a lost connection and the next call opens a new
-// one; red team, 2026-12-07: a 1 MiB argument to a plugin that read
-// nothing held its call past its timeout, every later call and the host's
-// exit).
+// one; red team, 2026-12-07: an argument larger than the flow-control
+// window, to a plugin that read nothing, held its call past its timeout,
+// every later call and the host's exit).
 func (cs *callStream) send(ctx context.Context, req *pluginv1.CallToolRequest) error {
 	if ctx.Err() != nil {
 		return ctxError(ctx, "before it was sent")

@@ -8,9 +8,7 @@
 // Lifecycle of a plugin as seen from here: the host starts the binary with
 // go-plugin, both sides agree on the highest protocol version they share,
 // the host calls Configure once and Describe once, and then every tool call
-// travels over one persistent stream of calls managed by [Client]: the
-// CallTool stream, or the same messages on the call socket the plugin
-// offers (OpenCallSocket, callsocket.go).
+// travels over one persistent CallTool stream managed by [Client].
 //
 // Host plumbing, not a plugin author's API: package protocol and the
 // packages under it (sdk/protocol/...: pluginv1, the generated gRPC code;

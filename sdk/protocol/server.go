@@ -94,7 +94,7 @@ func (s *server) CallTool(stream pluginv1.ToolServer_CallToolServer) error {
 // serveCalls runs the calls arriving on stream, each on its own goroutine,
 // until the stream ends. Every call still running then is cancelled and
 // waited for.
-func (s *server) serveCalls(parent context.Context, stream callServerStream) {
+func (s *server) serveCalls(parent context.Context, stream pluginv1.ToolServer_CallToolServer) {
 	ctx, cancelAll := context.WithCancel(parent)
 	defer cancelAll()
 
@@ -195,18 +195,6 @@ func (s *server) serveCalls(parent context.Context, stream callServerStream) {
 		}
 	}
 }
-
-// callServerStream is what serveCalls needs of a stream: the CallTool
-// stream or a call socket.
-type callServerStream interface {
-	Send(*pluginv1.CallToolEvent) error
-	Recv() (*pluginv1.CallToolRequest, error)
-}
-
-var (
-	_ callServerStream = (pluginv1.ToolServer_CallToolServer)(nil)
-	_ callServerStream = socketServerStream{}
-)
 
 // runCall runs the handler, turning a panic into an internal error so that
 // one broken tool cannot take the plugin down.

@@ -27,19 +27,11 @@ type ablation struct {
 	pluginEnv  string // the plugin's SWITCHBOARD_ABLATE
 	config     string // added to the host's config
 	secondPath bool   // a second route (DESIGN, performance rule), not a setting
-	// against names the row this one is compared with ("" for everything
-	// on): a setting of the gRPC stream is measured with the call socket
-	// off too, against the row with only the call socket off.
-	against string
 	// feature marks a row that turns something on (traces) rather than an
 	// optimisation off: its figures are what the feature costs, and the
 	// "everything on" row is the same host with it off.
 	feature bool
 }
-
-// callSocketOff is the row of the host calling its plugin over the gRPC
-// stream.
-const callSocketOff = "call socket off (the gRPC stream)"
 
 // ablations lists the optimisations of the stdio call route, each switched
 // off alone.
@@ -48,12 +40,11 @@ func ablations() []ablation {
 	return []ablation{
 		{name: "everything on"},
 		{name: "stdio short path off", hostEnv: off(ablate.ShortPath), secondPath: true},
-		{name: callSocketOff, hostEnv: off(ablate.CallSocket), secondPath: true},
 		{name: "reused goroutines off (host, plugin)", hostEnv: off(ablate.WorkPool), pluginEnv: ablate.WorkPool},
 		{name: fmt.Sprintf("GOMAXPROCS=1 off (serve at %d)", runtime.NumCPU()), hostEnv: []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU())}},
 		{name: "stdin through the poller off", hostEnv: off(ablate.Poller)},
 		{name: "audit writer linger off", hostEnv: off(ablate.AuditLinger)},
-		{name: "fixed gRPC flow windows off (vs socket off)", hostEnv: off(ablate.FlowWindow + "," + ablate.CallSocket), pluginEnv: ablate.FlowWindow, against: callSocketOff},
+		{name: "fixed gRPC flow windows off (host, plugin)", hostEnv: off(ablate.FlowWindow), pluginEnv: ablate.FlowWindow},
 		// Go's default collector: the host's GC headroom is off when the
 		// user sets GOGC (tuning.GCHeadroom).
 		{name: "GC headroom off (GOGC=100)", hostEnv: []string{"GOGC=100"}},
@@ -174,18 +165,13 @@ func BenchmarkAblation(b *testing.B) {
 	row("host, everything on (vs direct)", on, d, "")
 	for i, a := range abl[1:] {
 		f := med[i+2]
-		base, baseName := on, "on"
-		if a.against != "" {
-			j := slices.IndexFunc(abl, func(x ablation) bool { return x.name == a.against })
-			base, baseName = med[j+1], "the row "+a.against
-		}
 		// What switching it off costs, on each figure: more latency or
-		// fewer calls a second, relative to everything on (or to the row named by against).
+		// fewer calls a second, relative to everything on.
 		costs := map[string]float64{
-			"p50, 1 caller":       f.p50one/base.p50one - 1,
-			"calls/s, 1 caller":   base.perSecOne/f.perSecOne - 1,
-			"p50, 32 callers":     f.p50many/base.p50many - 1,
-			"calls/s, 32 callers": base.perSecMany/f.perSecMany - 1,
+			"p50, 1 caller":       f.p50one/on.p50one - 1,
+			"calls/s, 1 caller":   on.perSecOne/f.perSecOne - 1,
+			"p50, 32 callers":     f.p50many/on.p50many - 1,
+			"calls/s, 32 callers": on.perSecMany/f.perSecMany - 1,
 		}
 		worst, at := -1.0, ""
 		for _, k := range []string{"p50, 1 caller", "calls/s, 1 caller", "p50, 32 callers", "calls/s, 32 callers"} {
@@ -204,10 +190,6 @@ func BenchmarkAblation(b *testing.B) {
 			} else {
 				verdict += ": a second route under 10 %, delete it"
 			}
-		}
-		if a.against != "" {
-			row(a.name, f, base, verdict+" against "+baseName)
-			continue
 		}
 		row(a.name+" (vs on)", f, on, verdict)
 	}

@@ -197,22 +197,6 @@ func hostCall(b *testing.B, bin string) (routed, carried func(context.Context) e
 	return routed, carried
 }
 
-// streamCall is hostCall's carrier with the call socket off: calls on the
-// gRPC CallTool stream.
-func streamCall(b *testing.B, bin string) func(context.Context) error {
-	p, err := launcher.Launch(context.Background(), launcher.Spec{Name: "fx", Path: bin, ProjectDir: b.TempDir()}, hclog.NewNullLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = p.Close(context.Background()) })
-	p.Protocol().DialCallSocket = nil // before its first call
-	args := []byte(`{"text":"ping"}`)
-	return func(ctx context.Context) error {
-		_, err := p.Call(ctx, "echo", args, nil)
-		return err
-	}
-}
-
 type stats struct {
 	p50, p99 time.Duration
 	perSec   float64

@@ -297,12 +297,11 @@ func BenchmarkHost(b *testing.B) {
 		// The bare gRPC server as shipped (Go's defaults), and the same
 		// with one scheduler slot as an SDK plugin runs: the conservative
 		// baseline, shown beside it.
-		st := interleave(b, 6000, 1, 6, bareClient(b, bins.TestPlugin, "GOMAXPROCS=1"), routed, carried, socketPingPong(b), bareClient(b, bins.TestPlugin), streamCall(b, bins.TestPlugin))
-		bs, hs, cs, ps, bd, ss := st[0], st[1], st[2], st[3], st[4], st[5]
-		add("router -> plugin hop p50 (call socket)", us(hs.p50), us(bd.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bd.p50)))
+		st := interleave(b, 6000, 1, 6, bareClient(b, bins.TestPlugin, "GOMAXPROCS=1"), routed, carried, socketPingPong(b), bareClient(b, bins.TestPlugin))
+		bs, hs, cs, ps, bd := st[0], st[1], st[2], st[3], st[4]
+		add("router -> plugin hop p50 (gRPC stream)", us(hs.p50), us(bd.p50)+" (bare gRPC unary)", ratio(float64(hs.p50), float64(bd.p50)))
 		add("  vs a bare server tuned like a plugin", us(hs.p50), us(bs.p50)+" (same, GOMAXPROCS=1)", ratio(float64(hs.p50), float64(bs.p50)))
 		add("  the carrier alone (no guards)", us(cs.p50), us(bs.p50)+" (same, GOMAXPROCS=1)", ratio(float64(cs.p50), float64(bs.p50)))
-		add("  the carrier on the gRPC stream (socket off)", us(ss.p50), us(cs.p50)+" (the carrier, call socket)", ratio(float64(ss.p50), float64(cs.p50)))
 		summary["host hop / bare gRPC unary, p50"] = float64(hs.p50) / float64(bd.p50)
 		summary["host hop / tuned bare gRPC unary, p50"] = float64(hs.p50) / float64(bs.p50)
 		conn := bareConn(b, bins.TestPlugin, "GOMAXPROCS=1")

@@ -20,7 +20,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/host/internal/builtins"
 	"github.com/switchboard-mcp/switchboard/host/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
-	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
@@ -910,27 +909,4 @@ func dials(ln net.Listener) <-chan struct{} {
 		}
 	}()
 	return dialled
-}
-
-// A confined plugin offers its call socket from inside its sandbox (it may
-// make sockets in its socket folder, where go-plugin's is), so a
-// confined plugin's calls take it rather than fall back to the gRPC
-// stream; and the socket's name is gone once the host holds it.
-func TestConfinedPluginCallsOverItsCallSocket(t *testing.T) {
-	w := newWorld(t)
-	p := w.policy()
-	pl := launch(t, w, &p)
-	if res, err := pl.Call(t.Context(), "echo", []byte(`{"text":"confined"}`), nil); err != nil || res.Text() != "confined" {
-		t.Fatalf("echo = %v, %v", res, err)
-	}
-	if r := pl.Protocol().CallRoute(); r != protocol.RouteSocket {
-		t.Errorf("a confined plugin's calls take the %q, want the %q", r, protocol.RouteSocket)
-	}
-	if c := pl.Confinement(); strings.Contains(c, "not confined") {
-		t.Errorf("the plugin is %s", c)
-	}
-	left, _ := filepath.Glob(filepath.Join(launcher.TempDir(), "*", "calls*"))
-	if len(left) > 0 {
-		t.Errorf("call sockets left in the plugins' socket folders: %v", left)
-	}
 }

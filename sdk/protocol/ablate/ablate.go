@@ -20,9 +20,6 @@
 //     its flow-control windows as gRPC does by default (growing them by
 //     bandwidth-delay pings, which cost a ping and its answer per call)
 //     instead of fixed windows (package protocol, GRPCDialOptions).
-//   - "callsocket": the host calls plugins over the gRPC CallTool stream
-//     instead of the call socket the plugin offers (package protocol,
-//     OpenCallSocket).
 //
 // One optimisation needs no switch: `serve` runs with one scheduler slot
 // unless $GOMAXPROCS is set, so the benchmark sets GOMAXPROCS to the
@@ -53,7 +50,6 @@ const (
 	WorkPool    = "workpool"
 	AuditLinger = "audit-linger"
 	FlowWindow  = "flow-window"
-	CallSocket  = "callsocket"
 )
 
 var off = sync.OnceValue(func() []string { return parse(os.Getenv(Env)) })

@@ -19,7 +19,6 @@ package launcher
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -206,8 +205,6 @@ type Plugin struct {
 	unwatch        chan struct{} // closed by Close
 	hostID         uint32        // the broker id of the host service, 0 without one
 	hostAddr       atomic.Value  // string: where the host service answered the plugin
-	socketDir      string        // the plugin's socket folder, "" when reattached
-	tls            *tls.Config   // the host's side of the mutual TLS (go-plugin adds the plugin's certificate)
 
 	closeOnce sync.Once
 }
@@ -285,7 +282,6 @@ func (p *Plugin) start(log hclog.Logger) error {
 		return fmt.Errorf("%w: plugin %s: %v", ErrStart, spec.Name, err)
 	}
 	env = append(env, envClientCert+"="+hostCert)
-	p.tls = tlsConf
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: protocol.PluginSets(nil, spec.Versions),
@@ -303,7 +299,6 @@ func (p *Plugin) start(log hclog.Logger) error {
 		// its own variables (cookie, certificate, socket directory); the
 		// real command is built here.
 		RunnerFunc: func(_ hclog.Logger, placeholder *exec.Cmd, socketDir string) (runner.Runner, error) {
-			p.socketDir = socketDir
 			cmd, err := p.command(append(env, placeholder.Env...))
 			if err != nil {
 				return nil, err
@@ -385,9 +380,6 @@ func (p *Plugin) dispense(rpc plugin.ClientProtocol) error {
 		return fmt.Errorf("%w: plugin %s: unexpected client type %T", ErrStart, spec.Name, raw)
 	}
 	pc.Log = p.log
-	if p.socketDir != "" && p.tls != nil && p.tls.RootCAs != nil {
-		pc.DialCallSocket = CallSocketDialer(p.socketDir, p.tls)
-	}
 	p.proto = pc
 	return nil
 }

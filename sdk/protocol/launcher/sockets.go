@@ -1,15 +1,11 @@
 package launcher
 
 import (
-	"crypto/tls"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // socketRootPrefix names the folder, in the system's temporary folder, in
@@ -79,48 +75,4 @@ func removeStaleSocketRoots(base string) {
 			_ = os.RemoveAll(dir)
 		}
 	}
-}
-
-// CallSocketDialer returns how the host connects to a plugin's call
-// socket (protocol.Client.DialCallSocket): to the socket of that name
-// directly in the plugin's socket folder dir (dialInFolder), over mutual
-// TLS with the settings of the plugin's gRPC connection (conf, once
-// go-plugin has added the plugin's certificate), so that a process that
-// put its own socket in the plugin's place learns nothing and runs
-// nothing.
-func CallSocketDialer(dir string, conf *tls.Config) func(name string) (net.Conn, error) {
-	return func(name string) (net.Conn, error) {
-		conn, err := dialInFolder(dir, name)
-		if err != nil {
-			return nil, err
-		}
-		tc := tls.Client(conn, conf.Clone())
-		_ = tc.SetDeadline(time.Now().Add(callSocketHandshake))
-		if err := tc.Handshake(); err != nil {
-			_ = tc.Close()
-			return nil, fmt.Errorf("the call socket's TLS handshake: %w", err)
-		}
-		_ = tc.SetDeadline(time.Time{})
-		return tc, nil
-	}
-}
-
-// callSocketHandshake bounds a call socket's TLS handshake.
-const callSocketHandshake = 10 * time.Second
-
-// dialInFolder connects to the socket called name directly in dir, a
-// plugin's socket folder (its call socket): a name with a folder in it, or
-// one that leads to a link or anything but a socket, is refused, as the
-// handshake's socket is (pinHandshake), so a plugin cannot point the host
-// at another socket.
-func dialInFolder(dir, name string) (net.Conn, error) {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || filepath.Base(name) != name {
-		return nil, fmt.Errorf("refused the plugin's socket name %q: not a name in its socket folder %s", name, dir)
-	}
-	addr, release, err := pinSocket(dir, name)
-	if err != nil {
-		return nil, fmt.Errorf("refused the plugin's socket: %w", err)
-	}
-	defer release()
-	return net.Dial("unix", addr)
 }

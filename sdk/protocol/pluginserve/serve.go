@@ -156,7 +156,6 @@ func Serve(h protocol.Handler, opts ...Option) {
 	case conf != nil:
 		sc.TLSProvider = func() (*tls.Config, error) { return conf, nil }
 		certOnHandshake(cert)
-		protocol.SetCallSocketTLS(conf)
 	}
 	stop := watchHost(log, shutdown)
 	defer stop()

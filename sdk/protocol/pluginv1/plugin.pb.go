@@ -766,96 +766,6 @@ func (*ConfigureResponse) Descriptor() ([]byte, []int) {
 	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
-type OpenCallSocketRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *OpenCallSocketRequest) Reset() {
-	*x = OpenCallSocketRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *OpenCallSocketRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*OpenCallSocketRequest) ProtoMessage() {}
-
-func (x *OpenCallSocketRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use OpenCallSocketRequest.ProtoReflect.Descriptor instead.
-func (*OpenCallSocketRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
-}
-
-type OpenCallSocketResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The socket's file name, directly in the plugin's socket folder.
-	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// What the host sends first on the connection (32 random bytes).
-	Token         []byte `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *OpenCallSocketResponse) Reset() {
-	*x = OpenCallSocketResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *OpenCallSocketResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*OpenCallSocketResponse) ProtoMessage() {}
-
-func (x *OpenCallSocketResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use OpenCallSocketResponse.ProtoReflect.Descriptor instead.
-func (*OpenCallSocketResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
-}
-
-func (x *OpenCallSocketResponse) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *OpenCallSocketResponse) GetToken() []byte {
-	if x != nil {
-		return x.Token
-	}
-	return nil
-}
-
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -864,7 +774,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +786,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +799,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 type DescribeResponse struct {
@@ -926,7 +836,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +848,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +861,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -1063,7 +973,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +985,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +998,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Resource) GetUri() string {
@@ -1156,7 +1066,7 @@ type ResourceTemplate struct {
 
 func (x *ResourceTemplate) Reset() {
 	*x = ResourceTemplate{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1078,7 @@ func (x *ResourceTemplate) String() string {
 func (*ResourceTemplate) ProtoMessage() {}
 
 func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1091,7 @@ func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceTemplate.ProtoReflect.Descriptor instead.
 func (*ResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResourceTemplate) GetUriTemplate() string {
@@ -1237,7 +1147,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1159,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1172,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReadResourceRequest) GetUri() string {
@@ -1288,7 +1198,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1210,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1223,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReadResourceResponse) GetContents() []*EmbeddedResource {
@@ -1336,7 +1246,7 @@ type Prompt struct {
 
 func (x *Prompt) Reset() {
 	*x = Prompt{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1258,7 @@ func (x *Prompt) String() string {
 func (*Prompt) ProtoMessage() {}
 
 func (x *Prompt) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1271,7 @@ func (x *Prompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
 func (*Prompt) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Prompt) GetName() string {
@@ -1404,7 +1314,7 @@ type PromptArgument struct {
 
 func (x *PromptArgument) Reset() {
 	*x = PromptArgument{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1326,7 @@ func (x *PromptArgument) String() string {
 func (*PromptArgument) ProtoMessage() {}
 
 func (x *PromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1339,7 @@ func (x *PromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptArgument.ProtoReflect.Descriptor instead.
 func (*PromptArgument) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PromptArgument) GetName() string {
@@ -1471,7 +1381,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1393,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1406,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetPromptRequest) GetName() string {
@@ -1530,7 +1440,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1452,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1465,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -1583,7 +1493,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1505,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1518,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -1641,7 +1551,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1563,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1576,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CompleteRequest) GetRefType() string {
@@ -1717,7 +1627,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1639,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1652,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CompleteResponse) GetValues() []string {
@@ -1777,7 +1687,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1699,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1712,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SubscribeRequest) GetUri() string {
@@ -1827,7 +1737,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1749,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1762,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 type NotificationsRequest struct {
@@ -1863,7 +1773,7 @@ type NotificationsRequest struct {
 
 func (x *NotificationsRequest) Reset() {
 	*x = NotificationsRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +1785,7 @@ func (x *NotificationsRequest) String() string {
 func (*NotificationsRequest) ProtoMessage() {}
 
 func (x *NotificationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +1798,7 @@ func (x *NotificationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotificationsRequest.ProtoReflect.Descriptor instead.
 func (*NotificationsRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 // The plugin sends a Notification with no kind first, once it listens, so
@@ -1907,7 +1817,7 @@ type Notification struct {
 
 func (x *Notification) Reset() {
 	*x = Notification{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +1829,7 @@ func (x *Notification) String() string {
 func (*Notification) ProtoMessage() {}
 
 func (x *Notification) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +1842,7 @@ func (x *Notification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notification.ProtoReflect.Descriptor instead.
 func (*Notification) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Notification) GetKind() isNotification_Kind {
@@ -1988,7 +1898,7 @@ type ResourceUpdated struct {
 
 func (x *ResourceUpdated) Reset() {
 	*x = ResourceUpdated{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +1910,7 @@ func (x *ResourceUpdated) String() string {
 func (*ResourceUpdated) ProtoMessage() {}
 
 func (x *ResourceUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +1923,7 @@ func (x *ResourceUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUpdated.ProtoReflect.Descriptor instead.
 func (*ResourceUpdated) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResourceUpdated) GetUri() string {
@@ -2031,7 +1941,7 @@ type ListChanged struct {
 
 func (x *ListChanged) Reset() {
 	*x = ListChanged{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2043,7 +1953,7 @@ func (x *ListChanged) String() string {
 func (*ListChanged) ProtoMessage() {}
 
 func (x *ListChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2056,7 +1966,7 @@ func (x *ListChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChanged.ProtoReflect.Descriptor instead.
 func (*ListChanged) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 // SandboxNeeds is what a plugin declares it needs to work. Paths are
@@ -2072,7 +1982,7 @@ type SandboxNeeds struct {
 
 func (x *SandboxNeeds) Reset() {
 	*x = SandboxNeeds{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +1994,7 @@ func (x *SandboxNeeds) String() string {
 func (*SandboxNeeds) ProtoMessage() {}
 
 func (x *SandboxNeeds) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2007,7 @@ func (x *SandboxNeeds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxNeeds.ProtoReflect.Descriptor instead.
 func (*SandboxNeeds) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SandboxNeeds) GetRead() []string {
@@ -2147,7 +2057,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2069,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2082,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Tool) GetName() string {
@@ -2259,7 +2169,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2271,7 +2181,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2284,7 +2194,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Annotations) GetTitle() string {
@@ -2338,7 +2248,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2260,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2363,7 +2273,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CallToolRequest) GetCallId() uint64 {
@@ -2460,7 +2370,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +2382,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +2395,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Call) GetTool() string {
@@ -2546,7 +2456,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2558,7 +2468,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2571,7 +2481,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Cancel) GetReason() string {
@@ -2598,7 +2508,7 @@ type CallToolEvent struct {
 
 func (x *CallToolEvent) Reset() {
 	*x = CallToolEvent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2520,7 @@ func (x *CallToolEvent) String() string {
 func (*CallToolEvent) ProtoMessage() {}
 
 func (x *CallToolEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2533,7 @@ func (x *CallToolEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolEvent.ProtoReflect.Descriptor instead.
 func (*CallToolEvent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CallToolEvent) GetCallId() uint64 {
@@ -2738,7 +2648,7 @@ type ClientRequest struct {
 
 func (x *ClientRequest) Reset() {
 	*x = ClientRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2750,7 +2660,7 @@ func (x *ClientRequest) String() string {
 func (*ClientRequest) ProtoMessage() {}
 
 func (x *ClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2763,7 +2673,7 @@ func (x *ClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientRequest.ProtoReflect.Descriptor instead.
 func (*ClientRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ClientRequest) GetRequestId() uint64 {
@@ -2800,7 +2710,7 @@ type ClientResponse struct {
 
 func (x *ClientResponse) Reset() {
 	*x = ClientResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +2722,7 @@ func (x *ClientResponse) String() string {
 func (*ClientResponse) ProtoMessage() {}
 
 func (x *ClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +2735,7 @@ func (x *ClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientResponse.ProtoReflect.Descriptor instead.
 func (*ClientResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ClientResponse) GetRequestId() uint64 {
@@ -2861,7 +2771,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2873,7 +2783,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2886,7 +2796,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Progress) GetProgress() float64 {
@@ -2922,7 +2832,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +2844,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +2857,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Log) GetLevel() LogLevel {
@@ -2983,7 +2893,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +2905,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +2918,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Result) GetContent() []*Content {
@@ -3048,7 +2958,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3060,7 +2970,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3073,7 +2983,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Content) GetKind() isContent_Kind {
@@ -3171,7 +3081,7 @@ type TextContent struct {
 
 func (x *TextContent) Reset() {
 	*x = TextContent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3093,7 @@ func (x *TextContent) String() string {
 func (*TextContent) ProtoMessage() {}
 
 func (x *TextContent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3106,7 @@ func (x *TextContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextContent.ProtoReflect.Descriptor instead.
 func (*TextContent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TextContent) GetText() string {
@@ -3216,7 +3126,7 @@ type BinaryContent struct {
 
 func (x *BinaryContent) Reset() {
 	*x = BinaryContent{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3228,7 +3138,7 @@ func (x *BinaryContent) String() string {
 func (*BinaryContent) ProtoMessage() {}
 
 func (x *BinaryContent) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3241,7 +3151,7 @@ func (x *BinaryContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BinaryContent.ProtoReflect.Descriptor instead.
 func (*BinaryContent) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BinaryContent) GetData() []byte {
@@ -3270,7 +3180,7 @@ type ResourceLink struct {
 
 func (x *ResourceLink) Reset() {
 	*x = ResourceLink{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3282,7 +3192,7 @@ func (x *ResourceLink) String() string {
 func (*ResourceLink) ProtoMessage() {}
 
 func (x *ResourceLink) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3205,7 @@ func (x *ResourceLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceLink.ProtoReflect.Descriptor instead.
 func (*ResourceLink) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ResourceLink) GetUri() string {
@@ -3339,7 +3249,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3351,7 +3261,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3364,7 +3274,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *EmbeddedResource) GetUri() string {
@@ -3405,7 +3315,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3417,7 +3327,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3430,7 +3340,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -3457,7 +3367,7 @@ type PermissionPatternRequest struct {
 
 func (x *PermissionPatternRequest) Reset() {
 	*x = PermissionPatternRequest{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3469,7 +3379,7 @@ func (x *PermissionPatternRequest) String() string {
 func (*PermissionPatternRequest) ProtoMessage() {}
 
 func (x *PermissionPatternRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3482,7 +3392,7 @@ func (x *PermissionPatternRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionPatternRequest.ProtoReflect.Descriptor instead.
 func (*PermissionPatternRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PermissionPatternRequest) GetTool() string {
@@ -3508,7 +3418,7 @@ type PermissionPatternResponse struct {
 
 func (x *PermissionPatternResponse) Reset() {
 	*x = PermissionPatternResponse{}
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3520,7 +3430,7 @@ func (x *PermissionPatternResponse) String() string {
 func (*PermissionPatternResponse) ProtoMessage() {}
 
 func (x *PermissionPatternResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_switchboard_plugin_v1_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3533,7 +3443,7 @@ func (x *PermissionPatternResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionPatternResponse.ProtoReflect.Descriptor instead.
 func (*PermissionPatternResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
+	return file_switchboard_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PermissionPatternResponse) GetPatterns() []string {
@@ -3579,11 +3489,7 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x13RecentCallsResponse\x12\x1d\n" +
 	"\n" +
 	"calls_json\x18\x01 \x01(\fR\tcallsJson\"'\n" +
-	"\x11ConfigureResponseJ\x04\b\x01\x10\x02R\fcall_channel\"\x17\n" +
-	"\x15OpenCallSocketRequest\"B\n" +
-	"\x16OpenCallSocketResponse\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05token\x18\x02 \x01(\fR\x05token\"\x11\n" +
+	"\x11ConfigureResponseJ\x04\b\x01\x10\x02R\fcall_channel\"\x11\n" +
 	"\x0fDescribeRequest\"\xe6\x04\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
@@ -3797,14 +3703,13 @@ const file_switchboard_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x13ERROR_CODE_INTERNAL\x10\x05\x12\x1a\n" +
 	"\x16ERROR_CODE_UNAVAILABLE\x10\x06\x12 \n" +
 	"\x1cERROR_CODE_PERMISSION_DENIED\x10\a\x12\x1c\n" +
-	"\x18ERROR_CODE_SHUTTING_DOWN\x10\b2\xf9\a\n" +
+	"\x18ERROR_CODE_SHUTTING_DOWN\x10\b2\x8a\a\n" +
 	"\n" +
 	"ToolServer\x12^\n" +
 	"\tConfigure\x12'.switchboard.plugin.v1.ConfigureRequest\x1a(.switchboard.plugin.v1.ConfigureResponse\x12[\n" +
 	"\bDescribe\x12&.switchboard.plugin.v1.DescribeRequest\x1a'.switchboard.plugin.v1.DescribeResponse\x12\\\n" +
 	"\bCallTool\x12&.switchboard.plugin.v1.CallToolRequest\x1a$.switchboard.plugin.v1.CallToolEvent(\x010\x01\x12v\n" +
-	"\x11PermissionPattern\x12/.switchboard.plugin.v1.PermissionPatternRequest\x1a0.switchboard.plugin.v1.PermissionPatternResponse\x12m\n" +
-	"\x0eOpenCallSocket\x12,.switchboard.plugin.v1.OpenCallSocketRequest\x1a-.switchboard.plugin.v1.OpenCallSocketResponse\x12g\n" +
+	"\x11PermissionPattern\x12/.switchboard.plugin.v1.PermissionPatternRequest\x1a0.switchboard.plugin.v1.PermissionPatternResponse\x12g\n" +
 	"\fReadResource\x12*.switchboard.plugin.v1.ReadResourceRequest\x1a+.switchboard.plugin.v1.ReadResourceResponse\x12^\n" +
 	"\tGetPrompt\x12'.switchboard.plugin.v1.GetPromptRequest\x1a(.switchboard.plugin.v1.GetPromptResponse\x12[\n" +
 	"\bComplete\x12&.switchboard.plugin.v1.CompleteRequest\x1a'.switchboard.plugin.v1.CompleteResponse\x12^\n" +
@@ -3830,7 +3735,7 @@ func file_switchboard_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchboard_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_switchboard_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_switchboard_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_switchboard_plugin_v1_plugin_proto_goTypes = []any{
 	(Access)(0),                       // 0: switchboard.plugin.v1.Access
 	(LogLevel)(0),                     // 1: switchboard.plugin.v1.LogLevel
@@ -3845,113 +3750,109 @@ var file_switchboard_plugin_v1_plugin_proto_goTypes = []any{
 	(*RecentCallsRequest)(nil),        // 10: switchboard.plugin.v1.RecentCallsRequest
 	(*RecentCallsResponse)(nil),       // 11: switchboard.plugin.v1.RecentCallsResponse
 	(*ConfigureResponse)(nil),         // 12: switchboard.plugin.v1.ConfigureResponse
-	(*OpenCallSocketRequest)(nil),     // 13: switchboard.plugin.v1.OpenCallSocketRequest
-	(*OpenCallSocketResponse)(nil),    // 14: switchboard.plugin.v1.OpenCallSocketResponse
-	(*DescribeRequest)(nil),           // 15: switchboard.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil),          // 16: switchboard.plugin.v1.DescribeResponse
-	(*Resource)(nil),                  // 17: switchboard.plugin.v1.Resource
-	(*ResourceTemplate)(nil),          // 18: switchboard.plugin.v1.ResourceTemplate
-	(*ReadResourceRequest)(nil),       // 19: switchboard.plugin.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),      // 20: switchboard.plugin.v1.ReadResourceResponse
-	(*Prompt)(nil),                    // 21: switchboard.plugin.v1.Prompt
-	(*PromptArgument)(nil),            // 22: switchboard.plugin.v1.PromptArgument
-	(*GetPromptRequest)(nil),          // 23: switchboard.plugin.v1.GetPromptRequest
-	(*GetPromptResponse)(nil),         // 24: switchboard.plugin.v1.GetPromptResponse
-	(*PromptMessage)(nil),             // 25: switchboard.plugin.v1.PromptMessage
-	(*CompleteRequest)(nil),           // 26: switchboard.plugin.v1.CompleteRequest
-	(*CompleteResponse)(nil),          // 27: switchboard.plugin.v1.CompleteResponse
-	(*SubscribeRequest)(nil),          // 28: switchboard.plugin.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),         // 29: switchboard.plugin.v1.SubscribeResponse
-	(*NotificationsRequest)(nil),      // 30: switchboard.plugin.v1.NotificationsRequest
-	(*Notification)(nil),              // 31: switchboard.plugin.v1.Notification
-	(*ResourceUpdated)(nil),           // 32: switchboard.plugin.v1.ResourceUpdated
-	(*ListChanged)(nil),               // 33: switchboard.plugin.v1.ListChanged
-	(*SandboxNeeds)(nil),              // 34: switchboard.plugin.v1.SandboxNeeds
-	(*Tool)(nil),                      // 35: switchboard.plugin.v1.Tool
-	(*Annotations)(nil),               // 36: switchboard.plugin.v1.Annotations
-	(*CallToolRequest)(nil),           // 37: switchboard.plugin.v1.CallToolRequest
-	(*Call)(nil),                      // 38: switchboard.plugin.v1.Call
-	(*Cancel)(nil),                    // 39: switchboard.plugin.v1.Cancel
-	(*CallToolEvent)(nil),             // 40: switchboard.plugin.v1.CallToolEvent
-	(*ClientRequest)(nil),             // 41: switchboard.plugin.v1.ClientRequest
-	(*ClientResponse)(nil),            // 42: switchboard.plugin.v1.ClientResponse
-	(*Progress)(nil),                  // 43: switchboard.plugin.v1.Progress
-	(*Log)(nil),                       // 44: switchboard.plugin.v1.Log
-	(*Result)(nil),                    // 45: switchboard.plugin.v1.Result
-	(*Content)(nil),                   // 46: switchboard.plugin.v1.Content
-	(*TextContent)(nil),               // 47: switchboard.plugin.v1.TextContent
-	(*BinaryContent)(nil),             // 48: switchboard.plugin.v1.BinaryContent
-	(*ResourceLink)(nil),              // 49: switchboard.plugin.v1.ResourceLink
-	(*EmbeddedResource)(nil),          // 50: switchboard.plugin.v1.EmbeddedResource
-	(*Error)(nil),                     // 51: switchboard.plugin.v1.Error
-	(*PermissionPatternRequest)(nil),  // 52: switchboard.plugin.v1.PermissionPatternRequest
-	(*PermissionPatternResponse)(nil), // 53: switchboard.plugin.v1.PermissionPatternResponse
-	nil,                               // 54: switchboard.plugin.v1.GetPromptRequest.ArgumentsEntry
-	nil,                               // 55: switchboard.plugin.v1.CompleteRequest.ContextEntry
+	(*DescribeRequest)(nil),           // 13: switchboard.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil),          // 14: switchboard.plugin.v1.DescribeResponse
+	(*Resource)(nil),                  // 15: switchboard.plugin.v1.Resource
+	(*ResourceTemplate)(nil),          // 16: switchboard.plugin.v1.ResourceTemplate
+	(*ReadResourceRequest)(nil),       // 17: switchboard.plugin.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),      // 18: switchboard.plugin.v1.ReadResourceResponse
+	(*Prompt)(nil),                    // 19: switchboard.plugin.v1.Prompt
+	(*PromptArgument)(nil),            // 20: switchboard.plugin.v1.PromptArgument
+	(*GetPromptRequest)(nil),          // 21: switchboard.plugin.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),         // 22: switchboard.plugin.v1.GetPromptResponse
+	(*PromptMessage)(nil),             // 23: switchboard.plugin.v1.PromptMessage
+	(*CompleteRequest)(nil),           // 24: switchboard.plugin.v1.CompleteRequest
+	(*CompleteResponse)(nil),          // 25: switchboard.plugin.v1.CompleteResponse
+	(*SubscribeRequest)(nil),          // 26: switchboard.plugin.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),         // 27: switchboard.plugin.v1.SubscribeResponse
+	(*NotificationsRequest)(nil),      // 28: switchboard.plugin.v1.NotificationsRequest
+	(*Notification)(nil),              // 29: switchboard.plugin.v1.Notification
+	(*ResourceUpdated)(nil),           // 30: switchboard.plugin.v1.ResourceUpdated
+	(*ListChanged)(nil),               // 31: switchboard.plugin.v1.ListChanged
+	(*SandboxNeeds)(nil),              // 32: switchboard.plugin.v1.SandboxNeeds
+	(*Tool)(nil),                      // 33: switchboard.plugin.v1.Tool
+	(*Annotations)(nil),               // 34: switchboard.plugin.v1.Annotations
+	(*CallToolRequest)(nil),           // 35: switchboard.plugin.v1.CallToolRequest
+	(*Call)(nil),                      // 36: switchboard.plugin.v1.Call
+	(*Cancel)(nil),                    // 37: switchboard.plugin.v1.Cancel
+	(*CallToolEvent)(nil),             // 38: switchboard.plugin.v1.CallToolEvent
+	(*ClientRequest)(nil),             // 39: switchboard.plugin.v1.ClientRequest
+	(*ClientResponse)(nil),            // 40: switchboard.plugin.v1.ClientResponse
+	(*Progress)(nil),                  // 41: switchboard.plugin.v1.Progress
+	(*Log)(nil),                       // 42: switchboard.plugin.v1.Log
+	(*Result)(nil),                    // 43: switchboard.plugin.v1.Result
+	(*Content)(nil),                   // 44: switchboard.plugin.v1.Content
+	(*TextContent)(nil),               // 45: switchboard.plugin.v1.TextContent
+	(*BinaryContent)(nil),             // 46: switchboard.plugin.v1.BinaryContent
+	(*ResourceLink)(nil),              // 47: switchboard.plugin.v1.ResourceLink
+	(*EmbeddedResource)(nil),          // 48: switchboard.plugin.v1.EmbeddedResource
+	(*Error)(nil),                     // 49: switchboard.plugin.v1.Error
+	(*PermissionPatternRequest)(nil),  // 50: switchboard.plugin.v1.PermissionPatternRequest
+	(*PermissionPatternResponse)(nil), // 51: switchboard.plugin.v1.PermissionPatternResponse
+	nil,                               // 52: switchboard.plugin.v1.GetPromptRequest.ArgumentsEntry
+	nil,                               // 53: switchboard.plugin.v1.CompleteRequest.ContextEntry
 }
 var file_switchboard_plugin_v1_plugin_proto_depIdxs = []int32{
-	35, // 0: switchboard.plugin.v1.DescribeResponse.tools:type_name -> switchboard.plugin.v1.Tool
-	34, // 1: switchboard.plugin.v1.DescribeResponse.sandbox:type_name -> switchboard.plugin.v1.SandboxNeeds
-	17, // 2: switchboard.plugin.v1.DescribeResponse.resources:type_name -> switchboard.plugin.v1.Resource
-	18, // 3: switchboard.plugin.v1.DescribeResponse.resource_templates:type_name -> switchboard.plugin.v1.ResourceTemplate
-	21, // 4: switchboard.plugin.v1.DescribeResponse.prompts:type_name -> switchboard.plugin.v1.Prompt
-	50, // 5: switchboard.plugin.v1.ReadResourceResponse.contents:type_name -> switchboard.plugin.v1.EmbeddedResource
-	22, // 6: switchboard.plugin.v1.Prompt.arguments:type_name -> switchboard.plugin.v1.PromptArgument
-	54, // 7: switchboard.plugin.v1.GetPromptRequest.arguments:type_name -> switchboard.plugin.v1.GetPromptRequest.ArgumentsEntry
-	25, // 8: switchboard.plugin.v1.GetPromptResponse.messages:type_name -> switchboard.plugin.v1.PromptMessage
-	46, // 9: switchboard.plugin.v1.PromptMessage.content:type_name -> switchboard.plugin.v1.Content
-	55, // 10: switchboard.plugin.v1.CompleteRequest.context:type_name -> switchboard.plugin.v1.CompleteRequest.ContextEntry
-	32, // 11: switchboard.plugin.v1.Notification.resource_updated:type_name -> switchboard.plugin.v1.ResourceUpdated
-	33, // 12: switchboard.plugin.v1.Notification.list_changed:type_name -> switchboard.plugin.v1.ListChanged
-	36, // 13: switchboard.plugin.v1.Tool.annotations:type_name -> switchboard.plugin.v1.Annotations
+	33, // 0: switchboard.plugin.v1.DescribeResponse.tools:type_name -> switchboard.plugin.v1.Tool
+	32, // 1: switchboard.plugin.v1.DescribeResponse.sandbox:type_name -> switchboard.plugin.v1.SandboxNeeds
+	15, // 2: switchboard.plugin.v1.DescribeResponse.resources:type_name -> switchboard.plugin.v1.Resource
+	16, // 3: switchboard.plugin.v1.DescribeResponse.resource_templates:type_name -> switchboard.plugin.v1.ResourceTemplate
+	19, // 4: switchboard.plugin.v1.DescribeResponse.prompts:type_name -> switchboard.plugin.v1.Prompt
+	48, // 5: switchboard.plugin.v1.ReadResourceResponse.contents:type_name -> switchboard.plugin.v1.EmbeddedResource
+	20, // 6: switchboard.plugin.v1.Prompt.arguments:type_name -> switchboard.plugin.v1.PromptArgument
+	52, // 7: switchboard.plugin.v1.GetPromptRequest.arguments:type_name -> switchboard.plugin.v1.GetPromptRequest.ArgumentsEntry
+	23, // 8: switchboard.plugin.v1.GetPromptResponse.messages:type_name -> switchboard.plugin.v1.PromptMessage
+	44, // 9: switchboard.plugin.v1.PromptMessage.content:type_name -> switchboard.plugin.v1.Content
+	53, // 10: switchboard.plugin.v1.CompleteRequest.context:type_name -> switchboard.plugin.v1.CompleteRequest.ContextEntry
+	30, // 11: switchboard.plugin.v1.Notification.resource_updated:type_name -> switchboard.plugin.v1.ResourceUpdated
+	31, // 12: switchboard.plugin.v1.Notification.list_changed:type_name -> switchboard.plugin.v1.ListChanged
+	34, // 13: switchboard.plugin.v1.Tool.annotations:type_name -> switchboard.plugin.v1.Annotations
 	0,  // 14: switchboard.plugin.v1.Tool.access:type_name -> switchboard.plugin.v1.Access
-	38, // 15: switchboard.plugin.v1.CallToolRequest.call:type_name -> switchboard.plugin.v1.Call
-	39, // 16: switchboard.plugin.v1.CallToolRequest.cancel:type_name -> switchboard.plugin.v1.Cancel
-	42, // 17: switchboard.plugin.v1.CallToolRequest.client_response:type_name -> switchboard.plugin.v1.ClientResponse
-	43, // 18: switchboard.plugin.v1.CallToolEvent.progress:type_name -> switchboard.plugin.v1.Progress
-	44, // 19: switchboard.plugin.v1.CallToolEvent.log:type_name -> switchboard.plugin.v1.Log
-	45, // 20: switchboard.plugin.v1.CallToolEvent.result:type_name -> switchboard.plugin.v1.Result
-	51, // 21: switchboard.plugin.v1.CallToolEvent.error:type_name -> switchboard.plugin.v1.Error
-	41, // 22: switchboard.plugin.v1.CallToolEvent.client_request:type_name -> switchboard.plugin.v1.ClientRequest
-	51, // 23: switchboard.plugin.v1.ClientResponse.error:type_name -> switchboard.plugin.v1.Error
+	36, // 15: switchboard.plugin.v1.CallToolRequest.call:type_name -> switchboard.plugin.v1.Call
+	37, // 16: switchboard.plugin.v1.CallToolRequest.cancel:type_name -> switchboard.plugin.v1.Cancel
+	40, // 17: switchboard.plugin.v1.CallToolRequest.client_response:type_name -> switchboard.plugin.v1.ClientResponse
+	41, // 18: switchboard.plugin.v1.CallToolEvent.progress:type_name -> switchboard.plugin.v1.Progress
+	42, // 19: switchboard.plugin.v1.CallToolEvent.log:type_name -> switchboard.plugin.v1.Log
+	43, // 20: switchboard.plugin.v1.CallToolEvent.result:type_name -> switchboard.plugin.v1.Result
+	49, // 21: switchboard.plugin.v1.CallToolEvent.error:type_name -> switchboard.plugin.v1.Error
+	39, // 22: switchboard.plugin.v1.CallToolEvent.client_request:type_name -> switchboard.plugin.v1.ClientRequest
+	49, // 23: switchboard.plugin.v1.ClientResponse.error:type_name -> switchboard.plugin.v1.Error
 	1,  // 24: switchboard.plugin.v1.Log.level:type_name -> switchboard.plugin.v1.LogLevel
-	46, // 25: switchboard.plugin.v1.Result.content:type_name -> switchboard.plugin.v1.Content
-	47, // 26: switchboard.plugin.v1.Content.text:type_name -> switchboard.plugin.v1.TextContent
-	48, // 27: switchboard.plugin.v1.Content.image:type_name -> switchboard.plugin.v1.BinaryContent
-	48, // 28: switchboard.plugin.v1.Content.audio:type_name -> switchboard.plugin.v1.BinaryContent
-	49, // 29: switchboard.plugin.v1.Content.resource_link:type_name -> switchboard.plugin.v1.ResourceLink
-	50, // 30: switchboard.plugin.v1.Content.resource:type_name -> switchboard.plugin.v1.EmbeddedResource
+	44, // 25: switchboard.plugin.v1.Result.content:type_name -> switchboard.plugin.v1.Content
+	45, // 26: switchboard.plugin.v1.Content.text:type_name -> switchboard.plugin.v1.TextContent
+	46, // 27: switchboard.plugin.v1.Content.image:type_name -> switchboard.plugin.v1.BinaryContent
+	46, // 28: switchboard.plugin.v1.Content.audio:type_name -> switchboard.plugin.v1.BinaryContent
+	47, // 29: switchboard.plugin.v1.Content.resource_link:type_name -> switchboard.plugin.v1.ResourceLink
+	48, // 30: switchboard.plugin.v1.Content.resource:type_name -> switchboard.plugin.v1.EmbeddedResource
 	2,  // 31: switchboard.plugin.v1.Error.code:type_name -> switchboard.plugin.v1.ErrorCode
 	3,  // 32: switchboard.plugin.v1.ToolServer.Configure:input_type -> switchboard.plugin.v1.ConfigureRequest
-	15, // 33: switchboard.plugin.v1.ToolServer.Describe:input_type -> switchboard.plugin.v1.DescribeRequest
-	37, // 34: switchboard.plugin.v1.ToolServer.CallTool:input_type -> switchboard.plugin.v1.CallToolRequest
-	52, // 35: switchboard.plugin.v1.ToolServer.PermissionPattern:input_type -> switchboard.plugin.v1.PermissionPatternRequest
-	13, // 36: switchboard.plugin.v1.ToolServer.OpenCallSocket:input_type -> switchboard.plugin.v1.OpenCallSocketRequest
-	19, // 37: switchboard.plugin.v1.ToolServer.ReadResource:input_type -> switchboard.plugin.v1.ReadResourceRequest
-	23, // 38: switchboard.plugin.v1.ToolServer.GetPrompt:input_type -> switchboard.plugin.v1.GetPromptRequest
-	26, // 39: switchboard.plugin.v1.ToolServer.Complete:input_type -> switchboard.plugin.v1.CompleteRequest
-	28, // 40: switchboard.plugin.v1.ToolServer.Subscribe:input_type -> switchboard.plugin.v1.SubscribeRequest
-	30, // 41: switchboard.plugin.v1.ToolServer.Notifications:input_type -> switchboard.plugin.v1.NotificationsRequest
-	4,  // 42: switchboard.plugin.v1.Host.ListServers:input_type -> switchboard.plugin.v1.HostRequest
-	6,  // 43: switchboard.plugin.v1.Host.RestartServer:input_type -> switchboard.plugin.v1.RestartServerRequest
-	8,  // 44: switchboard.plugin.v1.Host.WhyRefused:input_type -> switchboard.plugin.v1.WhyRefusedRequest
-	10, // 45: switchboard.plugin.v1.Host.RecentCalls:input_type -> switchboard.plugin.v1.RecentCallsRequest
-	12, // 46: switchboard.plugin.v1.ToolServer.Configure:output_type -> switchboard.plugin.v1.ConfigureResponse
-	16, // 47: switchboard.plugin.v1.ToolServer.Describe:output_type -> switchboard.plugin.v1.DescribeResponse
-	40, // 48: switchboard.plugin.v1.ToolServer.CallTool:output_type -> switchboard.plugin.v1.CallToolEvent
-	53, // 49: switchboard.plugin.v1.ToolServer.PermissionPattern:output_type -> switchboard.plugin.v1.PermissionPatternResponse
-	14, // 50: switchboard.plugin.v1.ToolServer.OpenCallSocket:output_type -> switchboard.plugin.v1.OpenCallSocketResponse
-	20, // 51: switchboard.plugin.v1.ToolServer.ReadResource:output_type -> switchboard.plugin.v1.ReadResourceResponse
-	24, // 52: switchboard.plugin.v1.ToolServer.GetPrompt:output_type -> switchboard.plugin.v1.GetPromptResponse
-	27, // 53: switchboard.plugin.v1.ToolServer.Complete:output_type -> switchboard.plugin.v1.CompleteResponse
-	29, // 54: switchboard.plugin.v1.ToolServer.Subscribe:output_type -> switchboard.plugin.v1.SubscribeResponse
-	31, // 55: switchboard.plugin.v1.ToolServer.Notifications:output_type -> switchboard.plugin.v1.Notification
-	5,  // 56: switchboard.plugin.v1.Host.ListServers:output_type -> switchboard.plugin.v1.ListServersResponse
-	7,  // 57: switchboard.plugin.v1.Host.RestartServer:output_type -> switchboard.plugin.v1.RestartServerResponse
-	9,  // 58: switchboard.plugin.v1.Host.WhyRefused:output_type -> switchboard.plugin.v1.WhyRefusedResponse
-	11, // 59: switchboard.plugin.v1.Host.RecentCalls:output_type -> switchboard.plugin.v1.RecentCallsResponse
-	46, // [46:60] is the sub-list for method output_type
-	32, // [32:46] is the sub-list for method input_type
+	13, // 33: switchboard.plugin.v1.ToolServer.Describe:input_type -> switchboard.plugin.v1.DescribeRequest
+	35, // 34: switchboard.plugin.v1.ToolServer.CallTool:input_type -> switchboard.plugin.v1.CallToolRequest
+	50, // 35: switchboard.plugin.v1.ToolServer.PermissionPattern:input_type -> switchboard.plugin.v1.PermissionPatternRequest
+	17, // 36: switchboard.plugin.v1.ToolServer.ReadResource:input_type -> switchboard.plugin.v1.ReadResourceRequest
+	21, // 37: switchboard.plugin.v1.ToolServer.GetPrompt:input_type -> switchboard.plugin.v1.GetPromptRequest
+	24, // 38: switchboard.plugin.v1.ToolServer.Complete:input_type -> switchboard.plugin.v1.CompleteRequest
+	26, // 39: switchboard.plugin.v1.ToolServer.Subscribe:input_type -> switchboard.plugin.v1.SubscribeRequest
+	28, // 40: switchboard.plugin.v1.ToolServer.Notifications:input_type -> switchboard.plugin.v1.NotificationsRequest
+	4,  // 41: switchboard.plugin.v1.Host.ListServers:input_type -> switchboard.plugin.v1.HostRequest
+	6,  // 42: switchboard.plugin.v1.Host.RestartServer:input_type -> switchboard.plugin.v1.RestartServerRequest
+	8,  // 43: switchboard.plugin.v1.Host.WhyRefused:input_type -> switchboard.plugin.v1.WhyRefusedRequest
+	10, // 44: switchboard.plugin.v1.Host.RecentCalls:input_type -> switchboard.plugin.v1.RecentCallsRequest
+	12, // 45: switchboard.plugin.v1.ToolServer.Configure:output_type -> switchboard.plugin.v1.ConfigureResponse
+	14, // 46: switchboard.plugin.v1.ToolServer.Describe:output_type -> switchboard.plugin.v1.DescribeResponse
+	38, // 47: switchboard.plugin.v1.ToolServer.CallTool:output_type -> switchboard.plugin.v1.CallToolEvent
+	51, // 48: switchboard.plugin.v1.ToolServer.PermissionPattern:output_type -> switchboard.plugin.v1.PermissionPatternResponse
+	18, // 49: switchboard.plugin.v1.ToolServer.ReadResource:output_type -> switchboard.plugin.v1.ReadResourceResponse
+	22, // 50: switchboard.plugin.v1.ToolServer.GetPrompt:output_type -> switchboard.plugin.v1.GetPromptResponse
+	25, // 51: switchboard.plugin.v1.ToolServer.Complete:output_type -> switchboard.plugin.v1.CompleteResponse
+	27, // 52: switchboard.plugin.v1.ToolServer.Subscribe:output_type -> switchboard.plugin.v1.SubscribeResponse
+	29, // 53: switchboard.plugin.v1.ToolServer.Notifications:output_type -> switchboard.plugin.v1.Notification
+	5,  // 54: switchboard.plugin.v1.Host.ListServers:output_type -> switchboard.plugin.v1.ListServersResponse
+	7,  // 55: switchboard.plugin.v1.Host.RestartServer:output_type -> switchboard.plugin.v1.RestartServerResponse
+	9,  // 56: switchboard.plugin.v1.Host.WhyRefused:output_type -> switchboard.plugin.v1.WhyRefusedResponse
+	11, // 57: switchboard.plugin.v1.Host.RecentCalls:output_type -> switchboard.plugin.v1.RecentCallsResponse
+	45, // [45:58] is the sub-list for method output_type
+	32, // [32:45] is the sub-list for method input_type
 	32, // [32:32] is the sub-list for extension type_name
 	32, // [32:32] is the sub-list for extension extendee
 	0,  // [0:32] is the sub-list for field type_name
@@ -3962,24 +3863,24 @@ func file_switchboard_plugin_v1_plugin_proto_init() {
 	if File_switchboard_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[28].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[26].OneofWrappers = []any{
 		(*Notification_ResourceUpdated)(nil),
 		(*Notification_ListChanged)(nil),
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[33].OneofWrappers = []any{}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[34].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[31].OneofWrappers = []any{}
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[32].OneofWrappers = []any{
 		(*CallToolRequest_Call)(nil),
 		(*CallToolRequest_Cancel)(nil),
 		(*CallToolRequest_ClientResponse)(nil),
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[37].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[35].OneofWrappers = []any{
 		(*CallToolEvent_Progress)(nil),
 		(*CallToolEvent_Log)(nil),
 		(*CallToolEvent_Result)(nil),
 		(*CallToolEvent_Error)(nil),
 		(*CallToolEvent_ClientRequest)(nil),
 	}
-	file_switchboard_plugin_v1_plugin_proto_msgTypes[43].OneofWrappers = []any{
+	file_switchboard_plugin_v1_plugin_proto_msgTypes[41].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Image)(nil),
 		(*Content_Audio)(nil),
@@ -3992,7 +3893,7 @@ func file_switchboard_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_plugin_v1_plugin_proto_rawDesc), len(file_switchboard_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   53,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -44,7 +44,6 @@ const (
 	ToolServer_Describe_FullMethodName          = "/switchboard.plugin.v1.ToolServer/Describe"
 	ToolServer_CallTool_FullMethodName          = "/switchboard.plugin.v1.ToolServer/CallTool"
 	ToolServer_PermissionPattern_FullMethodName = "/switchboard.plugin.v1.ToolServer/PermissionPattern"
-	ToolServer_OpenCallSocket_FullMethodName    = "/switchboard.plugin.v1.ToolServer/OpenCallSocket"
 	ToolServer_ReadResource_FullMethodName      = "/switchboard.plugin.v1.ToolServer/ReadResource"
 	ToolServer_GetPrompt_FullMethodName         = "/switchboard.plugin.v1.ToolServer/GetPrompt"
 	ToolServer_Complete_FullMethodName          = "/switchboard.plugin.v1.ToolServer/Complete"
@@ -71,23 +70,6 @@ type ToolServerClient interface {
 	// thing the call would do (bash: one per command a line would run). The
 	// host matches them against "<server>.<tool>:<pattern>" rules.
 	PermissionPattern(ctx context.Context, in *PermissionPatternRequest, opts ...grpc.CallOption) (*PermissionPatternResponse, error)
-	// OpenCallSocket is optional, in every version: it offers the CallTool
-	// stream's messages on a plain Unix socket, without gRPC's framing, for
-	// the host's calls to take instead of CallTool. The plugin listens on a
-	// new socket directly in its socket folder (go-plugin's
-	// $PLUGIN_UNIX_SOCKET_DIR) and answers with its name and a random token.
-	// The socket speaks the same mutual TLS as the gRPC server; inside it
-	// every message is a 4-byte big-endian length and then the message's
-	// protobuf encoding. The host connects and sends the token as its first
-	// message; the plugin answers with one empty message, removes
-	// the socket's name and accepts no other connection; from then on the
-	// host sends CallToolRequest messages and the plugin CallToolEvent
-	// messages, exactly as on CallTool, until either side closes it. A
-	// connection that does not send the token within 10 seconds, or sends
-	// another one, is closed and nothing on it runs. A plugin without a
-	// socket folder, or that does not offer this, answers UNIMPLEMENTED and
-	// the host calls over CallTool.
-	OpenCallSocket(ctx context.Context, in *OpenCallSocketRequest, opts ...grpc.CallOption) (*OpenCallSocketResponse, error)
 	// Version 2. ReadResource reads one resource, listed or matching a
 	// template, and returns its contents.
 	ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error)
@@ -148,16 +130,6 @@ func (c *toolServerClient) PermissionPattern(ctx context.Context, in *Permission
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PermissionPatternResponse)
 	err := c.cc.Invoke(ctx, ToolServer_PermissionPattern_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *toolServerClient) OpenCallSocket(ctx context.Context, in *OpenCallSocketRequest, opts ...grpc.CallOption) (*OpenCallSocketResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(OpenCallSocketResponse)
-	err := c.cc.Invoke(ctx, ToolServer_OpenCallSocket_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,23 +214,6 @@ type ToolServerServer interface {
 	// thing the call would do (bash: one per command a line would run). The
 	// host matches them against "<server>.<tool>:<pattern>" rules.
 	PermissionPattern(context.Context, *PermissionPatternRequest) (*PermissionPatternResponse, error)
-	// OpenCallSocket is optional, in every version: it offers the CallTool
-	// stream's messages on a plain Unix socket, without gRPC's framing, for
-	// the host's calls to take instead of CallTool. The plugin listens on a
-	// new socket directly in its socket folder (go-plugin's
-	// $PLUGIN_UNIX_SOCKET_DIR) and answers with its name and a random token.
-	// The socket speaks the same mutual TLS as the gRPC server; inside it
-	// every message is a 4-byte big-endian length and then the message's
-	// protobuf encoding. The host connects and sends the token as its first
-	// message; the plugin answers with one empty message, removes
-	// the socket's name and accepts no other connection; from then on the
-	// host sends CallToolRequest messages and the plugin CallToolEvent
-	// messages, exactly as on CallTool, until either side closes it. A
-	// connection that does not send the token within 10 seconds, or sends
-	// another one, is closed and nothing on it runs. A plugin without a
-	// socket folder, or that does not offer this, answers UNIMPLEMENTED and
-	// the host calls over CallTool.
-	OpenCallSocket(context.Context, *OpenCallSocketRequest) (*OpenCallSocketResponse, error)
 	// Version 2. ReadResource reads one resource, listed or matching a
 	// template, and returns its contents.
 	ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error)
@@ -293,9 +248,6 @@ func (UnimplementedToolServerServer) CallTool(grpc.BidiStreamingServer[CallToolR
 }
 func (UnimplementedToolServerServer) PermissionPattern(context.Context, *PermissionPatternRequest) (*PermissionPatternResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PermissionPattern not implemented")
-}
-func (UnimplementedToolServerServer) OpenCallSocket(context.Context, *OpenCallSocketRequest) (*OpenCallSocketResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method OpenCallSocket not implemented")
 }
 func (UnimplementedToolServerServer) ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadResource not implemented")
@@ -390,24 +342,6 @@ func _ToolServer_PermissionPattern_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ToolServerServer).PermissionPattern(ctx, req.(*PermissionPatternRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _ToolServer_OpenCallSocket_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(OpenCallSocketRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ToolServerServer).OpenCallSocket(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ToolServer_OpenCallSocket_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ToolServerServer).OpenCallSocket(ctx, req.(*OpenCallSocketRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -513,10 +447,6 @@ var ToolServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PermissionPattern",
 			Handler:    _ToolServer_PermissionPattern_Handler,
-		},
-		{
-			MethodName: "OpenCallSocket",
-			Handler:    _ToolServer_OpenCallSocket_Handler,
 		},
 		{
 			MethodName: "ReadResource",
