@@ -154,6 +154,7 @@ func BenchmarkAblation(b *testing.B) {
 	}
 	d, on := med[0], med[1]
 	fmt.Printf("\nablation of the stdio call route: echo through the host, medians of %d runs (%s)\n", runs, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Println(idleNote())
 	fmt.Printf("%-48s %16s %18s %16s %18s  %s\n", "", "p50, 1 caller", "calls/s, 1 caller", "p50, 32 callers", "calls/s, 32 callers", "switching it off costs")
 	row := func(name string, f figures, against figures, verdict string) {
 		rel := func(v, base float64) string { return fmt.Sprintf("%.2fx", v/base) }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -261,4 +262,30 @@ func run(b *testing.B, n, callers int, call func(context.Context) error) ([]time
 	}
 	wg.Wait()
 	return lat[:per*callers], time.Since(start)
+}
+
+// idleNote says how this machine's idle processors wake, which moves every
+// one-caller figure: a call through the host wakes processes four times
+// where the direct server wakes twice, and on a virtual machine whose guest
+// does not poll before it halts (cpuidle's haltpoll driver with
+// guest_halt_poll_ns = 0) each wake of an idle vCPU leaves the guest. Even
+// which settings help turns on it (README, PERFORMANCE: the fixed flow
+// windows), so a figure is read beside this line.
+func idleNote() string {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "?"
+		}
+		return strings.TrimSpace(string(b))
+	}
+	driver := read("/sys/devices/system/cpu/cpuidle/current_driver")
+	note := "machine: cpuidle driver " + driver
+	if poll := read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"); poll != "?" {
+		note += ", guest_halt_poll_ns " + poll
+		if poll == "0" {
+			note += " (no polling before a halt: each wake of an idle vCPU leaves the guest)"
+		}
+	}
+	return note
 }

@@ -318,6 +318,7 @@ func BenchmarkHost(b *testing.B) {
 	}
 	if os.Getenv("BENCH_ONLY_ECHO") != "" {
 		hops()
+		fmt.Printf("\n%s\n", idleNote())
 		for _, r := range rows {
 			fmt.Printf("%-44s %18s %34s %8s\n", r.name, r.figure, r.baseline, r.ratio)
 		}
@@ -406,7 +407,8 @@ func BenchmarkHost(b *testing.B) {
 	ld := measure(b, 50, 1, bigDirect.list())
 	add(fmt.Sprintf("tools/list, 100 servers, %d tools, p50", len(res.Tools)), ms(ls.p50), ms(ld.p50)+" (one server, 5000 tools)", ratio(float64(ls.p50), float64(ld.p50)))
 
-	fmt.Printf("\n%-44s %18s %34s %8s\n", "switchboard vs baseline (same run)", "figure", "baseline", "ratio")
+	fmt.Printf("\n%s\n", idleNote())
+	fmt.Printf("%-44s %18s %34s %8s\n", "switchboard vs baseline (same run)", "figure", "baseline", "ratio")
 	for _, r := range rows {
 		fmt.Printf("%-44s %18s %34s %8s\n", r.name, r.figure, r.baseline, r.ratio)
 	}
