@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,13 +25,16 @@ import (
 type ablation struct {
 	name       string
 	hostEnv    []string
-	pluginEnv  string // the plugin's SWITCHBOARD_ABLATE
-	config     string // added to the host's config
-	secondPath bool   // a second route (DESIGN, performance rule), not a setting
+	pluginEnv  map[string]string // set in the plugin's block
+	config     string            // added to the host's config
+	secondPath bool              // a second route (DESIGN, performance rule), not a setting
 	// feature marks a row that turns something on (traces) rather than an
 	// optimisation off: its figures are what the feature costs, and the
 	// "everything on" row is the same host with it off.
 	feature bool
+	// candidate marks a setting that is not shipped, measured on: its
+	// figures are what turning it on would change.
+	candidate bool
 }
 
 // ablations lists the optimisations of the stdio call route, each switched
@@ -40,11 +44,11 @@ func ablations() []ablation {
 	return []ablation{
 		{name: "everything on"},
 		{name: "stdio short path off", hostEnv: off(ablate.ShortPath), secondPath: true},
-		{name: "reused goroutines off (host, plugin)", hostEnv: off(ablate.WorkPool), pluginEnv: ablate.WorkPool},
+		{name: "reused goroutines off (host, plugin)", hostEnv: off(ablate.WorkPool), pluginEnv: map[string]string{ablate.Env: ablate.WorkPool}},
 		{name: fmt.Sprintf("GOMAXPROCS=1 off (serve at %d)", runtime.NumCPU()), hostEnv: []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU())}},
 		{name: "stdin through the poller off", hostEnv: off(ablate.Poller)},
 		{name: "audit writer linger off", hostEnv: off(ablate.AuditLinger)},
-		{name: "fixed gRPC flow windows off (host, plugin)", hostEnv: off(ablate.FlowWindow), pluginEnv: ablate.FlowWindow},
+		{name: "fixed gRPC flow windows off (host, plugin)", hostEnv: off(ablate.FlowWindow), pluginEnv: map[string]string{ablate.Env: ablate.FlowWindow}},
 		// Go's default collector: the host's GC headroom is off when the
 		// user sets GOGC (tuning.GCHeadroom).
 		{name: "GC headroom off (GOGC=100)", hostEnv: []string{"GOGC=100"}},
@@ -60,6 +64,22 @@ func tracesOn(addr string) ablation {
 	return ablation{name: "traces exported (OTLP/gRPC, on)", feature: true, hostEnv: []string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true",
 	}}
+}
+
+// sysmonGODEBUG keeps the Go runtime's monitor thread (sysmon) out of its
+// deep sleep: with schedtrace set it never takes it, so a process waking
+// from idle does not wake it first (a futex wake on its first system call),
+// and it sleeps at most 10 ms at a time instead. The period, the largest
+// the runtime takes (24.8 days in ms), keeps its trace line from printing
+// until the machine has been up that long.
+const sysmonGODEBUG = "schedtrace=2147483647"
+
+// sysmonAwake is the row of a host and plugin running with sysmonGODEBUG:
+// not shipped (README, PERFORMANCE: what it buys and what it costs),
+// measured so that the choice rests on each machine's figures.
+func sysmonAwake() ablation {
+	return ablation{name: "sysmon kept awake (host, plugin; not shipped)", candidate: true,
+		hostEnv: []string{"GODEBUG=" + sysmonGODEBUG}, pluginEnv: map[string]string{"GODEBUG": sysmonGODEBUG}}
 }
 
 // discardSpans is an OTLP trace receiver that counts and drops what it gets.
@@ -114,11 +134,16 @@ func BenchmarkAblation(b *testing.B) {
 	direct, _ := startMCP(b, nil, bins.MCPServer)
 	paths := []func(context.Context) error{direct.echo("echo")}
 	recvAddr, recv := startReceiver(b)
-	abl := append(ablations(), tracesOn(recvAddr))
+	abl := append(ablations(), tracesOn(recvAddr), sysmonAwake())
 	for _, a := range abl {
 		block := fmt.Sprintf("plugin \"fx\" { path = %q }\n", bins.TestPlugin)
-		if a.pluginEnv != "" {
-			block = fmt.Sprintf("plugin \"fx\" {\n  path = %q\n  env = { %s = %q }\n}\n", bins.TestPlugin, ablate.Env, a.pluginEnv)
+		if len(a.pluginEnv) > 0 {
+			var vars []string
+			for k, v := range a.pluginEnv {
+				vars = append(vars, fmt.Sprintf("%s = %q", k, v))
+			}
+			slices.Sort(vars)
+			block = fmt.Sprintf("plugin \"fx\" {\n  path = %q\n  env = { %s }\n}\n", bins.TestPlugin, strings.Join(vars, ", "))
 		}
 		h, _ := startMCP(b, a.hostEnv, bins.Switchboard, "serve", "--config", writeConfig(b, block+a.config))
 		paths = append(paths, h.echo("fx__echo"))
@@ -183,6 +208,11 @@ func BenchmarkAblation(b *testing.B) {
 		verdict := fmt.Sprintf("at most %+.0f %% (%s)", worst*100, at)
 		if a.feature {
 			row(a.name+" (vs off)", f, on, "turning it on costs "+verdict)
+			continue
+		}
+		if a.candidate {
+			row(a.name+" (vs off)", f, on, fmt.Sprintf("turning it on: p50 at 1 caller %+.0f %%, calls/s at 32 callers %+.0f %%; p50 %.2fx direct",
+				(f.p50one/on.p50one-1)*100, (f.perSecMany/on.perSecMany-1)*100, f.p50one/d.p50one))
 			continue
 		}
 		if a.secondPath {
