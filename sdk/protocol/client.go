@@ -3,7 +3,9 @@ package protocol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -64,7 +66,20 @@ type pendingCall struct {
 	// (version 2); set before the call is sent.
 	ctx       context.Context
 	requester ClientRequester
+	// asking counts the call's requests to its client still being
+	// answered (see MaxClientRequests).
+	asking atomic.Int32
+	// flooded is set once the call was ended for sending more.
+	flooded atomic.Bool
 }
+
+// MaxClientRequests bounds the requests to its client (sampling,
+// elicitation, roots) one call may have waiting for their answers. A plugin
+// that sends more without waiting ends that call with an error (red team,
+// 2026-12-07: a plugin that sent roots/list requests in a loop made the
+// host start a goroutine for each, 5 GB in 40 s, and held the call's answer
+// past its timeout).
+const MaxClientRequests = 16
 
 // NewClient returns a Client over a generated gRPC client.
 func NewClient(rpc pluginv1.ToolServerClient) *Client {
@@ -274,8 +289,21 @@ func (cs *callStream) receive() {
 		}
 		switch k := ev.GetKind().(type) {
 		case *pluginv1.CallToolEvent_ClientRequest:
-			// Never dropped: the plugin waits for the answer.
-			go cs.answerClient(ev.GetCallId(), pc, k.ClientRequest)
+			// Never dropped: the plugin waits for the answer. Past
+			// MaxClientRequests waiting at once, the call ends.
+			if pc.asking.Add(1) > MaxClientRequests {
+				pc.asking.Add(-1)
+				if pc.flooded.CompareAndSwap(false, true) {
+					why := fmt.Sprintf("the plugin sent more than %d requests to the client (%s) without waiting for their answers", MaxClientRequests, k.ClientRequest.GetMethod())
+					end(pc, ev.GetCallId(), Errorf(CodeInternal, "%s; the call was ended", why))
+					go cs.cancelCall(ev.GetCallId(), why)
+				}
+				continue
+			}
+			go func(id uint64, req *pluginv1.ClientRequest) {
+				defer pc.asking.Add(-1)
+				cs.answerClient(id, pc, req)
+			}(ev.GetCallId(), k.ClientRequest)
 		case *pluginv1.CallToolEvent_Result, *pluginv1.CallToolEvent_Error:
 			select {
 			case pc.done <- ev:
@@ -297,10 +325,23 @@ func (cs *callStream) fail(err *Error) {
 		cs.err = err
 	}
 	for id, pc := range cs.pending {
-		select {
-		case pc.done <- &pluginv1.CallToolEvent{CallId: id, Kind: &pluginv1.CallToolEvent_Error{Error: toWire(err)}}:
-		default:
-		}
+		end(pc, id, err)
+	}
+}
+
+// cancelCall tells the plugin to cancel call id, which has already been
+// answered here.
+func (cs *callStream) cancelCall(id uint64, reason string) {
+	ctx, stop := context.WithTimeout(context.Background(), DefaultCancelGrace)
+	defer stop()
+	_ = cs.send(ctx, &pluginv1.CallToolRequest{CallId: id, Kind: &pluginv1.CallToolRequest_Cancel{Cancel: &pluginv1.Cancel{Reason: reason}}})
+}
+
+// end gives call id the final answer err, unless it has one already.
+func end(pc *pendingCall, id uint64, err *Error) {
+	select {
+	case pc.done <- &pluginv1.CallToolEvent{CallId: id, Kind: &pluginv1.CallToolEvent_Error{Error: toWire(err)}}:
+	default:
 	}
 }
 

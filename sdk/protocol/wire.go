@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -58,12 +59,18 @@ func progressFromWire(p *pluginv1.Progress) toolcall.Progress {
 
 // logEvent logs a plugin's log event on log (nil drops it), with its
 // fields and the tool's name.
+// maxLogFields bounds the JSON of one log event's fields the host decodes
+// and logs.
+const maxLogFields = 16 << 10
+
 func logEvent(log hclog.Logger, tool string, l *pluginv1.Log) {
 	if log == nil {
 		return
 	}
 	var kv []any
-	if len(l.GetFieldsJson()) > 0 {
+	if n := len(l.GetFieldsJson()); n > maxLogFields {
+		kv = append(kv, "fields", fmt.Sprintf("[%d bytes of fields, not logged]", n))
+	} else if n > 0 {
 		var m map[string]any
 		if json.Unmarshal(l.GetFieldsJson(), &m) == nil {
 			for k, v := range m {

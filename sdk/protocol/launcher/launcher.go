@@ -379,7 +379,10 @@ func (p *Plugin) dispense(rpc plugin.ClientProtocol) error {
 	if !ok {
 		return fmt.Errorf("%w: plugin %s: unexpected client type %T", ErrStart, spec.Name, raw)
 	}
-	pc.Log = p.log
+	// The log events of its calls are limited as its stderr is (red team,
+	// 2026-12-07: 100 MiB messages in a loop wrote 2.7 GB to the host's
+	// stderr in 10 s, and held the host once nothing read its stderr).
+	pc.Log = newLimited(p.log, "plugin log events")
 	p.proto = pc
 	return nil
 }

@@ -103,6 +103,8 @@ type lineLimiter struct {
 	reported time.Time
 	warn     hclog.Logger
 	now      func() time.Time
+	// what names the lines in the report of those dropped.
+	what string
 }
 
 // LimitedLogger returns l with the limits of a plugin's stderr (see
@@ -111,7 +113,13 @@ type lineLimiter struct {
 func LimitedLogger(l hclog.Logger) hclog.Logger { return newLimitedLogger(l) }
 
 func newLimitedLogger(l hclog.Logger) *limitedLogger {
-	return &limitedLogger{Logger: l, lim: &lineLimiter{tokens: stderrBurst, warn: l, now: time.Now}}
+	return newLimited(l, "plugin stderr")
+}
+
+// newLimited returns l with the limits of a plugin's stderr, for the lines
+// what names (a bucket of their own).
+func newLimited(l hclog.Logger, what string) *limitedLogger {
+	return &limitedLogger{Logger: l, lim: &lineLimiter{tokens: stderrBurst, warn: l, now: time.Now, what: what}}
 }
 
 // allow takes a token, or counts a dropped line. Once lines flow again it
@@ -137,7 +145,7 @@ func (ll *lineLimiter) allow() bool {
 	}
 	ll.mu.Unlock()
 	if dropped > 0 {
-		ll.warn.Warn("plugin stderr rate-limited: lines dropped", "dropped", dropped, "limit_per_second", stderrRate)
+		ll.warn.Warn(ll.what+" rate-limited: lines dropped", "dropped", dropped, "limit_per_second", stderrRate)
 	}
 	return true
 }
