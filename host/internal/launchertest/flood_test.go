@@ -33,10 +33,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// A plugin's log events are limited as its stderr is: rate and line length
-// (how many are dropped depends on how fast the plugin sends them, so the
-// test holds the total and each line; red team, 2026-12-07: 100 MiB messages in a loop wrote 2.7 GB to the
-// host's stderr in 10 s, and held the host once nothing read its stderr).
+// A plugin's log events are limited as its stderr is: rate and line length.
+// How many are dropped depends on how fast the plugin sends them, so the
+// test holds the total and each line (red team, 2026-12-07: 100 MiB
+// messages in a loop wrote 2.7 GB to the host's stderr in 10 s, and held
+// the host once nothing read its stderr).
 func TestLogEventFloodIsLimited(t *testing.T) {
 	var out syncBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})
