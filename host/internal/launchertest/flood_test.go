@@ -1,7 +1,6 @@
 package launchertest
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -15,31 +14,13 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
 )
 
-// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A plugin's log events are limited as its stderr is: rate and line length.
 // How many are dropped depends on how fast the plugin sends them, so the
 // test holds the total and each line (red team, 2026-12-07: 100 MiB
 // messages in a loop wrote 2.7 GB to the host's stderr in 10 s, and held
 // the host once nothing read its stderr).
 func TestLogEventFloodIsLimited(t *testing.T) {
-	var out syncBuffer
+	var out fixtures.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})
 	p, err := launcher.Launch(t.Context(), launcher.Spec{Path: fixtures.Build(t).TestPlugin, Name: "fixture", ProjectDir: t.TempDir()}, log)
 	if err != nil {
