@@ -19,6 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
+
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 
@@ -217,8 +222,10 @@ func StartInProcess(t testing.TB, s *sdk.Server, opts ...Option) *Plugin {
 		Plugins:          protocol.PluginSets(nil, []int{rc.ProtocolVersion})[rc.ProtocolVersion],
 		Reattach:         rc,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		GRPCDialOptions:  protocol.GRPCDialOptions(),
-		Logger:           hclog.NewNullLogger(),
+		// Read and written as the host's connections are (the last
+		// credentials given win over go-plugin's).
+		GRPCDialOptions: append(protocol.GRPCDialOptions(), grpc.WithTransportCredentials(quietio.Creds(insecure.NewCredentials()))),
+		Logger:          hclog.NewNullLogger(),
 	})
 	p, pc := connect(t, client, opts)
 	p.stop = &stopper{fn: func() {

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -37,7 +39,15 @@ import (
 func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	if file, ok := in.(*os.File); ok && !ablate.Off(ablate.Poller) {
 		if polled, restore := pollable(file); polled != nil {
-			in = polled
+			in = quietio.Stream(polled)
+			defer restore()
+		}
+	}
+	// Stdout too goes through the poller, for quiet writes (package
+	// quietio); without them that would buy nothing.
+	if file, ok := out.(*os.File); ok && !ablate.Off(ablate.QuietIO) {
+		if polled, restore := pollable(file); polled != nil {
+			out = quietio.Stream(polled)
 			defer restore()
 		}
 	}

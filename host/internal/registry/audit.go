@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
 )
@@ -100,6 +103,7 @@ type Audit struct {
 	mu       sync.Mutex
 	path     string
 	f        *os.File
+	w        io.Writer // f, written quietly (sdk/protocol/quietio)
 	size     int64
 	maxBytes int64
 	keep     int
@@ -230,7 +234,7 @@ func (a *Audit) open() error {
 		f.Close()
 		return err
 	}
-	a.f, a.size = f, st.Size()
+	a.f, a.w, a.size = f, quietio.FileWriter(f), st.Size()
 	return nil
 }
 
@@ -306,7 +310,7 @@ func (a *Audit) writeLines(b []byte) error {
 				}
 			}
 		}
-		w, err := a.f.Write(b[:n])
+		w, err := a.w.Write(b[:n])
 		a.size += int64(w)
 		if err != nil {
 			return err

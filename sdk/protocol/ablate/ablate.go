@@ -20,6 +20,10 @@
 //     its flow-control windows as gRPC does by default (growing them by
 //     bandwidth-delay pings, which cost a ping and its answer per call)
 //     instead of fixed windows (package protocol, GRPCDialOptions).
+//   - "quiet-io": the host's stdin, stdout, audit file and plugin
+//     connections, and a plugin's connection, are read and written with
+//     ordinary system calls, which wake the Go runtime's monitor thread
+//     after an idle spell (package quietio).
 //
 // One optimisation needs no switch: `serve` runs with one scheduler slot
 // unless $GOMAXPROCS is set, so the benchmark sets GOMAXPROCS to the
@@ -50,6 +54,7 @@ const (
 	WorkPool    = "workpool"
 	AuditLinger = "audit-linger"
 	FlowWindow  = "flow-window"
+	QuietIO     = "quiet-io"
 )
 
 var off = sync.OnceValue(func() []string { return parse(os.Getenv(Env)) })

@@ -36,12 +36,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/caller"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginserve"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/pluginv1"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/toolcall"
 )
 
@@ -288,7 +290,8 @@ func (p *Plugin) start(log hclog.Logger) error {
 		SkipHostEnv:      true,
 		TLSConfig:        tlsConf,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		GRPCDialOptions:  protocol.GRPCDialOptions(),
+		// The last transport credentials given win over go-plugin's own.
+		GRPCDialOptions:  append(protocol.GRPCDialOptions(), grpc.WithTransportCredentials(quietio.Creds(lateTLS{tlsConf}))),
 		StartTimeout:     spec.StartTimeout,
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: TempDir()},
 		Logger:           pluginLog,

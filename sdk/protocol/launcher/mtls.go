@@ -1,9 +1,13 @@
 package launcher
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/pem"
 	"fmt"
+	"net"
+
+	"google.golang.org/grpc/credentials"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/mtls"
 )
@@ -31,3 +35,26 @@ func hostTLS() (*tls.Config, string, error) {
 		ServerName:   "localhost",
 	}, string(certPEM), nil
 }
+
+// lateTLS is TLS transport credentials built from conf at each use. The
+// host's gRPC client must be given its credentials when go-plugin's
+// client is configured, but go-plugin completes conf (the plugin's
+// certificate, from the handshake line) only when the plugin has started.
+type lateTLS struct{ conf *tls.Config }
+
+var _ credentials.TransportCredentials = lateTLS{}
+
+func (t lateTLS) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return credentials.NewTLS(t.conf).ClientHandshake(ctx, authority, raw)
+}
+
+func (t lateTLS) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return credentials.NewTLS(t.conf).ServerHandshake(raw)
+}
+
+func (t lateTLS) Info() credentials.ProtocolInfo { return credentials.NewTLS(t.conf).Info() }
+
+func (t lateTLS) Clone() credentials.TransportCredentials { return t }
+
+//lint:ignore SA1019 part of the interface
+func (t lateTLS) OverrideServerName(string) error { return nil }

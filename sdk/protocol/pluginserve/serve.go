@@ -29,6 +29,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/tuning"
@@ -113,10 +117,30 @@ func Serve(h protocol.Handler, opts ...Option) {
 		top := slices.Max(cfg.versions)
 		sets = map[int]plugin.PluginSet{top: sets[top]}
 	}
+	// The connection's credentials, read and written quietly: go-plugin's
+	// are TLS with conf when the host sent its certificate, none in test
+	// mode (sdktest in the same process), and its own when pluginTLS
+	// failed (left alone).
+	var quiet credentials.TransportCredentials
+	var conf *tls.Config
+	var cert string
+	var tlsErr error
+	if cfg.test == nil {
+		conf, cert, tlsErr = pluginTLS()
+	}
+	switch {
+	case cfg.test != nil:
+		quiet = quietio.Creds(insecure.NewCredentials())
+	case tlsErr == nil && conf != nil:
+		quiet = quietio.Creds(credentials.NewTLS(conf))
+	}
 	sc := &plugin.ServeConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: sets,
 		GRPCServer: func(o []grpc.ServerOption) *grpc.Server {
+			if quiet != nil {
+				o = append(o, grpc.Creds(quiet)) // the last given wins
+			}
 			return grpc.NewServer(append(o, protocol.GRPCServerOptions()...)...)
 		},
 		Logger: log,
@@ -150,9 +174,9 @@ func Serve(h protocol.Handler, opts ...Option) {
 	}
 
 	guardStdout()
-	switch conf, cert, err := pluginTLS(); {
-	case err != nil:
-		log.Warn("go-plugin's own mutual TLS instead", "error", err)
+	switch {
+	case tlsErr != nil:
+		log.Warn("go-plugin's own mutual TLS instead", "error", tlsErr)
 	case conf != nil:
 		sc.TLSProvider = func() (*tls.Config, error) { return conf, nil }
 		certOnHandshake(cert)
