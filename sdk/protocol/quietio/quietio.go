@@ -18,7 +18,7 @@
 // net.Conn's do, and make the system call itself with
 // syscall.RawSyscall, which skips that bookkeeping. The audit file, a
 // regular file, is written the same way only on a local file system, and
-// the ordinary way for good after any write slower than SlowWrite.
+// the ordinary way for good after any write slower than slowWrite.
 //
 // Everything here is Linux-only; elsewhere each function returns what it
 // was given. ablate.QuietIO turns it all off, for the benchmark.
@@ -41,10 +41,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
 )
 
-// SlowWrite is the longest a write to a regular file may take before
+// slowWrite is the longest a write to a regular file may take before
 // FileWriter stops making its writes without the runtime's bookkeeping:
 // while such a write blocks, the processor it runs on serves nothing else.
-var SlowWrite = 2 * time.Millisecond
+var slowWrite = 2 * time.Millisecond
 
 // on reports whether quiet reads and writes are switched on.
 func on() bool { return !ablate.Off(ablate.QuietIO) }

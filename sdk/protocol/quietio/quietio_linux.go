@@ -146,7 +146,7 @@ func write(rc syscall.RawConn, p []byte, name string) (int, error) {
 // FileWriter returns a writer to f, a regular file, that writes with raw
 // system calls while f is on a local file system (whose writes of a few
 // kilobytes go to the page cache and do not wait for a device or a
-// network) and no write has taken longer than SlowWrite; f itself
+// network) and no write has taken longer than slowWrite; f itself
 // otherwise.
 func FileWriter(f *os.File) io.Writer {
 	if !on() {
@@ -206,7 +206,7 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 		}
 		return true
 	})
-	if time.Since(start) > SlowWrite {
+	if time.Since(start) > slowWrite {
 		w.slow.Store(true)
 	}
 	if err != nil {

@@ -1,0 +1,103 @@
+package frontend
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchboard-mcp/switchboard/host/internal/registry"
+	"github.com/switchboard-mcp/switchboard/internal/fixtures"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
+)
+
+// TestStdioCallsMakeNoSystemCalls: a tools/call over real stdin and
+// stdout pipes, through the registry (durable audit records) to a plugin
+// and back, makes no system call through the runtime's bookkeeping (which
+// wakes an idle process's monitor thread: sdk/protocol/quietio). The
+// client's side of the pipes is this test's and is not counted.
+func TestStdioCallsMakeNoSystemCalls(t *testing.T) {
+	dir := t.TempDir()
+	audit, err := registry.OpenAudit(filepath.Join(dir, "audit.jsonl"), 1<<30, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := launcher.Launch(t.Context(), launcher.Spec{Name: "fx", Path: fixtures.Build(t).TestPlugin, ProjectDir: dir}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(nil, registry.WithDuplicateLimit(0), registry.WithAudit(audit))
+	if err := reg.Register(p, registry.KindPlugin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Shutdown(context.Background(), 5*time.Second) })
+
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR.Fd() // blocking, as a client's pipes are
+	outW.Fd()
+	done := make(chan error, 1)
+	go func() { done <- New(reg, "test", hclog.NewNullLogger()).ServeStdio(context.Background(), inR, outW) }()
+	t.Cleanup(func() {
+		inW.Close()
+		<-done
+		outR.Close()
+	})
+	out := bufio.NewReader(outR)
+	exchange := func(id int, msg string) {
+		t.Helper()
+		if _, err := fmt.Fprintln(inW, msg); err != nil {
+			t.Fatal(err)
+		}
+		if id == 0 {
+			return
+		}
+		for {
+			line, err := out.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading the answer to %d: %v", id, err)
+			}
+			if strings.Contains(line, fmt.Sprintf(`"id":%d,`, id)) {
+				if strings.Contains(line, `"isError":true`) || strings.Contains(line, `"error"`) {
+					t.Fatalf("call %d failed: %s", id, line)
+				}
+				return
+			}
+		}
+	}
+	exchange(1, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	exchange(0, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	call := func(id int) {
+		exchange(id, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"ping"}}}`, id))
+	}
+	call(2)
+	const n = 200
+	calls := fixtures.SystemCalls(t, func() {
+		defer fixtures.Uncounted()()
+		for id := 3; id < 3+n; id++ {
+			call(id)
+		}
+	})
+	if len(calls) > n/10 {
+		if len(calls) > 5 {
+			calls = calls[:5]
+		}
+		t.Errorf("%d calls over stdio made %d ordinary system calls in the host. First ones:\n%s", n, len(calls), strings.Join(calls, "\n"))
+	}
+	// The records were written (durable: before each answer).
+	if b, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl")); strings.Count(string(b), `"tool":"fx.echo"`) < n {
+		t.Errorf("the audit log has %d records of fx.echo; want at least %d", strings.Count(string(b), `"tool":"fx.echo"`), n)
+	}
+}
