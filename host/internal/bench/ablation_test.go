@@ -32,9 +32,6 @@ type ablation struct {
 	// optimisation off: its figures are what the feature costs, and the
 	// "everything on" row is the same host with it off.
 	feature bool
-	// candidate marks a setting that is not shipped, measured on: its
-	// figures are what turning it on would change.
-	candidate bool
 }
 
 // ablations lists the optimisations of the stdio call route, each switched
@@ -49,6 +46,7 @@ func ablations() []ablation {
 		{name: "stdin through the poller off", hostEnv: off(ablate.Poller)},
 		{name: "audit writer linger off", hostEnv: off(ablate.AuditLinger)},
 		{name: "fixed gRPC flow windows off (host, plugin)", hostEnv: off(ablate.FlowWindow), pluginEnv: map[string]string{ablate.Env: ablate.FlowWindow}},
+		{name: "quiet reads and writes off (host, plugin)", hostEnv: off(ablate.QuietIO), pluginEnv: map[string]string{ablate.Env: ablate.QuietIO}},
 		// Go's default collector: the host's GC headroom is off when the
 		// user sets GOGC (tuning.GCHeadroom).
 		{name: "GC headroom off (GOGC=100)", hostEnv: []string{"GOGC=100"}},
@@ -64,22 +62,6 @@ func tracesOn(addr string) ablation {
 	return ablation{name: "traces exported (OTLP/gRPC, on)", feature: true, hostEnv: []string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true",
 	}}
-}
-
-// sysmonGODEBUG keeps the Go runtime's monitor thread (sysmon) out of its
-// deep sleep: with schedtrace set it never takes it, so a process waking
-// from idle does not wake it first (a futex wake on its first system call),
-// and it sleeps at most 10 ms at a time instead. The period, the largest
-// the runtime takes (24.8 days in ms), keeps its trace line from printing
-// until the machine has been up that long.
-const sysmonGODEBUG = "schedtrace=2147483647"
-
-// sysmonAwake is the row of a host and plugin running with sysmonGODEBUG:
-// not shipped (README, PERFORMANCE: what it buys and what it costs),
-// measured so that the choice rests on each machine's figures.
-func sysmonAwake() ablation {
-	return ablation{name: "sysmon kept awake (host, plugin; not shipped)", candidate: true,
-		hostEnv: []string{"GODEBUG=" + sysmonGODEBUG}, pluginEnv: map[string]string{"GODEBUG": sysmonGODEBUG}}
 }
 
 // discardSpans is an OTLP trace receiver that counts and drops what it gets.
@@ -134,7 +116,7 @@ func BenchmarkAblation(b *testing.B) {
 	direct, _ := startMCP(b, nil, bins.MCPServer)
 	paths := []func(context.Context) error{direct.echo("echo")}
 	recvAddr, recv := startReceiver(b)
-	abl := append(ablations(), tracesOn(recvAddr), sysmonAwake())
+	abl := append(ablations(), tracesOn(recvAddr))
 	for _, a := range abl {
 		block := fmt.Sprintf("plugin \"fx\" { path = %q }\n", bins.TestPlugin)
 		if len(a.pluginEnv) > 0 {
@@ -208,11 +190,6 @@ func BenchmarkAblation(b *testing.B) {
 		verdict := fmt.Sprintf("at most %+.0f %% (%s)", worst*100, at)
 		if a.feature {
 			row(a.name+" (vs off)", f, on, "turning it on costs "+verdict)
-			continue
-		}
-		if a.candidate {
-			row(a.name+" (vs off)", f, on, fmt.Sprintf("turning it on: p50 at 1 caller %+.0f %%, calls/s at 32 callers %+.0f %%; p50 %.2fx direct",
-				(f.p50one/on.p50one-1)*100, (f.perSecMany/on.perSecMany-1)*100, f.p50one/d.p50one))
 			continue
 		}
 		if a.secondPath {
