@@ -110,3 +110,47 @@ func TestStdioCallsMakeNoSystemCalls(t *testing.T) {
 		t.Errorf("the audit log has %d records of fx.echo; want at least %d", strings.Count(string(b), `"tool":"fx.echo"`), n)
 	}
 }
+
+// A client that closes its end of stdout (and leaves stdin open) ends the
+// session: the first answer that cannot be written stops it, as SIGPIPE
+// stopped the host before stdout was written quietly.
+func TestStdioSessionEndsWhenStdoutIsClosed(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR.Fd() // blocking, as a client's pipes are
+	outW.Fd()
+	reg, _ := fixtureRegistry(t, nil)
+	done := make(chan error, 1)
+	go func() { done <- New(reg, "test", hclog.NewNullLogger()).ServeStdio(context.Background(), inR, outW) }()
+	if _, err := fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize answer: %q, %v", line, err)
+	}
+	outR.Close()
+	for id := 2; ; id++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("ServeStdio = %v; want nil (the client is gone, as at the end of its input)", err)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if id > 100 {
+			t.Fatal("ServeStdio still serving 10 s after the client closed stdout")
+		}
+		// Calls keep coming on stdin; their answers cannot be written.
+		if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}`+"\n", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

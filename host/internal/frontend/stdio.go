@@ -51,7 +51,7 @@ func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 			defer restore()
 		}
 	}
-	w := &lineWriter{w: out}
+	w := &lineWriter{w: out, broken: make(chan struct{})}
 	filter := newCancelFilter(w)
 	sessionCtx := make(chan context.Context, 1)
 	s := server.NewStdioServer(f.srv)
@@ -89,6 +89,12 @@ func (f *Frontend) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 	select {
 	case readErr = <-readDone:
 	case <-ctx.Done():
+	case <-w.broken:
+		// The client closed its end of stdout (a write to a broken pipe
+		// on fd 1 used to end the host with SIGPIPE; the quiet writes
+		// get the error): nobody hears answers any more, so the session
+		// ends as if the input had.
+		f.log.Info("stdout failed; ending the session", "error", w.failed())
 	}
 	// Input ended or the host is stopping: like mcp-go, stop the calls
 	// still running and wait for them, then let mcp-go finish.
@@ -111,14 +117,28 @@ func stdioErr(err error) error {
 // lineWriter makes each Write whole with respect to the others: mcp-go and
 // the short path both write one complete message per Write.
 type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	err    error         // the first write error
+	broken chan struct{} // closed at the first write error
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if err != nil && l.err == nil {
+		l.err = err
+		close(l.broken)
+	}
+	return n, err
+}
+
+// failed is the first write error, if there was one.
+func (l *lineWriter) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // fastPath answers plain tools/call requests itself.
