@@ -97,6 +97,9 @@ func WithTestConfig(tc *plugin.ServeTestConfig) Option {
 //   - runs with one scheduler slot (runtime.GOMAXPROCS(1)) unless GOMAXPROCS
 //     is set in its environment; a plugin whose tools do parallel CPU work
 //     should have its config block set it (env = { GOMAXPROCS = "4" });
+//   - reads and writes its connection to the host with raw system calls
+//     (package quietio, Linux), so that a call after an idle spell does not
+//     wake the Go runtime's monitor thread;
 //   - exits when the host dies (the parent process changes) or sends
 //     SIGTERM, cancelling running calls and stopping its own process group.
 func Serve(h protocol.Handler, opts ...Option) {
