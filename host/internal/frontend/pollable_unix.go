@@ -6,9 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// pollable returns a non-blocking copy of f, read through Go's network
-// poller, when f is a pipe or a socket (what MCP clients connect stdio to),
-// and restore undoes it. A blocking read holds an OS thread and its
+// pollable returns a non-blocking copy of f, read or written through Go's
+// network poller, when f is a pipe or a socket (what MCP clients connect
+// stdio to), and restore undoes it. A blocking read holds an OS thread and its
 // scheduler slot, so every call read from it would first wait for another
 // thread to wake up and take the call; a polled read parks instead. It
 // returns nil for anything else (a terminal, a file), which is read as is.
