@@ -73,6 +73,15 @@ type stream struct {
 func (s *stream) Read(p []byte) (int, error)  { return read(s.rc, p, s.f.Name()) }
 func (s *stream) Write(p []byte) (int, error) { return write(s.rc, p, s.f.Name()) }
 
+// raw makes the read or write system call trap on fd with buffer b (not
+// empty), without the runtime's system call bookkeeping.
+func raw(trap, fd uintptr, b []byte) (int, syscall.Errno) {
+	// The conversion in the call's arguments keeps b alive and in place
+	// for the call's length (unsafe.Pointer, rule 4).
+	r, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))) //nolint:gosec // G103: see above
+	return int(r), e
+}
+
 // read reads once, waiting in the poller while there is nothing to read.
 // A system call's error is an *os.SyscallError, or an *os.PathError when
 // the descriptor has a name.
@@ -87,14 +96,14 @@ func read(rc syscall.RawConn, p []byte, name string) (int, error) {
 	var errno syscall.Errno
 	err := rc.Read(func(fd uintptr) bool {
 		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			r, e := raw(syscall.SYS_READ, fd, p)
 			switch e {
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
 				return false // wait for readiness
 			}
-			n, errno = int(r), e
+			n, errno = r, e
 			return true
 		}
 	})
@@ -121,14 +130,14 @@ func write(rc syscall.RawConn, p []byte, name string) (int, error) {
 		var errno syscall.Errno
 		err := rc.Write(func(fd uintptr) bool {
 			for {
-				r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)))
+				r, e := raw(syscall.SYS_WRITE, fd, chunk)
 				switch e {
 				case syscall.EINTR:
 					continue
 				case syscall.EAGAIN:
 					return false
 				}
-				w, errno = int(r), e
+				w, errno = r, e
 				return true
 			}
 		})
@@ -194,7 +203,7 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 			if len(chunk) > maxRW {
 				chunk = chunk[:maxRW]
 			}
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)))
+			r, e := raw(syscall.SYS_WRITE, fd, chunk)
 			if e == syscall.EINTR {
 				continue
 			}
@@ -202,7 +211,7 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 				errno = e
 				break
 			}
-			n += int(r)
+			n += r
 		}
 		return true
 	})
