@@ -986,107 +986,200 @@ func TestGitPathsTheAgentCouldRedirect(t *testing.T) {
 		attack  func(marker string) string
 		refused bool // the servers cannot start: a link they could re-point
 	}{
-		{"a .git link", []string{"mv .git ../store.git", "ln -s ../store.git .git"},
-			func(m string) string { return "rm -f .git && git init -q . && " + fsmon(m) + " >> .git/config" }, true},
-		{"an include through a link", []string{"echo '[core]' > real.gitconfig", "ln -s real.gitconfig link.gitconfig", "git config include.path ../link.gitconfig"},
+		{
+			"a .git link",
+			[]string{"mv .git ../store.git", "ln -s ../store.git .git"},
+			func(m string) string { return "rm -f .git && git init -q . && " + fsmon(m) + " >> .git/config" }, true,
+		},
+		{
+			"an include through a link",
+			[]string{"echo '[core]' > real.gitconfig", "ln -s real.gitconfig link.gitconfig", "git config include.path ../link.gitconfig"},
 			func(m string) string {
 				return fsmon(m) + " > evil.gitconfig; rm link.gitconfig; ln -s evil.gitconfig link.gitconfig"
-			}, true},
-		{"a hooks folder through a link", []string{"mkdir -p tools/hooks", "ln -s tools/hooks .husky", "git config core.hooksPath .husky"},
-			func(m string) string { return "rm .husky; " + hook(".husky", m) }, true},
-		{"config.worktree", []string{"git config extensions.worktreeConfig true", "git config --worktree core.hooksPath .wthooks", "git config --worktree include.path ../wtinc.gitconfig"},
-			func(m string) string { return hook(".wthooks", m) + "; " + fsmon(m) + " >> wtinc.gitconfig" }, false},
-		{"a global hooks path", []string{"printf '[core]\\n\\thooksPath = .githooks\\n' > \"$HOME/.gitconfig\""},
-			func(m string) string { return hook(".githooks", m) }, false},
-		{"an include in a missing folder", []string{"git config --add include.path ../nodir/x.gitconfig"},
-			func(m string) string { return "mkdir -p nodir; " + fsmon(m) + " > nodir/x.gitconfig" }, false},
+			}, true,
+		},
+		{
+			"a hooks folder through a link",
+			[]string{"mkdir -p tools/hooks", "ln -s tools/hooks .husky", "git config core.hooksPath .husky"},
+			func(m string) string { return "rm .husky; " + hook(".husky", m) }, true,
+		},
+		{
+			"config.worktree",
+			[]string{"git config extensions.worktreeConfig true", "git config --worktree core.hooksPath .wthooks", "git config --worktree include.path ../wtinc.gitconfig"},
+			func(m string) string { return hook(".wthooks", m) + "; " + fsmon(m) + " >> wtinc.gitconfig" }, false,
+		},
+		{
+			"a global hooks path",
+			[]string{"printf '[core]\\n\\thooksPath = .githooks\\n' > \"$HOME/.gitconfig\""},
+			func(m string) string { return hook(".githooks", m) }, false,
+		},
+		{
+			"an include in a missing folder",
+			[]string{"git config --add include.path ../nodir/x.gitconfig"},
+			func(m string) string { return "mkdir -p nodir; " + fsmon(m) + " > nodir/x.gitconfig" }, false,
+		},
 		// Round 15: links outside the project that lead into it (a
 		// dotfiles repository), and programs the config names by path.
-		{"a global config that is a link into the project", []string{`echo '[user]' > gitconfig`, `ln -s "$PWD/gitconfig" "$HOME/.gitconfig"`},
-			func(m string) string { return fsmon(m) + " >> gitconfig" }, false},
-		{"a global include through a link outside", []string{`ln -s "$PWD" "$HOME/p"`, `printf '[include]\n\tpath = ~/p/team.gitconfig\n' > "$HOME/.gitconfig"`, `echo '[core]' > team.gitconfig`},
-			func(m string) string { return fsmon(m) + " >> team.gitconfig" }, false},
-		{"a global hooks path through a link outside", []string{"mkdir .githooks", `ln -s "$PWD/.githooks" "$HOME/hooks"`, `printf '[core]\n\thooksPath = ~/hooks\n' > "$HOME/.gitconfig"`},
-			func(m string) string { return hook(".githooks", m) }, false},
-		{"an fsmonitor program in the work tree", []string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, "chmod +x .tools/fsmon", "git config core.fsmonitor .tools/fsmon"},
-			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > .tools/fsmon`, m) }, false},
-		{"a filter program in the work tree", []string{"mkdir scripts", `printf '#!/bin/sh\ncat\n' > scripts/fmt`, "chmod +x scripts/fmt", "git config filter.fmt.clean ./scripts/fmt"},
+		{
+			"a global config that is a link into the project",
+			[]string{`echo '[user]' > gitconfig`, `ln -s "$PWD/gitconfig" "$HOME/.gitconfig"`},
+			func(m string) string { return fsmon(m) + " >> gitconfig" }, false,
+		},
+		{
+			"a global include through a link outside",
+			[]string{`ln -s "$PWD" "$HOME/p"`, `printf '[include]\n\tpath = ~/p/team.gitconfig\n' > "$HOME/.gitconfig"`, `echo '[core]' > team.gitconfig`},
+			func(m string) string { return fsmon(m) + " >> team.gitconfig" }, false,
+		},
+		{
+			"a global hooks path through a link outside",
+			[]string{"mkdir .githooks", `ln -s "$PWD/.githooks" "$HOME/hooks"`, `printf '[core]\n\thooksPath = ~/hooks\n' > "$HOME/.gitconfig"`},
+			func(m string) string { return hook(".githooks", m) }, false,
+		},
+		{
+			"an fsmonitor program in the work tree",
+			[]string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, "chmod +x .tools/fsmon", "git config core.fsmonitor .tools/fsmon"},
+			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > .tools/fsmon`, m) }, false,
+		},
+		{
+			"a filter program in the work tree",
+			[]string{"mkdir scripts", `printf '#!/bin/sh\ncat\n' > scripts/fmt`, "chmod +x scripts/fmt", "git config filter.fmt.clean ./scripts/fmt"},
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > scripts/fmt; echo '* filter=fmt' > .gitattributes; echo x > a.txt`, m)
-			}, false},
+			}, false,
+		},
 		// Round 16: other forms of naming a program, and other work trees.
-		{"a program named after sh", []string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, `git config core.fsmonitor "sh .tools/fsmon"`},
-			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > .tools/fsmon`, m) }, false},
-		{"a program not there yet", []string{"git config core.fsmonitor ./later/fsmon"},
+		{
+			"a program named after sh",
+			[]string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, `git config core.fsmonitor "sh .tools/fsmon"`},
+			func(m string) string { return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > .tools/fsmon`, m) }, false,
+		},
+		{
+			"a program not there yet",
+			[]string{"git config core.fsmonitor ./later/fsmon"},
 			func(m string) string {
 				return fmt.Sprintf(`mkdir -p later; printf '#!/bin/sh\ntouch %s\nexit 1\n' > later/fsmon; chmod +x later/fsmon`, m)
-			}, false},
-		{"a linked work tree's program", []string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, "chmod +x .tools/fsmon", "git add .tools && git -c user.email=p@example.com -c user.name=P commit -qm tools", "git worktree add -q wt", "git config core.fsmonitor .tools/fsmon"},
+			}, false,
+		},
+		{
+			"a linked work tree's program",
+			[]string{"mkdir .tools", `printf '#!/bin/sh\nexit 1\n' > .tools/fsmon`, "chmod +x .tools/fsmon", "git add .tools && git -c user.email=p@example.com -c user.name=P commit -qm tools", "git worktree add -q wt", "git config core.fsmonitor .tools/fsmon"},
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > wt/.tools/fsmon`, m)
-			}, false},
-		{"a submodule's program", []string{`s=$(mktemp -d) && git init -q "$s" && mkdir "$s/.tools" && printf '#!/bin/sh\nexit 1\n' > "$s/.tools/fsmon" && chmod +x "$s/.tools/fsmon" && git -C "$s" add .tools && git -C "$s" -c user.email=p@example.com -c user.name=P commit -qm t && git -c protocol.file.allow=always submodule add -q "$s" sub`, "git -C sub config core.fsmonitor .tools/fsmon"},
+			}, false,
+		},
+		{
+			"a submodule's program",
+			[]string{`s=$(mktemp -d) && git init -q "$s" && mkdir "$s/.tools" && printf '#!/bin/sh\nexit 1\n' > "$s/.tools/fsmon" && chmod +x "$s/.tools/fsmon" && git -C "$s" add .tools && git -C "$s" -c user.email=p@example.com -c user.name=P commit -qm t && git -c protocol.file.allow=always submodule add -q "$s" sub`, "git -C sub config core.fsmonitor .tools/fsmon"},
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > sub/.tools/fsmon`, m)
-			}, false},
-		{"a global config's filter program", []string{"mkdir tools", `printf '#!/bin/sh\ncat\n' > tools/gclean`, "chmod +x tools/gclean", `printf '[filter "g"]\n\tclean = ./tools/gclean\n' > "$HOME/.gitconfig"`, "echo '*.g filter=g' > .gitattributes"},
+			}, false,
+		},
+		{
+			"a global config's filter program",
+			[]string{"mkdir tools", `printf '#!/bin/sh\ncat\n' > tools/gclean`, "chmod +x tools/gclean", `printf '[filter "g"]\n\tclean = ./tools/gclean\n' > "$HOME/.gitconfig"`, "echo '*.g filter=g' > .gitattributes"},
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > tools/gclean; echo a >> x.g`, m)
-			}, false},
+			}, false,
+		},
 		// Round 18: a program path that is a link to nothing yet, and
 		// programs named through shell forms.
-		{"a program through a link to nothing yet", []string{"ln -s tools/fsmon-built fsmon", "git config core.fsmonitor ./fsmon"},
+		{
+			"a program through a link to nothing yet",
+			[]string{"ln -s tools/fsmon-built fsmon", "git config core.fsmonitor ./fsmon"},
 			func(m string) string {
 				return fmt.Sprintf(`mkdir -p tools; printf '#!/bin/sh\ntouch %s\nexit 1\n' > tools/fsmon-built; chmod +x tools/fsmon-built`, m)
-			}, true},
-		{"a program after the top's substitution", []string{"mkdir scripts", `printf '#!/bin/sh\nexit 1\n' > scripts/fsmon.sh`, "chmod +x scripts/fsmon.sh", `git config core.fsmonitor '"$(git rev-parse --show-toplevel)/scripts/fsmon.sh"'`},
+			}, true,
+		},
+		{
+			"a program after the top's substitution",
+			[]string{"mkdir scripts", `printf '#!/bin/sh\nexit 1\n' > scripts/fsmon.sh`, "chmod +x scripts/fsmon.sh", `git config core.fsmonitor '"$(git rev-parse --show-toplevel)/scripts/fsmon.sh"'`},
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexit 1\n' > scripts/fsmon.sh`, m)
-			}, false},
-		{"a filter program after a cd", []string{"mkdir scripts", `printf '#!/bin/sh\ncat\n' > scripts/fmt.sh`, "chmod +x scripts/fmt.sh", `git config filter.fmt.clean 'cd scripts && ./fmt.sh'`},
+			}, false,
+		},
+		{
+			"a filter program after a cd",
+			[]string{"mkdir scripts", `printf '#!/bin/sh\ncat\n' > scripts/fmt.sh`, "chmod +x scripts/fmt.sh", `git config filter.fmt.clean 'cd scripts && ./fmt.sh'`},
 			func(m string) string {
 				return fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\ncat\n' > scripts/fmt.sh; echo '* filter=fmt' > .gitattributes; echo x > a.txt`, m)
-			}, false},
+			}, false,
+		},
 		// Round 19: a script named bare after sh; a config with a byte
 		// order mark; a value continued over two lines; a program run from
 		// a folder the host cannot work out (refused); a key the host did
 		// not know runs programs (remote.*.uploadpack, run by fetch).
-		{"a script named bare after sh", []string{`printf 'exit 1\n' > fsmon.sh`, `git config core.fsmonitor 'sh fsmon.sh'`},
-			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > fsmon.sh`, m) }, false},
-		{"a config with a byte order mark", []string{"mkdir tools", `printf '\357\273\277[core]\n\tfsmonitor = sh tools/fsm.sh\n' > bom && cat .git/config >> bom && mv bom .git/config`},
-			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > tools/fsm.sh`, m) }, false},
-		{"a value continued over two lines", []string{"mkdir tools", `printf '[core]\n\tfsmonitor = sh tools/\\\nfsm.sh\n' >> .git/config`},
-			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > tools/fsm.sh`, m) }, false},
-		{"a program in a folder the host cannot work out", []string{"mkdir tools", `git config core.fsmonitor 'cd "$(echo tools)" && sh fsm.sh'`},
-			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > tools/fsm.sh`, m) }, true},
+		{
+			"a script named bare after sh",
+			[]string{`printf 'exit 1\n' > fsmon.sh`, `git config core.fsmonitor 'sh fsmon.sh'`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > fsmon.sh`, m) }, false,
+		},
+		{
+			"a config with a byte order mark",
+			[]string{"mkdir tools", `printf '\357\273\277[core]\n\tfsmonitor = sh tools/fsm.sh\n' > bom && cat .git/config >> bom && mv bom .git/config`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > tools/fsm.sh`, m) }, false,
+		},
+		{
+			"a value continued over two lines",
+			[]string{"mkdir tools", `printf '[core]\n\tfsmonitor = sh tools/\\\nfsm.sh\n' >> .git/config`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > tools/fsm.sh`, m) }, false,
+		},
+		{
+			"a program in a folder the host cannot work out",
+			[]string{"mkdir tools", `git config core.fsmonitor 'cd "$(echo tools)" && sh fsm.sh'`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > tools/fsm.sh`, m) }, true,
+		},
 		// Round 20: a NUL ends git's value; core.worktree moves where
 		// relative programs and hooks are.
-		{"a value with a NUL", []string{`printf 'exit 1\n' > x.sh`, `printf '[core]\n\tfsmonitor = sh x.sh\000zzz\n' >> .git/config`},
-			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false},
-		{"a work tree moved by core.worktree", []string{"mkdir -p sub/.husky", `printf 'exit 1\n' > sub/x.sh`, "git config core.worktree ../sub", "git config core.fsmonitor 'sh x.sh'", "git config core.hooksPath .husky"},
+		{
+			"a value with a NUL",
+			[]string{`printf 'exit 1\n' > x.sh`, `printf '[core]\n\tfsmonitor = sh x.sh\000zzz\n' >> .git/config`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false,
+		},
+		{
+			"a work tree moved by core.worktree",
+			[]string{"mkdir -p sub/.husky", `printf 'exit 1\n' > sub/x.sh`, "git config core.worktree ../sub", "git config core.fsmonitor 'sh x.sh'", "git config core.hooksPath .husky"},
 			func(m string) string {
 				return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > sub/x.sh; printf '#!/bin/sh\ntouch %s\n' > sub/.husky/pre-commit; chmod +x sub/.husky/pre-commit`, m, m)
-			}, false},
-		{"a script after an option that takes a value", []string{`git config core.fsmonitor 'timeout -s KILL 5 sh -o errexit x.sh'`},
-			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false},
-		{"a script named by a variable", []string{`git config core.fsmonitor 'X=x.sh; sh $X'`},
-			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, true},
+			}, false,
+		},
+		{
+			"a script after an option that takes a value",
+			[]string{`git config core.fsmonitor 'timeout -s KILL 5 sh -o errexit x.sh'`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false,
+		},
+		{
+			"a script named by a variable",
+			[]string{`git config core.fsmonitor 'X=x.sh; sh $X'`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, true,
+		},
 		// Round 21: a launcher before the interpreter; a pipe into one.
-		{"a script after a launcher", []string{`git config core.fsmonitor 'setsid -w sh x.sh'`},
-			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false},
-		{"a script piped into sh", []string{`git config filter.f.clean 'cat x.sh | sh'`},
+		{
+			"a script after a launcher",
+			[]string{`git config core.fsmonitor 'setsid -w sh x.sh'`},
+			func(m string) string { return fmt.Sprintf(`printf 'touch %s\nexit 1\n' > x.sh`, m) }, false,
+		},
+		{
+			"a script piped into sh",
+			[]string{`git config filter.f.clean 'cat x.sh | sh'`},
 			func(m string) string {
 				return fmt.Sprintf(`printf 'touch %s\ncat\n' > x.sh; echo '* filter=f' > .gitattributes; echo x > a.txt`, m)
-			}, true},
+			}, true,
+		},
 		// Round 22: a command string (eval) naming a script not there yet.
-		{"a script in an eval'd command string", []string{`git config filter.x.clean "eval 'sh x.sh'"`},
+		{
+			"a script in an eval'd command string",
+			[]string{`git config filter.x.clean "eval 'sh x.sh'"`},
 			func(m string) string {
 				return fmt.Sprintf(`printf 'touch %s\ncat\n' > x.sh; echo '* filter=x' > .gitattributes; echo x > a.txt`, m)
-			}, false},
+			}, false,
+		},
 		{"an include of a device", []string{"git config --add include.path /dev/stdin"}, // servers start (round 18: none did)
 			func(m string) string { return fsmon(m) + " >> .git/config" }, false},
-		{"a config over 1 MiB", []string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},
-			func(m string) string { return fsmon(m) + " >> big.gitconfig" }, false},
+		{
+			"a config over 1 MiB",
+			[]string{`i=0; while [ $i -lt 12000 ]; do printf '[remote "r%d"]\n\turl = https://example.com/a/very/long/path/to/some/repository/number/%d.git\n' $i $i; i=$((i+1)); done >> .git/config`, "git config --add include.path ../big.gitconfig"},
+			func(m string) string { return fsmon(m) + " >> big.gitconfig" }, false,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t)

@@ -56,8 +56,10 @@ func readMCPJSON(path string, restart Restart) ([]*External, error) {
 			problems = append(problems, fmt.Sprintf("%q is not a valid server name", n))
 			continue
 		}
-		x := &External{Name: n, Command: expand(s.Command), URL: expand(s.URL), Timeout: 30 * time.Second, Restart: restart, FromMCPJSON: true,
-			AsWritten: approvals.Entry{Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers}}
+		x := &External{
+			Name: n, Command: expand(s.Command), URL: expand(s.URL), Timeout: 30 * time.Second, Restart: restart, FromMCPJSON: true,
+			AsWritten: approvals.Entry{Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers},
+		}
 		for _, a := range s.Args {
 			x.Args = append(x.Args, expand(a))
 		}

@@ -35,7 +35,7 @@ func waitExit(pid int, stop <-chan struct{}) (exited, ok bool) {
 		}
 	}()
 	err = rc.Read(func(fd uintptr) bool {
-		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}} //nolint:gosec // G115: a descriptor fits in an int32
 		n, perr := unix.Poll(p, 0)
 		return perr == nil && n > 0
 	})

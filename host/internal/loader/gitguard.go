@@ -615,11 +615,13 @@ var optionArgs = map[string]map[string]argKind{
 	"awk":    {"-f": argFile, "-v": argSkip, "-F": argSkip},
 	"sed":    {"-f": argFile, "--file": argFile, "-e": argCode, "--expression": argCode},
 	"make":   {"-f": argFile, "--file": argFile, "--makefile": argFile, "-C": argCd, "--directory": argCd, "-I": argSkip, "-o": argSkip, "-W": argSkip, "-j": argSkip, "-l": argSkip},
-	"git": {"-C": argGitDir, "-c": argGitConfig, "--git-dir": argUnknown, "--work-tree": argUnknown, "--exec-path": argUnknown, "--config-env": argUnknown, "--namespace": argSkip,
+	"git": {
+		"-C": argGitDir, "-c": argGitConfig, "--git-dir": argUnknown, "--work-tree": argUnknown, "--exec-path": argUnknown, "--config-env": argUnknown, "--namespace": argSkip,
 		// Subcommands' options that run a command line (round 22).
 		"-x": argShell, "--exec": argShell, "--extcmd": argShell, "-O": argShell, "--open-files-in-pager": argShell,
 		"--upload-pack": argShell, "--receive-pack": argShell, "--tree-filter": argShell, "--index-filter": argShell,
-		"--msg-filter": argShell, "--env-filter": argShell, "--commit-filter": argShell, "--parent-filter": argShell, "--tag-name-filter": argShell},
+		"--msg-filter": argShell, "--env-filter": argShell, "--commit-filter": argShell, "--parent-filter": argShell, "--tag-name-filter": argShell,
+	},
 	"java":    {"-cp": argSkip, "-classpath": argSkip, "--class-path": argSkip, "-jar": argFile, "-p": argSkip, "--module-path": argSkip},
 	"gdb":     {"-x": argFile, "--command": argFile, "-ex": argUnknown, "-ix": argFile, "-iex": argUnknown},
 	"flock":   {"-w": argSkip, "--timeout": argSkip, "-E": argSkip, "-c": argShell, "--command": argShell},

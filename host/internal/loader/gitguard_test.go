@@ -251,8 +251,10 @@ func TestHeldPlaceholderStays(t *testing.T) {
 
 func TestProgramFiles(t *testing.T) {
 	top := t.TempDir()
-	for _, f := range []string{"x", "tools/y", "z.sh", "scripts/s.sh", "scripts/sub/t.sh", "my dir/u", "fsmon.sh", "a6", "a7", "t/x.sh",
-		"x.sh", "tools/x.sh", "tools/fsmon.py", "tools/fsmon.pm", "__main__.py", "x.awk", "x.sed", "x.py", "x.pl"} {
+	for _, f := range []string{
+		"x", "tools/y", "z.sh", "scripts/s.sh", "scripts/sub/t.sh", "my dir/u", "fsmon.sh", "a6", "a7", "t/x.sh",
+		"x.sh", "tools/x.sh", "tools/fsmon.py", "tools/fsmon.pm", "__main__.py", "x.awk", "x.sed", "x.py", "x.pl",
+	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(top, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}

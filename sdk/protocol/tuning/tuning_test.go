@@ -281,8 +281,7 @@ func TestGCHeadroom(t *testing.T) {
 		keep[i] = byte(i)
 	}
 	waitFor("100 with a live heap larger than the headroom", true, func(p int) bool { return p == 100 })
-	runtime.KeepAlive(keep)
-	keep = nil
+	runtime.KeepAlive(keep) // from here on keep is garbage
 	waitFor("above 100 once the heap is small again", true, func(p int) bool { return p > 100 })
 	runtime.KeepAlive(sink)
 	tuning.StopHeadroom()
