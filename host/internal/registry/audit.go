@@ -234,7 +234,11 @@ func (a *Audit) open() error {
 		f.Close()
 		return err
 	}
-	a.f, a.w, a.size = f, quietio.FileWriter(f), st.Size()
+	w := quietio.FileWriter(f)
+	if quietio.GaveUp(a.w) {
+		w = f // a write to the last file was slow: so would this one's be
+	}
+	a.f, a.w, a.size = f, w, st.Size()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package quietio
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,16 @@ const supported = true
 
 // maxRW bounds one read or write, as package os does.
 const maxRW = 1 << 30
+
+// errWouldWait ends a quiet write that would have to wait (the peer is
+// full, or the kernel said so while another process held the pipe): the
+// rest goes the ordinary way, which waits in the poller.
+var errWouldWait = errors.New("quietio: would wait")
+
+// errNoNowait is the kernel's answer for a descriptor it cannot read or
+// write without waiting on request (RWF_NOWAIT: pipes before Linux 6.4):
+// that descriptor is read and written the ordinary way from then on.
+var errNoNowait = errors.New("quietio: RWF_NOWAIT not supported")
 
 // Conn returns c read and written with raw system calls, if c is a socket
 // in Go's network poller; otherwise it returns c. Deadlines, Close and the
@@ -35,19 +46,19 @@ func Conn(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &conn{Conn: c, rc: rc}
+	return &conn{Conn: c, q: quiet{rc: rc, ordinary: c}}
 }
 
 type conn struct {
 	net.Conn
-	rc syscall.RawConn
+	q quiet
 }
 
-func (c *conn) Read(p []byte) (int, error)  { return read(c.rc, p, "") }
-func (c *conn) Write(p []byte) (int, error) { return write(c.rc, p, "") }
+func (c *conn) Read(p []byte) (int, error)  { return c.q.Read(p) }
+func (c *conn) Write(p []byte) (int, error) { return c.q.Write(p) }
 
 // Stream returns f read and written like Conn. f must be a pipe or socket
-// in non-blocking mode (os.NewFile then puts it in the poller); otherwise
+// in Go's poller (one os.NewFile found in non-blocking mode); otherwise
 // Stream returns f.
 func Stream(f *os.File) io.ReadWriter {
 	if !on() {
@@ -62,23 +73,63 @@ func Stream(f *os.File) io.ReadWriter {
 	if rc.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }) != nil || err != nil || fl&unix.O_NONBLOCK == 0 {
 		return f
 	}
-	return &stream{f: f, rc: rc}
+	return &quiet{rc: rc, ordinary: f, name: f.Name()}
 }
 
-type stream struct {
-	f  *os.File
-	rc syscall.RawConn
+// quiet reads and writes one descriptor with raw preadv2 and pwritev2
+// calls flagged RWF_NOWAIT, which cannot wait whatever the descriptor's
+// own flags say: another process sharing a pipe (a client holding its
+// copy of the host's stdin) may put it back in blocking mode, and a raw
+// call that waited would hold the scheduler slot it runs on. A read that
+// finds nothing waits in the poller; a write that cannot go on at once is
+// finished by ordinary, which waits in the poller (or, on a descriptor
+// put in blocking mode, in a system call the runtime knows about).
+type quiet struct {
+	rc       syscall.RawConn
+	ordinary io.ReadWriter
+	name     string      // for errors; empty for a socket
+	plain    atomic.Bool // errNoNowait seen: ordinary from now on
 }
 
-func (s *stream) Read(p []byte) (int, error)  { return read(s.rc, p, s.f.Name()) }
-func (s *stream) Write(p []byte) (int, error) { return write(s.rc, p, s.f.Name()) }
+func (q *quiet) Read(p []byte) (int, error) {
+	if q.plain.Load() {
+		return q.ordinary.Read(p)
+	}
+	n, err := read(q.rc, p, q.name)
+	if err == errNoNowait {
+		q.plain.Store(true)
+		return q.ordinary.Read(p)
+	}
+	return n, err
+}
 
-// raw makes the read or write system call trap on fd with buffer b (not
-// empty), without the runtime's system call bookkeeping.
-func raw(trap, fd uintptr, b []byte) (int, syscall.Errno) {
-	// The conversion in the call's arguments keeps b alive and in place
-	// for the call's length (unsafe.Pointer, rule 4).
-	r, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))) //nolint:gosec // G103: see above
+func (q *quiet) Write(p []byte) (int, error) {
+	if q.plain.Load() {
+		return q.ordinary.Write(p)
+	}
+	n, err := write(q.rc, p, q.name)
+	switch err {
+	case errNoNowait:
+		q.plain.Store(true)
+		fallthrough
+	case errWouldWait:
+		m, err := q.ordinary.Write(p[n:])
+		return n + m, err
+	}
+	return n, err
+}
+
+// nowait makes the preadv2 or pwritev2 system call trap on fd with buffer
+// b (not empty), at the current position, flagged RWF_NOWAIT, without the
+// runtime's system call bookkeeping.
+func nowait(trap, fd uintptr, b []byte) (int, syscall.Errno) {
+	iov := syscall.Iovec{Base: &b[0]}
+	iov.SetLen(len(b))
+	// The conversion in the call's arguments keeps iov, and b through it,
+	// alive and in place for the call (unsafe.Pointer, rule 4). Offset -1
+	// (low word all ones) is the current position, which pipes and
+	// sockets take.
+	r, _, e := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&iov)), 1, ^uintptr(0), 0, unix.RWF_NOWAIT) //nolint:gosec // G103: see above
 	return int(r), e
 }
 
@@ -96,12 +147,16 @@ func read(rc syscall.RawConn, p []byte, name string) (int, error) {
 	var errno syscall.Errno
 	err := rc.Read(func(fd uintptr) bool {
 		for {
-			r, e := raw(syscall.SYS_READ, fd, p)
+			r, e := nowait(unix.SYS_PREADV2, fd, p)
 			switch e {
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
-				return false // wait for readiness
+				// Nothing to read; or, on a pipe since Linux 6.4, its
+				// writer held it: that writer's end wakes the poller
+				// (the kernel wakes a polled pipe's readers after every
+				// write).
+				return false
 			}
 			n, errno = r, e
 			return true
@@ -110,6 +165,8 @@ func read(rc syscall.RawConn, p []byte, name string) (int, error) {
 	switch {
 	case err != nil:
 		return 0, err
+	case errno == syscall.EOPNOTSUPP:
+		return 0, errNoNowait
 	case errno != 0:
 		return 0, callError("read", name, errno)
 	case n == 0:
@@ -118,36 +175,40 @@ func read(rc syscall.RawConn, p []byte, name string) (int, error) {
 	return n, nil
 }
 
-// write writes all of p, waiting in the poller while the peer is full.
+// write writes what it can of p without waiting: all of it, or n bytes
+// and errWouldWait (or errNoNowait). A pipe's EAGAIN can mean its reader
+// held it rather than that it is full, and no wake-up would follow, so
+// waiting is left to the ordinary write.
 func write(rc syscall.RawConn, p []byte, name string) (int, error) {
 	n := 0
-	for n < len(p) {
-		chunk := p[n:]
-		if len(chunk) > maxRW {
-			chunk = chunk[:maxRW]
-		}
-		var w int
-		var errno syscall.Errno
-		err := rc.Write(func(fd uintptr) bool {
-			for {
-				r, e := raw(syscall.SYS_WRITE, fd, chunk)
-				switch e {
-				case syscall.EINTR:
-					continue
-				case syscall.EAGAIN:
-					return false
-				}
-				w, errno = r, e
-				return true
+	var errno syscall.Errno
+	err := rc.Write(func(fd uintptr) bool {
+		for n < len(p) {
+			chunk := p[n:]
+			if len(chunk) > maxRW {
+				chunk = chunk[:maxRW]
 			}
-		})
-		if err != nil {
-			return n, err
+			r, e := nowait(unix.SYS_PWRITEV2, fd, chunk)
+			if e == syscall.EINTR {
+				continue
+			}
+			if e != 0 {
+				errno = e
+				break
+			}
+			n += r
 		}
-		if errno != 0 {
-			return n, callError("write", name, errno)
-		}
-		n += w
+		return true
+	})
+	switch {
+	case err != nil:
+		return n, err
+	case errno == syscall.EAGAIN:
+		return n, errWouldWait
+	case errno == syscall.EOPNOTSUPP:
+		return n, errNoNowait
+	case errno != 0:
+		return n, callError("write", name, errno)
 	}
 	return n, nil
 }
@@ -156,7 +217,8 @@ func write(rc syscall.RawConn, p []byte, name string) (int, error) {
 // system calls while f is on a local file system (whose writes of a few
 // kilobytes go to the page cache and do not wait for a device or a
 // network) and no write has taken longer than slowWrite; f itself
-// otherwise.
+// otherwise (anything but a regular file, too: a FIFO waits for its
+// reader).
 func FileWriter(f *os.File) io.Writer {
 	if !on() {
 		return f
@@ -166,10 +228,23 @@ func FileWriter(f *os.File) io.Writer {
 		return f
 	}
 	var st unix.Statfs_t
-	if rc.Control(func(fd uintptr) { err = unix.Fstatfs(int(fd), &st) }) != nil || err != nil || !localFS[int64(st.Type)] {
+	var fst unix.Stat_t
+	if rc.Control(func(fd uintptr) {
+		if err = unix.Fstat(int(fd), &fst); err == nil {
+			err = unix.Fstatfs(int(fd), &st)
+		}
+	}) != nil || err != nil || fst.Mode&unix.S_IFMT != unix.S_IFREG || !localFS[int64(st.Type)] {
 		return f
 	}
 	return &fileWriter{f: f, rc: rc}
+}
+
+// GaveUp reports whether w, from FileWriter, writes the ordinary way now
+// (after a slow write): a writer to the next file (after a rotation)
+// should then be the file itself.
+func GaveUp(w io.Writer) bool {
+	fw, ok := w.(*fileWriter)
+	return ok && fw.slow.Load()
 }
 
 // localFS are the file systems FileWriter writes to with raw calls.
@@ -184,6 +259,11 @@ var localFS = map[int64]bool{
 	0x2fc12fc1:                 true, // ZFS
 }
 
+// A regular file's buffered writes cannot be flagged RWF_NOWAIT (ext4
+// and tmpfs refuse it), so fileWriter makes plain write calls: one that
+// waits (for another writer of the same file, or for the page cache's
+// write-back) holds its scheduler slot meanwhile, and the first that
+// takes longer than slowWrite sends the rest the ordinary way.
 type fileWriter struct {
 	f    *os.File
 	rc   syscall.RawConn
@@ -203,7 +283,7 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 			if len(chunk) > maxRW {
 				chunk = chunk[:maxRW]
 			}
-			r, e := raw(syscall.SYS_WRITE, fd, chunk)
+			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk))) //nolint:gosec // G103: the conversion in the call keeps chunk alive and in place (unsafe.Pointer, rule 4)
 			if e == syscall.EINTR {
 				continue
 			}
@@ -211,17 +291,23 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 				errno = e
 				break
 			}
-			n += r
+			n += int(r)
 		}
 		return true
 	})
 	if time.Since(start) > slowWrite {
 		w.slow.Store(true)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return n, err
-	}
-	if errno != 0 {
+	case errno == syscall.EAGAIN:
+		// Not a regular file's answer; whatever it is, the ordinary
+		// write waits for it.
+		w.slow.Store(true)
+		m, err := w.f.Write(p[n:])
+		return n + m, err
+	case errno != 0:
 		return n, callError("write", w.f.Name(), errno)
 	}
 	return n, nil

@@ -3,10 +3,14 @@ package quietio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -173,7 +177,7 @@ func TestStreamReadsAndWritesAPipe(t *testing.T) {
 	}
 	defer r.Close()
 	qr, qw := Stream(r), Stream(w)
-	if _, ok := qr.(*stream); !ok {
+	if _, ok := qr.(*quiet); !ok {
 		t.Fatalf("Stream(pipe) = %T, want the quiet stream", qr)
 	}
 	big := bytes.Repeat([]byte("line\n"), 100_000) // past the pipe's 64 KiB
@@ -223,7 +227,7 @@ func TestFileWriterAppendsAndGivesUpAfterASlowWrite(t *testing.T) {
 	if _, err := w.Write([]byte("three\n")); err != nil {
 		t.Fatal(err)
 	}
-	if !w.slow.Load() {
+	if !w.slow.Load() || !GaveUp(w) {
 		t.Fatal("a write slower than slowWrite did not switch the writer to ordinary writes")
 	}
 	if _, err := w.Write([]byte("four\n")); err != nil {
@@ -243,5 +247,121 @@ func TestFileWriterAppendsAndGivesUpAfterASlowWrite(t *testing.T) {
 	var pe *os.PathError
 	if !errors.Is(err, syscall.EBADF) || !errors.As(err, &pe) || pe.Path != path {
 		t.Errorf("Write to a read-only file = %v; want EBADF naming %s", err, path)
+	}
+}
+
+// The tests below run their scenario in a child process of the test
+// binary with one scheduler slot, and fail if it does not finish: a raw
+// call that waited would hold that slot and freeze the whole child.
+const scenarioEnv = "QUIETIO_SCENARIO"
+
+func runScenario(t *testing.T, name string) {
+	t.Helper()
+	if os.Getenv(scenarioEnv) != "" {
+		t.Skip("in the scenario's own process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestScenarioChild$", "-test.v")
+	cmd.Env = append(os.Environ(), scenarioEnv+"="+name)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "scenario done") {
+			t.Fatalf("scenario %s: %v\n%s", name, err, out)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("scenario %s froze (its timers did not fire within 20 s): a raw call waited holding the only scheduler slot\n%s", name, out)
+	}
+}
+
+// TestScenarioChild is the child's side of runScenario.
+func TestScenarioChild(t *testing.T) {
+	name := os.Getenv(scenarioEnv)
+	if name == "" {
+		t.Skip("only as runScenario's child")
+	}
+	runtime.GOMAXPROCS(1)
+	r, w, err := os.Pipe() // in the poller
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process sharing the pipe puts it back in blocking mode
+	// (after Stream has wrapped it).
+	qr, qw := Stream(r), Stream(w)
+	for _, f := range []*os.File{r, w} {
+		rc, _ := f.SyscallConn()
+		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
+	}
+	switch name {
+	case "read-empty":
+		// Nothing to read: the reader waits in the poller, and the rest
+		// of the process runs.
+		go func() { _, _ = qr.Read(make([]byte, 16)) }()
+	case "write-full":
+		// Nobody reads a full pipe: the writer blocks, the ordinary way,
+		// and the rest of the process runs.
+		go func() { _, _ = qw.Write(make([]byte, 1<<20)) }()
+	default:
+		t.Fatalf("no scenario %q", name)
+	}
+	time.Sleep(100 * time.Millisecond) // a timer, and this goroutine, must get the slot
+	runtime.Gosched()
+	fmt.Println("scenario done")
+}
+
+func TestAPipePutBackInBlockingModeFreezesNothing(t *testing.T) {
+	runScenario(t, "read-empty")
+	runScenario(t, "write-full")
+}
+
+func TestQuietStreamIgnoresBlockingModeButKeepsWorking(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	qr, qw := Stream(r), Stream(w)
+	for _, f := range []*os.File{r, w} {
+		rc, _ := f.SyscallConn()
+		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
+	}
+	big := bytes.Repeat([]byte("x"), 300<<10) // past the pipe's buffer
+	go func() {
+		if _, err := qw.Write(big); err != nil {
+			t.Errorf("Write: %v", err)
+		}
+		w.Close()
+	}()
+	got, err := io.ReadAll(qr)
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("read %d bytes, %v; want the %d written", len(got), err, len(big))
+	}
+}
+
+func TestFileWriterLeavesAFIFOAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if FileWriter(f) != io.Writer(f) {
+		t.Error("FileWriter wrapped a FIFO (whose writes wait for its reader)")
 	}
 }
