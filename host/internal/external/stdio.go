@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
@@ -93,16 +91,16 @@ func (s *Server) startStdio() (*stdioConn, error) {
 		s.pid = cmd.Process.Pid
 		go func() { _ = cmd.Wait() }() // reaps it; watchProcess notices the exit
 	}
-	// Both pipes are read and written quietly (sdk/protocol/quietio).
-	out := &lineCap{r: quietio.Stream(outR), max: MaxLineBytes, onCut: func() {
+	// The pipes are read and written the ordinary way, not quietly
+	// (sdk/protocol/quietio): the server holds their other ends, and a
+	// process can hold a pipe's lock (splice to a full socket) for as long
+	// as it likes; a raw call waiting on it would hold the host's only
+	// scheduler slot.
+	out := &lineCap{r: outR, max: MaxLineBytes, onCut: func() {
 		s.log.Warn(fmt.Sprintf("the server wrote a line of more than %d MB on stdout; the rest of it was dropped (no MCP message is that long)", MaxLineBytes>>20))
 	}}
 	// Close closes stdin and the stdout pipe, which ends the read.
-	stdin := struct {
-		io.Writer
-		io.Closer
-	}{quietio.Stream(inW), inW}
-	return newStdioConn(stdin, out, outR, s.log), nil
+	return newStdioConn(inW, out, outR, s.log), nil
 }
 
 // lineCap passes a stdio server's output on, cutting every line longer
