@@ -104,6 +104,7 @@ type Audit struct {
 	path     string
 	f        *os.File
 	w        io.Writer // f, written quietly (sdk/protocol/quietio)
+	loud     bool      // a quiet write was slow: f itself from then on
 	size     int64
 	maxBytes int64
 	keep     int
@@ -234,9 +235,12 @@ func (a *Audit) open() error {
 		f.Close()
 		return err
 	}
-	w := quietio.FileWriter(f)
-	if quietio.GaveUp(a.w) {
-		w = f // a write to the last file was slow: so would this one's be
+	// Once a quiet write was slow, every later file of this log is
+	// written the ordinary way (sdk/protocol/quietio).
+	a.loud = a.loud || quietio.GaveUp(a.w)
+	var w io.Writer = f
+	if !a.loud {
+		w = quietio.FileWriter(f)
 	}
 	a.f, a.w, a.size = f, w, st.Size()
 	return nil

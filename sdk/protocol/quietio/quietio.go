@@ -73,3 +73,12 @@ func (c creds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, er
 func (c creds) Clone() credentials.TransportCredentials {
 	return creds{c.TransportCredentials.Clone()}
 }
+
+// SetSlowWriteForTest sets how long a quiet write to a file may take
+// before FileWriter gives up on it (negative: every write is slow), until
+// the returned function restores it. For tests only.
+func SetSlowWriteForTest(d time.Duration) (restore func()) {
+	old := slowWrite
+	slowWrite = d
+	return func() { slowWrite = old }
+}
