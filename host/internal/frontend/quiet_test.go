@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
 
 	"github.com/hashicorp/go-hclog"
@@ -102,6 +104,19 @@ func TestStdioCallsMakeNoSystemCalls(t *testing.T) {
 			call(id)
 		}
 	})
+	// The client's pipes are as it left them, in blocking mode: another
+	// process holding them (sharing the client's stdout) would get EAGAIN
+	// otherwise. The quiet calls do not need the non-blocking mode.
+	for _, f := range []*os.File{inR, outW} {
+		fl := 0
+		rc, err := f.SyscallConn() // not f.Fd(), which puts it in blocking mode
+		if err == nil {
+			_ = rc.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) })
+		}
+		if err != nil || fl&unix.O_NONBLOCK != 0 {
+			t.Errorf("%s in non-blocking mode while serving (flags %#x, %v); want it as the client left it", f.Name(), fl, err)
+		}
+	}
 	// The records were written.
 	if !durable {
 		_ = audit.Close() // writes what is queued

@@ -59,7 +59,12 @@ func (c *conn) Write(p []byte) (int, error) { return c.q.Write(p) }
 
 // Stream returns f read and written like Conn. f must be a pipe or socket
 // in Go's poller (one os.NewFile found in non-blocking mode); otherwise
-// Stream returns f.
+// Stream returns f. Its raw calls do not need the non-blocking mode, so
+// Stream puts the open pipe or socket back in blocking mode, which other
+// processes holding it (the client that started the host, a process
+// sharing its stdout) may rely on; when the kernel cannot do them
+// (RWF_NOWAIT on a pipe before Linux 6.4), the non-blocking mode comes
+// back with ordinary reads and writes.
 func Stream(f *os.File) io.ReadWriter {
 	if !on() {
 		return f
@@ -73,7 +78,9 @@ func Stream(f *os.File) io.ReadWriter {
 	if rc.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }) != nil || err != nil || fl&unix.O_NONBLOCK == 0 {
 		return f
 	}
-	return &quiet{rc: rc, ordinary: f, name: f.Name()}
+	q := &quiet{rc: rc, ordinary: f, name: f.Name(), blocking: true}
+	q.setNonblock(false)
+	return q
 }
 
 // quiet reads and writes one descriptor with raw preadv2 and pwritev2
@@ -88,7 +95,19 @@ type quiet struct {
 	rc       syscall.RawConn
 	ordinary io.ReadWriter
 	name     string      // for errors; empty for a socket
+	blocking bool        // Stream put it in blocking mode
 	plain    atomic.Bool // errNoNowait seen: ordinary from now on
+}
+
+func (q *quiet) setNonblock(on bool) {
+	_ = q.rc.Control(func(fd uintptr) { _ = unix.SetNonblock(int(fd), on) })
+}
+
+// goPlain makes q read and write the ordinary way from now on.
+func (q *quiet) goPlain() {
+	if !q.plain.Swap(true) && q.blocking {
+		q.setNonblock(true) // the ordinary calls wait in the poller
+	}
 }
 
 func (q *quiet) Read(p []byte) (int, error) {
@@ -97,7 +116,7 @@ func (q *quiet) Read(p []byte) (int, error) {
 	}
 	n, err := read(q.rc, p, q.name)
 	if err == errNoNowait {
-		q.plain.Store(true)
+		q.goPlain()
 		return q.ordinary.Read(p)
 	}
 	return n, err
@@ -110,7 +129,7 @@ func (q *quiet) Write(p []byte) (int, error) {
 	n, err := write(q.rc, p, q.name)
 	switch err {
 	case errNoNowait:
-		q.plain.Store(true)
+		q.goPlain()
 		fallthrough
 	case errWouldWait:
 		m, err := q.ordinary.Write(p[n:])
