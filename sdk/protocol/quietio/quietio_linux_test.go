@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // socketPair is a connected pair of Unix stream sockets in Go's poller.
@@ -363,5 +365,48 @@ func TestFileWriterLeavesAFIFOAlone(t *testing.T) {
 	defer f.Close()
 	if FileWriter(f) != io.Writer(f) {
 		t.Error("FileWriter wrapped a FIFO (whose writes wait for its reader)")
+	}
+}
+
+// A FIFO refuses RWF_NOWAIT (as every pipe did before Linux 6.4): Stream
+// then reads and writes it the ordinary way, in non-blocking mode again,
+// and every byte arrives.
+func TestStreamFallsBackWhereTheKernelRefusesNowait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qr, qw := Stream(r), Stream(w)
+	if _, ok := qr.(*quiet); !ok {
+		t.Fatalf("Stream(FIFO) = %T, want the quiet stream", qr)
+	}
+	big := bytes.Repeat([]byte("fifo\n"), 100_000) // past the pipe's buffer
+	go func() {
+		if _, err := qw.Write(big); err != nil {
+			t.Errorf("Write: %v", err)
+		}
+		w.Close()
+	}()
+	got, err := io.ReadAll(qr)
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("read %d bytes, %v; want the %d written", len(got), err, len(big))
+	}
+	q := qr.(*quiet)
+	if !q.plain.Load() {
+		t.Skip("this kernel takes RWF_NOWAIT on a FIFO: the fallback did not run")
+	}
+	fl := 0
+	_ = q.rc.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) })
+	if err != nil || fl&unix.O_NONBLOCK == 0 {
+		t.Errorf("after the fallback the FIFO is in blocking mode (flags %#x, %v); want non-blocking, for the poller", fl, err)
 	}
 }
