@@ -191,6 +191,7 @@ func read(rc syscall.RawConn, p []byte, name string) (int, error) {
 	case n == 0:
 		return 0, io.EOF
 	}
+	raceAfterRead(p[:n])
 	return n, nil
 }
 
@@ -199,6 +200,7 @@ func read(rc syscall.RawConn, p []byte, name string) (int, error) {
 // held it rather than that it is full, and no wake-up would follow, so
 // waiting is left to the ordinary write.
 func write(rc syscall.RawConn, p []byte, name string) (int, error) {
+	raceBeforeWrite(p)
 	n := 0
 	var errno syscall.Errno
 	err := rc.Write(func(fd uintptr) bool {
@@ -293,6 +295,7 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	if w.slow.Load() {
 		return w.f.Write(p)
 	}
+	raceBeforeWrite(p)
 	start := time.Now()
 	n := 0
 	var errno syscall.Errno

@@ -1,0 +1,7 @@
+//go:build linux && !race
+
+package quietio
+
+func raceBeforeWrite([]byte) {}
+
+func raceAfterRead([]byte) {}
