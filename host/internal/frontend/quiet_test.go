@@ -11,15 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
-
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/switchboard-mcp/switchboard/host/internal/registry"
 	"github.com/switchboard-mcp/switchboard/internal/fixtures"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/launcher"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
 )
 
 // TestStdioCallsMakeNoSystemCalls: a tools/call over real stdin and

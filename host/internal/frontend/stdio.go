@@ -17,13 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/workpool"
 )
 

@@ -10,9 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
-
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/ablate"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
 )
 
 // AuditRecord is one line of audit.jsonl.

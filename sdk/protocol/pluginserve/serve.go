@@ -32,9 +32,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
-
 	"github.com/switchboard-mcp/switchboard/sdk/protocol"
+	"github.com/switchboard-mcp/switchboard/sdk/protocol/quietio"
 	"github.com/switchboard-mcp/switchboard/sdk/protocol/tuning"
 )
 
