@@ -297,10 +297,7 @@ func TestScenarioChild(t *testing.T) {
 	// Another process sharing the pipe puts it back in blocking mode
 	// (after Stream has wrapped it).
 	qr, qw := Stream(r), Stream(w)
-	for _, f := range []*os.File{r, w} {
-		rc, _ := f.SyscallConn()
-		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
-	}
+	putInBlockingMode(r, w)
 	switch name {
 	case "read-empty":
 		// Nothing to read: the reader waits in the poller, and the rest
@@ -331,10 +328,7 @@ func TestQuietStreamIgnoresBlockingModeButKeepsWorking(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	qr, qw := Stream(r), Stream(w)
-	for _, f := range []*os.File{r, w} {
-		rc, _ := f.SyscallConn()
-		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
-	}
+	putInBlockingMode(r, w)
 	big := bytes.Repeat([]byte("x"), 300<<10) // past the pipe's buffer
 	go func() {
 		if _, err := qw.Write(big); err != nil {
@@ -349,20 +343,7 @@ func TestQuietStreamIgnoresBlockingModeButKeepsWorking(t *testing.T) {
 }
 
 func TestFileWriterLeavesAFIFOAlone(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := fifo(t, "audit.jsonl")
 	if FileWriter(f) != io.Writer(f) {
 		t.Error("FileWriter wrapped a FIFO (whose writes wait for its reader)")
 	}
@@ -372,19 +353,7 @@ func TestFileWriterLeavesAFIFOAlone(t *testing.T) {
 // then reads and writes it the ordinary way, in non-blocking mode again,
 // and every byte arrives.
 func TestStreamFallsBackWhereTheKernelRefusesNowait(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, w := fifo(t, "fifo")
 	qr, qw := Stream(r), Stream(w)
 	if _, ok := qr.(*quiet); !ok {
 		t.Fatalf("Stream(FIFO) = %T, want the quiet stream", qr)
@@ -409,4 +378,34 @@ func TestStreamFallsBackWhereTheKernelRefusesNowait(t *testing.T) {
 	if err != nil || fl&unix.O_NONBLOCK == 0 {
 		t.Errorf("after the fallback the FIFO is in blocking mode (flags %#x, %v); want non-blocking, for the poller", fl, err)
 	}
+}
+
+// putInBlockingMode does what another process sharing the files' pipe
+// may do to it.
+func putInBlockingMode(files ...*os.File) {
+	for _, f := range files {
+		rc, _ := f.SyscallConn() // not f.Fd(), which would also mark f blocking
+		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
+	}
+}
+
+// fifo makes a FIFO named name in a temporary directory and opens both
+// ends, in Go's poller; the test's cleanup closes them.
+func fifo(t *testing.T, name string) (r, w *os.File) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	w, err = os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return r, w
 }
